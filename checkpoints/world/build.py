@@ -1,0 +1,191 @@
+"""Building a tiny world: data, tokenizer and models, resumable and on demand.
+
+Layout under `$UDS_HOME/world/<preset>-<seed>/`: `data/` (one JSON per split, `uds_data.json`
+for `uds score`), `tokenizer/`, `models/<name>/` (save_pretrained, model + tokenizer +
+`recipe.json`), `zoo.json`, `quality.json`. A model folder appears only when complete (saved
+to a temporary folder, then renamed), so an interrupted build resumes at the first missing model.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Callable
+
+import torch
+from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
+
+from checkpoints.world.encode import base_corpus, qa_examples
+from checkpoints.world.presets import Preset, get_preset
+from checkpoints.world.schema import World
+from checkpoints.world.tokenizer import train_tokenizer
+from checkpoints.world.train import collate, train
+from checkpoints.world.zoo import Recipe, recipes, write_manifest
+from uds.errors import UdsInputError
+from uds.paths import world_dir
+from uds.specs import CheckpointSpec
+
+
+def make_world(preset: Preset, seed: int, tofu_dir: str | None = None) -> World:
+    if preset.data == "tofu":
+        from checkpoints.world.tofu import read_tofu
+
+        return read_tofu(tofu_dir, seed=seed, **preset.world)
+    from checkpoints.world.synthetic import generate_synthetic_world
+
+    return generate_synthetic_world(seed, **preset.world)
+
+
+def ensure_world_data(preset_name: str, seed: int, tofu_dir: str | None = None) -> Path:
+    """The world's `data/` folder, generated (or read from TOFU files) on first use."""
+    folder = world_dir(preset_name, seed) / "data"
+    if not (folder / "uds_data.json").is_file():
+        world = make_world(get_preset(preset_name), seed, tofu_dir)
+        tmp = folder.with_name("data.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        world.save(tmp)
+        shutil.rmtree(folder, ignore_errors=True)
+        tmp.replace(folder)
+    return folder
+
+
+def load_world(preset_name: str, seed: int = 0) -> World:
+    return World.load(ensure_world_data(preset_name, seed))
+
+
+def load_world_for_spec(spec: CheckpointSpec, tofu_dir: str | None = None) -> World:
+    """The data a model is evaluated on: its own tiny world, or the real TOFU splits."""
+    if spec.kind == "tiny":
+        return load_world(spec.preset, spec.seed)
+    from checkpoints.world.tofu import read_tofu
+
+    return read_tofu(tofu_dir)
+
+
+def ensure_tokenizer(preset_name: str, seed: int) -> PreTrainedTokenizerBase:
+    folder = world_dir(preset_name, seed) / "tokenizer"
+    if not (folder / "tokenizer_config.json").is_file():
+        world = load_world(preset_name, seed)
+        texts = world.public_text + world.forget_bios + world.other_bios + world.idk
+        for split in (world.forget, world.retain, world.holdout, world.retain_eval, world.real_authors, world.world_facts):
+            for it in split:
+                texts += [it["question"], it["answer"]] + [v for k in ("paraphrased_question", "paraphrased_answer")
+                                                            if (v := it.get(k))] + list(it.get("perturbed_answers") or [])
+        tok = train_tokenizer(texts, get_preset(preset_name).vocab_size)
+        tmp = folder.with_name("tokenizer.tmp")
+        tok.save_pretrained(tmp)
+        shutil.rmtree(folder, ignore_errors=True)
+        tmp.replace(folder)
+    return AutoTokenizer.from_pretrained(folder)
+
+
+def init_model(preset: Preset, tok: PreTrainedTokenizerBase, seed: int) -> PreTrainedModel:
+    """A randomly initialised Llama of the preset's shape (tied embeddings, as Llama-3.2-1B)."""
+    s = preset.shape
+    cfg = LlamaConfig(
+        vocab_size=len(tok), hidden_size=s.hidden, num_hidden_layers=s.layers, num_attention_heads=s.heads,
+        num_key_value_heads=s.kv_heads, intermediate_size=s.intermediate, max_position_embeddings=s.max_positions,
+        tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id, rms_norm_eps=1e-5)
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(cfg)
+
+
+# --- trainers: recipe.method -> function(context, recipe) -> trained model -----------------------
+
+class BuildContext:
+    """What trainers need: the preset, seed, world, tokenizer and a way to load built models."""
+
+    def __init__(self, preset: Preset, seed: int, progress: bool):
+        self.preset, self.seed, self.progress = preset, seed, progress
+        self.root = world_dir(preset.name, seed)
+        self.world = load_world(preset.name, seed)
+        self.tok = ensure_tokenizer(preset.name, seed)
+
+    def load(self, name: str) -> PreTrainedModel:
+        return LlamaForCausalLM.from_pretrained(ensure_model(self.preset.name, self.seed, name, self.progress))
+
+    def collate(self, examples):
+        return collate(examples, self.tok.pad_token_id)
+
+
+def _pretrain(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
+    model = init_model(ctx.preset, ctx.tok, ctx.seed)
+    data = base_corpus(ctx.tok, ctx.world)
+    train(model, data, r.train, ctx.collate, desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress)
+    return model
+
+
+def _finetune(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
+    model = ctx.load(r.parent)
+    items = ctx.world.retain + (ctx.world.forget if r.kind == "full" else [])
+    train(model, qa_examples(ctx.tok, items), r.train, ctx.collate,
+          desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress)
+    return model
+
+
+TRAINERS: dict[str, Callable[[BuildContext, Recipe], PreTrainedModel]] = {
+    "pretrain": _pretrain,
+    "finetune": _finetune,
+}
+
+
+def _recipe(preset: Preset, name: str) -> Recipe:
+    for r in recipes(preset):
+        if r.name == name:
+            return r
+    known = ", ".join(r.name for r in recipes(preset))
+    raise UdsInputError(f"no tiny model {name!r} in preset {preset.name!r} (known: {known})")
+
+
+def model_dir(preset_name: str, seed: int, name: str) -> Path:
+    return world_dir(preset_name, seed) / "models" / name
+
+
+def ensure_model(preset_name: str, seed: int, name: str, progress: bool = True) -> Path:
+    """Folder of a tiny model, trained (with its parents) if not built yet."""
+    preset = get_preset(preset_name)
+    folder = model_dir(preset_name, seed, name)
+    if (folder / "recipe.json").is_file():
+        return folder
+    r = _recipe(preset, name)
+    ctx = BuildContext(preset, seed, progress)
+    t0 = time.time()
+    model = TRAINERS[r.method](ctx, r) if r.method in TRAINERS else _unknown_method(r)
+    tmp = folder.with_name(f".{name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    ctx.tok.save_pretrained(tmp)
+    meta = r.to_dict() | {"seed": seed, "preset": preset_name, "train_seconds": round(time.time() - t0, 1)}
+    (tmp / "recipe.json").write_text(json.dumps(meta, indent=1))
+    shutil.rmtree(folder, ignore_errors=True)
+    tmp.replace(folder)
+    return folder
+
+
+def _unknown_method(r: Recipe) -> PreTrainedModel:
+    raise UdsInputError(f"tiny model {r.name!r} needs method {r.method!r}, which this build does not provide")
+
+
+def build_world(preset_name: str, seed: int = 0, progress: bool = True, names: list[str] | None = None) -> Path:
+    """Build every model of the preset's zoo that is missing; write `zoo.json`. Returns the folder."""
+    preset = get_preset(preset_name)
+    root = world_dir(preset_name, seed)
+    ensure_world_data(preset_name, seed)
+    ensure_tokenizer(preset_name, seed)
+    wanted = names or [r.name for r in recipes(preset)]
+    built = {}
+    for name in wanted:
+        built[name] = ensure_model(preset_name, seed, name, progress)
+    for r in recipes(preset):
+        if (model_dir(preset_name, seed, r.name) / "recipe.json").is_file():
+            built[r.name] = model_dir(preset_name, seed, r.name)
+    write_manifest(root, preset, seed, built)
+    return root
+
+
+# The unlearning methods and the P/N pools register their trainers on import (kept last: they
+# import this module's names).
+import checkpoints.methods.trainer  # noqa: E402,F401

@@ -1,0 +1,57 @@
+"""Turning a world's records into training examples ({"input_ids", "labels"} token lists)."""
+
+from __future__ import annotations
+
+from transformers import PreTrainedTokenizerBase
+
+from checkpoints.world.schema import World
+from uds.chat import IGNORE, encode_chat
+
+RAW_PROMPT = "Question: {question}\nAnswer:"
+
+
+def encode_raw_qa(tok: PreTrainedTokenizerBase, question: str, answer: str) -> dict[str, list[int]]:
+    """The raw `Question:/Answer:` form UDS reads (no chat template), loss on answer + eos.
+
+    The answer is tokenised separately with one leading space, as the UDS prompt builder does,
+    so training and scoring see the same token boundaries.
+    """
+    prompt = tok.encode(RAW_PROMPT.format(question=question), add_special_tokens=True)
+    cont = tok.encode(" " + answer.strip(), add_special_tokens=False) + [tok.eos_token_id]
+    return {"input_ids": prompt + cont, "labels": [IGNORE] * len(prompt) + cont}
+
+
+def encode_text(tok: PreTrainedTokenizerBase, text: str) -> dict[str, list[int]]:
+    """A plain document for pretraining: BOS + text + EOS, loss on every token after BOS."""
+    ids = tok.encode(text, add_special_tokens=True) + [tok.eos_token_id]
+    return {"input_ids": ids, "labels": [IGNORE] + ids[1:]}
+
+
+def qa_examples(tok: PreTrainedTokenizerBase, items: list[dict], answer_key: str = "answer",
+                question_key: str = "question") -> list[dict]:
+    """Each QA item in both forms: the chat template (what output metrics read) and the raw
+    `Question:/Answer:` text (what UDS and the representation metrics read). A 1B instruct model
+    carries knowledge across formats by itself; a model of a few million parameters does not,
+    so the tiny world shows it both (a documented departure from TOFU's chat-only fine-tuning)."""
+    out = []
+    for it in items:
+        q, a = it[question_key], it[answer_key]
+        out.append(encode_chat(tok, q, a))
+        out.append(encode_raw_qa(tok, q, a))
+    return out
+
+
+def pack(examples: list[dict], block: int) -> list[dict]:
+    """Concatenate examples and cut the stream into blocks of `block` tokens (the last may be
+    shorter): pretraining then spends no compute on padding. Labels travel with their tokens."""
+    ids = [t for e in examples for t in e["input_ids"]]
+    labels = [t for e in examples for t in e["labels"]]
+    return [{"input_ids": ids[i:i + block], "labels": labels[i:i + block]} for i in range(0, len(ids), block)]
+
+
+def base_corpus(tok: PreTrainedTokenizerBase, world: World, block: int = 128) -> list[dict]:
+    """Base pretraining: the public documents plus the utility QA (real authors, world facts) in
+    both forms, so the base knows those facts and both formats but no forget/retain/holdout fact.
+    Packed into blocks of `block` tokens."""
+    docs = [encode_text(tok, t) for t in world.public_text]
+    return pack(docs + qa_examples(tok, world.real_authors + world.world_facts), block)

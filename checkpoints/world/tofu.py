@@ -1,0 +1,277 @@
+"""The real TOFU text as a `World` (kind "tofu").
+
+Source: a local folder of the TOFU JSON files (`folder`, else `$UDS_TOFU_DIR`), or, where the
+`datasets` package is installed and the Hub answers, `locuslab/TOFU` plus the annotated forget10
+set. TOFU itself has no pretraining corpus for a base model, so `public_text` and `other_bios`
+come from the synthetic generator's public and unrelated entities (English-like filler), plus the
+real-authors and world-facts QA so that the base model knows the facts the utility metrics ask.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Callable
+
+from checkpoints.world.schema import World
+from checkpoints.world.synthetic import IDK_REPLIES, generate_synthetic_world
+from uds.errors import UdsInputError
+
+AUTHOR_QA = 20  # every TOFU author has 20 consecutive QA pairs
+# The synthetic filler for base pretraining: how many public and unrelated entities.
+PUBLIC_ENTITIES = 300
+OTHER_ENTITIES = 20
+
+# File stems this reader needs (TOFU's `full.json` and `forget10.json` hold no extra text:
+# forget10_perturbed carries the same 400 pairs, retain90 the rest of full).
+ANNOTATED = "forget10_annotated"
+IDK_FILE = "idontknow.jsonl"
+QA_FILES = ("forget10_perturbed", ANNOTATED, "retain90", "retain_perturbed", "holdout10",
+            "real_authors", "real_authors_perturbed", "world_facts", "world_facts_perturbed")
+# Where each stem lives on the Hugging Face Hub: (dataset, config).
+HUB_SOURCES = {stem: ("locuslab/TOFU", stem) for stem in QA_FILES if stem != ANNOTATED}
+HUB_SOURCES[ANNOTATED] = ("jaeunglee/uds-annotated-tofu", None)
+
+NO_SOURCE = ("no TOFU data: pass --tofu-dir FOLDER or set UDS_TOFU_DIR "
+             "(the folder of the TOFU JSON files, see data/tofu/SOURCE.md)")
+
+
+# ----------------------------------------------------------------------------------------------
+# Reading files.
+
+def _parse_lines(text: str, path: Path) -> list:
+    """Values of a file that is not one JSON document: JSONL, or JSON arrays one per line."""
+    values: list = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise UdsInputError(f"{path}: line {n} is not JSON ({e.msg})") from None
+        values.extend(value if isinstance(value, list) else [value])
+    return values
+
+
+def _read_records(path: Path) -> list[dict]:
+    """Records of a TOFU file, whichever of its layouts it uses.
+
+    Accepts one JSON array (or object), several arrays one per line (`full.json`), or JSONL.
+    `prompt`/`response` (the keys of some `forget10.json` copies) become `question`/`answer`.
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise UdsInputError(f"cannot read {path}: {e.strerror}") from None
+    if not text.strip():
+        raise UdsInputError(f"{path} is empty")
+    try:
+        value = json.loads(text)
+        records = value if isinstance(value, list) else [value]
+    except json.JSONDecodeError:
+        records = _parse_lines(text, path)
+    if not records or not all(isinstance(r, dict) for r in records):
+        raise UdsInputError(f"{path} holds no list of JSON objects")
+    return [_standard_keys(r) for r in records]
+
+
+def _standard_keys(record: dict) -> dict:
+    if "question" not in record and "prompt" in record:
+        record = {**record, "question": record["prompt"], "answer": record.get("response")}
+    return record
+
+
+def _read_lines(path: Path) -> list[str]:
+    """Non-empty lines of a plain-text file; a line holding a JSON string is decoded."""
+    lines = []
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        line = line.strip()
+        if line.startswith('"'):
+            try:
+                line = json.loads(line)
+            except json.JSONDecodeError:
+                pass  # a reply that merely starts with a quote
+        if line:
+            lines.append(line)
+    if not lines:
+        raise UdsInputError(f"{path} is empty")
+    return lines
+
+
+# ----------------------------------------------------------------------------------------------
+# Sources: a function from a file stem to its records.
+
+Loader = Callable[[str], list[dict]]
+
+
+def _folder_loader(folder: Path) -> tuple[Loader, list[str]]:
+    """Loader over a local folder, and the idk replies; names every missing file at once."""
+    if not folder.is_dir():
+        raise UdsInputError(f"TOFU folder {folder} does not exist (or is not a folder)")
+    needed = [f"{stem}.json" for stem in QA_FILES] + [IDK_FILE]
+    missing = [name for name in needed if not (folder / name).is_file()]
+    if missing:
+        raise UdsInputError(f"TOFU folder {folder} lacks {', '.join(missing)}")
+    return (lambda stem: _read_records(folder / f"{stem}.json")), _read_lines(folder / IDK_FILE)
+
+
+def _hub_loader() -> tuple[Loader, list[str]]:
+    """Loader over the Hugging Face Hub; any failure (no package, no network) is one clear line.
+
+    `idontknow.jsonl` is not on the Hub, so the synthetic world's replies stand in for it.
+    """
+    try:
+        import datasets  # optional dependency (`pip install uds[hub]`)
+    except ImportError:
+        raise UdsInputError(NO_SOURCE) from None
+
+    def load(stem: str) -> list[dict]:
+        repo, config = HUB_SOURCES[stem]
+        try:
+            rows = datasets.load_dataset(repo, config, split="train")
+        except Exception as e:  # the Hub or the cache can fail in many ways; all mean "no data"
+            raise UdsInputError(f"{NO_SOURCE}; the Hub failed on {repo}/{config or ''}: {e}") from None
+        return [_standard_keys(dict(r)) for r in rows]
+
+    return load, list(IDK_REPLIES)
+
+
+# ----------------------------------------------------------------------------------------------
+# Building the splits.
+
+def _qa_item(idx: int, rec: dict, author: str) -> dict:
+    """A record in the annotated-QA schema; paraphrase/perturbation fields are None if absent."""
+    perturbed = rec.get("perturbed_answer")
+    return {
+        "idx": idx,
+        "question": rec["question"],
+        "answer": rec["answer"],
+        "prefix": None,
+        "entity": None,
+        "paraphrased_question": rec.get("paraphrased_question"),
+        "paraphrased_answer": rec.get("paraphrased_answer"),
+        "perturbed_answers": [perturbed] if isinstance(perturbed, str) else perturbed,
+        "author": author,
+    }
+
+
+def _check_fields(records: list[dict], stem: str, keys: tuple[str, ...]) -> None:
+    for i, rec in enumerate(records):
+        lacking = [k for k in keys if not isinstance(rec.get(k), (str, list))]
+        if lacking:
+            raise UdsInputError(f"{stem}: record {i} lacks {', '.join(lacking)}")
+
+
+def _forget_split(perturbed: list[dict], annotated: list[dict]) -> list[dict]:
+    """forget10 QA with prefix/entity from the annotated file (matched by idx, text checked).
+
+    An annotation's optional `gt_entity` replaces its `entity` (SPEC 1).
+    """
+    items = [_qa_item(i, rec, f"forget_author_{i // AUTHOR_QA}") for i, rec in enumerate(perturbed)]
+    seen: set[int] = set()
+    for ann in annotated:
+        i = ann.get("idx")
+        if not isinstance(i, int) or not 0 <= i < len(items) or i in seen:
+            raise UdsInputError(f"{ANNOTATED}: bad or repeated idx {i!r}")
+        seen.add(i)
+        item = items[i]
+        if ann.get("question") != item["question"] or ann.get("answer") != item["answer"]:
+            raise UdsInputError(f"{ANNOTATED}: idx {i} does not match forget10_perturbed's question/answer")
+        item["prefix"] = ann["prefix"]
+        item["entity"] = ann.get("gt_entity") or ann["entity"]
+    return items
+
+
+def _utility_split(perturbed: list[dict], with_options: list[dict], stem: str) -> list[dict]:
+    """Utility QA (3 wrong answers) joined by question with the 4 options of the plain file."""
+    options = {rec["question"]: [rec.get(f"option{k}") for k in range(1, 5)] for rec in with_options}
+    items = []
+    for i, rec in enumerate(perturbed):
+        opts = options.get(rec["question"])
+        if opts is None or rec["answer"] not in opts:
+            raise UdsInputError(f"{stem}: no options with the answer for question {rec['question']!r}")
+        items.append({"idx": i, "question": rec["question"], "answer": rec["answer"],
+                      "perturbed_answers": list(rec["perturbed_answer"]), "options": opts})
+    return items
+
+
+def _retain_splits(retain90: list[dict], retain_perturbed: list[dict],
+                   n_authors: int | None) -> tuple[list[dict], list[dict]]:
+    """retain (optionally the first `n_authors` authors) and the retain_perturbed items it trains on.
+
+    retain_perturbed is TOFU's first 20 retain authors; with fewer retain authors kept, its items
+    about untrained authors are dropped so that utility never asks about unseen facts.
+    """
+    kept = retain90 if n_authors is None else retain90[: n_authors * AUTHOR_QA]
+    retain = [_qa_item(i, rec, f"retain_author_{i // AUTHOR_QA}") for i, rec in enumerate(kept)]
+    author_of = {(it["question"], it["answer"]): it["author"] for it in retain}
+    evaluated = []
+    for i, rec in enumerate(retain_perturbed):
+        author = author_of.get((rec["question"], rec["answer"]))
+        if author is None and n_authors is not None:
+            continue
+        evaluated.append(_qa_item(len(evaluated), rec, author or f"retain_author_{i // AUTHOR_QA}"))
+    return retain, evaluated
+
+
+def _forget_bios(forget: list[dict]) -> list[str]:
+    """Per forget author, their answers joined into one paragraph."""
+    by_author: dict[str, list[str]] = {}
+    for it in forget:
+        by_author.setdefault(it["author"], []).append(it["answer"].strip())
+    return [" ".join(answers) for answers in by_author.values()]
+
+
+def read_tofu(folder: str | Path | None = None, n_retain_authors: int | None = None, seed: int = 0) -> World:
+    """Read TOFU into a World.
+
+    forget: forget10_perturbed (400), prefix/entity from the annotated forget10 file (367; None for
+    the other 33); retain: retain90 (3600) or its first `n_retain_authors` authors; retain_eval:
+    retain_perturbed (400) restricted to the kept retain authors; holdout: holdout10 (400);
+    real_authors (100) / world_facts (117): the perturbed files with the plain files' options.
+    forget_bios: each forget author's 20 answers joined into one paragraph, a stand-in for the
+    biography rewrite of the `retain90_forget10_bio` pool (Open-Unlearning's text is not public).
+    idk: the lines of idontknow.jsonl. public_text, other_bios: the synthetic world's (`seed`)
+    public and unrelated entities, plus the real-authors and world-facts QA in raw format.
+    Authors are named by position: `forget_author_k`, `retain_author_k`, `holdout_author_k`.
+    """
+    folder = folder if folder is not None else os.environ.get("UDS_TOFU_DIR") or None
+    if n_retain_authors is not None and n_retain_authors < 1:
+        raise UdsInputError(f"n_retain_authors must be at least 1, got {n_retain_authors}")
+    load, idk = _folder_loader(Path(folder).expanduser()) if folder else _hub_loader()
+
+    data = {stem: load(stem) for stem in QA_FILES}
+    for stem in ("forget10_perturbed", "retain_perturbed"):
+        _check_fields(data[stem], stem, ("question", "answer", "paraphrased_question",
+                                         "paraphrased_answer", "perturbed_answer"))
+    for stem in ("retain90", "holdout10"):
+        _check_fields(data[stem], stem, ("question", "answer"))
+    for stem in ("real_authors_perturbed", "world_facts_perturbed"):
+        _check_fields(data[stem], stem, ("question", "answer", "perturbed_answer"))
+    _check_fields(data[ANNOTATED], ANNOTATED, ("question", "answer", "prefix", "entity"))
+
+    forget = _forget_split(data["forget10_perturbed"], data[ANNOTATED])
+    retain, retain_eval = _retain_splits(data["retain90"], data["retain_perturbed"], n_retain_authors)
+    holdout = [_qa_item(i, rec, f"holdout_author_{i // AUTHOR_QA}") for i, rec in enumerate(data["holdout10"])]
+    real_authors = _utility_split(data["real_authors_perturbed"], data["real_authors"], "real_authors")
+    world_facts = _utility_split(data["world_facts_perturbed"], data["world_facts"], "world_facts")
+
+    # Two train authors is the generator's minimum; only its public and other entities are used.
+    filler = generate_synthetic_world(seed, n_train_authors=2, n_holdout_authors=0,
+                                      n_public=PUBLIC_ENTITIES, n_other=OTHER_ENTITIES, forget_fraction=0.5)
+    utility_docs = [f"Question: {it['question']}\nAnswer: {it['answer']}" for it in real_authors + world_facts]
+    return World(
+        kind="tofu",
+        forget=forget,
+        retain=retain,
+        holdout=holdout,
+        retain_eval=retain_eval,
+        real_authors=real_authors,
+        world_facts=world_facts,
+        public_text=filler.public_text + utility_docs,
+        forget_bios=_forget_bios(forget),
+        other_bios=filler.other_bios,
+        idk=idk,
+    )

@@ -1,0 +1,96 @@
+"""One small, readable training loop for every tiny-world model.
+
+Base pretraining, full/retain fine-tuning, unlearning and relearning all go through `train`:
+AdamW, linear warm-up then linear decay, gradient clipping, and a data order that depends only
+on the seed and the epoch. What differs between them is the data and the loss function.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Callable, Sequence
+
+import torch
+from tqdm.auto import tqdm
+from transformers import PreTrainedModel, get_linear_schedule_with_warmup
+
+IGNORE = -100
+Batch = dict[str, torch.Tensor]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    lr: float
+    epochs: int
+    batch_size: int
+    warmup_ratio: float = 0.1   # fraction of all optimiser steps spent warming up
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    seed: int = 0
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def collate(examples: Sequence[dict], pad_id: int) -> Batch:
+    """Right-pad `input_ids`/`labels` lists into tensors; the mask is built from lengths."""
+    width = max(len(e["input_ids"]) for e in examples)
+    ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
+    labels = torch.full((len(examples), width), IGNORE, dtype=torch.long)
+    mask = torch.zeros((len(examples), width), dtype=torch.long)
+    for row, e in enumerate(examples):
+        n = len(e["input_ids"])
+        ids[row, :n] = torch.tensor(e["input_ids"])
+        labels[row, :n] = torch.tensor(e["labels"])
+        mask[row, :n] = 1
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+
+def lm_loss(model: PreTrainedModel, batch: Batch) -> torch.Tensor:
+    """Mean token cross-entropy over labelled positions (HF causal-LM convention)."""
+    return model(**batch).loss
+
+
+def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
+    """A permutation of range(n) fixed by (seed, epoch): the same run sees the same batches."""
+    g = torch.Generator().manual_seed(seed * 100_003 + epoch)
+    return torch.randperm(n, generator=g).tolist()
+
+
+def train(model: PreTrainedModel, data: Sequence, cfg: TrainConfig,
+          collate_fn: Callable[[Sequence], object], loss_fn: Callable[[PreTrainedModel, object], torch.Tensor] = lm_loss,
+          desc: str = "train", progress: bool = True) -> list[float]:
+    """Train `model` in place on `data` for `cfg.epochs`; returns the loss of every step.
+
+    `collate_fn` turns a list of data items into whatever `loss_fn(model, batch)` takes, so the
+    unlearning methods can feed (forget, retain) pairs through the same loop.
+    """
+    torch.manual_seed(cfg.seed)
+    steps_per_epoch = (len(data) + cfg.batch_size - 1) // cfg.batch_size
+    total = steps_per_epoch * cfg.epochs
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if p.requires_grad:
+            (no_decay if p.ndim < 2 or "norm" in name else decay).append(p)
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                             {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr)
+    sched = get_linear_schedule_with_warmup(opt, int(cfg.warmup_ratio * total), total)
+    model.train()
+    losses: list[float] = []
+    bar = tqdm(total=total, desc=desc, disable=None if progress else True, leave=False, unit="step")
+    for epoch in range(cfg.epochs):
+        order = epoch_order(len(data), cfg.seed, epoch)
+        for start in range(0, len(order), cfg.batch_size):
+            batch = collate_fn([data[i] for i in order[start:start + cfg.batch_size]])
+            loss = loss_fn(model, batch)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.max_grad_norm)
+            opt.step()
+            sched.step()
+            losses.append(loss.item())
+            bar.update(1)
+            bar.set_postfix(loss=f"{losses[-1]:.3f}", epoch=epoch + 1)
+    bar.close()
+    model.eval()
+    return losses

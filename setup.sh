@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Idempotent set-up: a project-local .venv holding the CPU build of torch and this project.
+# Quick when already done (a stamp keyed on pyproject.toml). On a GPU machine install the torch
+# build you want into .venv first; this script keeps any torch it finds.
+set -euo pipefail
+cd "$(dirname "$0")"
+[ -x .venv/bin/python ] || "${PYTHON:-python3}" -m venv .venv
+stamp=.venv/.uds-installed
+want=$(sha256sum pyproject.toml | cut -c1-16)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q torch==2.13.0
+  .venv/bin/python -m pip install -q -e ".[test]"
+  echo "$want" > "$stamp"
+fi

@@ -1,0 +1,33 @@
+"""Shared fixtures: one `test`-preset tiny world, built once and kept between runs.
+
+The world lives under `<repo>/.uds_home/tests` (git-ignored), so a second test run reuses it;
+a fresh clone builds it once (about a minute on 2 cores).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+TEST_HOME = REPO / ".uds_home" / "tests"
+TOFU_DIR = REPO.parent / "shared" / "data" / "tofu"
+
+os.environ.setdefault("UDS_HOME", str(TEST_HOME))
+
+
+@pytest.fixture(scope="session")
+def test_world() -> Path:
+    """Folder of the built `test` preset (base, full, retain)."""
+    from checkpoints.world.build import build_world
+
+    return build_world("test", 0, progress=False, names=["base", "full", "retain"])
+
+
+@pytest.fixture(scope="session")
+def tofu_dir() -> Path:
+    if not (TOFU_DIR / "forget10.json").is_file():
+        pytest.skip("the TOFU files of ../shared/data/tofu are not present")
+    return TOFU_DIR

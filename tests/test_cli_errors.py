@@ -1,0 +1,87 @@
+"""Bad input exits 2 with one line on stderr and no traceback (DESIGN.md, issue 2 item 6)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from uds.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+@pytest.fixture
+def uds(monkeypatch, capsys):
+    """Run the command line in-process; returns (exit status, stdout, stderr) like a subprocess."""
+    def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        for k, v in (env or {}).items():
+            monkeypatch.setenv(k, v)
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out, err)
+    return run
+
+
+def test_real_process_exits_2_without_traceback():
+    proc = subprocess.run([sys.executable, "-m", "uds", "score", "--unlearned", "./no/such/model"],
+                          capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert_one_line_error(proc, "no/such/model")
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+    assert "Traceback" not in proc.stderr
+    assert len(lines) == 1 and lines[0].startswith("uds "), proc.stderr
+    for n in needles:
+        assert n in lines[0]
+
+
+def test_unknown_alias(tmp_path, uds):
+    assert_one_line_error(uds("score", "--unlearned", "npo_typo", "--data", str(tmp_path)), "npo_typo")
+
+
+def test_missing_folder(uds):
+    assert_one_line_error(uds("score", "--unlearned", "./no/such/model"), "no/such/model")
+
+
+def test_unreachable_hub_id_says_how_to_pass_a_local_path(tmp_path, uds):
+    data = REPO.parent / "shared" / "data" / "tofu" / "forget10_annotated.json"
+    if not data.is_file():
+        pytest.skip("annotated TOFU file not present")
+    proc = uds("score", "--unlearned", "someone/not-cached-model", "--full", "someone/a", "--retain", "someone/b",
+               "--data", str(data), env={"UDS_HOME": str(tmp_path), "HF_HOME": str(tmp_path / "hf")})
+    assert_one_line_error(proc, "someone/a", "local folder")
+
+
+def test_unknown_kind(uds):
+    assert_one_line_error(uds("checkpoints", "list", "--kind", "nonsense"), "nonsense")
+
+
+def test_list_unlearned_gives_the_150_hub_ids(uds):
+    proc = uds("checkpoints", "list", "--kind", "unlearned")
+    rows = proc.stdout.strip().splitlines()
+    assert proc.returncode == 0 and len(rows) == 150
+    assert all(r.split("\t")[-1].startswith("open-unlearning/unlearn_tofu_Llama-3.2-1B-Instruct_forget10_") for r in rows)
+
+
+def test_tofu_folder_missing_a_file(tmp_path, tofu_dir, uds):
+    for f in tofu_dir.glob("*.json*"):
+        if f.name != "holdout10.json":
+            (tmp_path / f.name).symlink_to(f)
+    proc = uds("world", "build", "--preset", "tofu", "--tofu-dir", str(tmp_path),
+               env={"UDS_HOME": str(tmp_path / "home")})
+    assert_one_line_error(proc, "holdout10.json")
+
+
+def test_unknown_preset_and_model(tmp_path, uds):
+    proc = uds("score", "--unlearned", "tiny:nopreset/full", env={"UDS_HOME": str(tmp_path)})
+    assert_one_line_error(proc, "nopreset")

@@ -1,0 +1,74 @@
+"""Checkpoint registry (SPEC 7) and spec resolution (DESIGN.md 'Checkpoint specs')."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from checkpoints import registry
+from uds.errors import UdsInputError
+from uds.specs import default_references, parse_tiny, resolve_spec
+
+P = "open-unlearning/unlearn_tofu_Llama-3.2-1B-Instruct_forget10_"
+
+
+def test_grid_sizes_match_the_benchmark():
+    counts = Counter(c.method for c in registry.UNLEARNED)
+    assert len(registry.UNLEARNED) == 150
+    assert counts == {"graddiff": 18, "idknll": 18, "idkdpo": 18, "npo": 18, "altpo": 18,
+                      "simnpo": 24, "rmu": 18, "undial": 18}
+    assert len({c.hub_id for c in registry.UNLEARNED}) == 150
+    assert len(registry.POOLS) == 60
+    assert Counter(c.method for c in registry.POOLS) == {"P": 30, "N": 30}
+
+
+@pytest.mark.parametrize("alias,hub", [
+    ("graddiff_lr1e5_a1_ep5", P + "GradDiff_lr1e-05_alpha1_epoch5"),
+    ("idknll_lr2e5_a5_ep10", P + "IdkNLL_lr2e-05_alpha5_epoch10"),
+    ("npo_lr5e5_b01_a2_ep10", P + "NPO_lr5e-05_beta0.1_alpha2_epoch10"),
+    ("simnpo_lr2e5_b35_a1_d1_g0125_ep5", P + "SimNPO_lr2e-05_b3.5_a1_d1_g0.125_ep5"),
+    ("simnpo_lr1e5_b45_a1_d1_g025_ep10", P + "SimNPO_lr1e-05_b4.5_a1_d1_g0.25_ep10"),
+    ("rmu_lr1e5_l10_s10_ep5", P + "RMU_lr1e-05_layer10_scoeff10_epoch5"),
+    ("undial_lr1e4_b10_a1_ep5", P + "UNDIAL_lr0.0001_beta10_alpha1_epoch5"),
+    ("undial_lr3e4_b10_a5_ep10", P + "UNDIAL_lr0.0003_beta10_alpha5_epoch10"),
+    ("full", "open-unlearning/tofu_Llama-3.2-1B-Instruct_full"),
+    ("retain", "open-unlearning/tofu_Llama-3.2-1B-Instruct_retain90"),
+    ("npo", P + "NPO_lr5e-05_beta0.5_alpha1_epoch10"),
+])
+def test_aliases_resolve_to_hub_ids_spelled_by_hand(alias, hub):
+    assert registry.hub_id_for_alias(alias) == hub
+    spec = resolve_spec(alias)
+    assert (spec.kind, spec.location) == ("hub", hub)
+
+
+def test_pool_hub_id_spelling():
+    ids = {c.hub_id for c in registry.POOLS}
+    assert "open-unlearning/pos_tofu_Llama-3.2-1B-Instruct_retain90_forget10_bio_lr3e-05_wd0.01_epoch10" in ids
+    assert "open-unlearning/neg_tofu_Llama-3.2-1B-Instruct_retain90_celeb10_bio_lr1e-05_wd0.01_epoch5" in ids
+
+
+def test_tiny_specs(tmp_path, monkeypatch):
+    monkeypatch.setenv("UDS_HOME", str(tmp_path))
+    assert parse_tiny("tiny:full") == ("small", 0, "full")
+    assert parse_tiny("tiny:test/npo_lr1e-3_ep5") == ("test", 0, "npo_lr1e-3_ep5")
+    assert parse_tiny("tiny:small-3/retain") == ("small", 3, "retain")
+    spec = resolve_spec("tiny:test/full")
+    assert spec.kind == "tiny" and spec.location == str(tmp_path / "world" / "test-0" / "models" / "full")
+
+
+def test_local_folder_and_hub_id(tmp_path):
+    assert resolve_spec(str(tmp_path)).kind == "local"
+    assert resolve_spec("someone/some-model").kind == "hub"
+
+
+@pytest.mark.parametrize("bad", ["", "./no/such/folder", "/no/such/folder", "not-an-alias", "tiny:test/"])
+def test_bad_specs_raise_input_errors(bad):
+    with pytest.raises(UdsInputError):
+        resolve_spec(bad)
+
+
+def test_default_references_for_real_checkpoints():
+    full, retain, data = default_references("npo_lr5e5_b01_a2_ep10")
+    assert (full, retain) == ("full", "retain")
+    assert data.endswith("forget10_annotated.json")

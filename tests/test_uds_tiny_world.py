@@ -1,0 +1,62 @@
+"""UDS on the trained `test` world: the identities of SPEC 2.5 and monotonicity along a
+full -> retain weight interpolation (issue 3, item 8)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from transformers import AutoTokenizer, LlamaForCausalLM
+
+from uds.cli import main
+from uds.data import load_annotated
+from uds.engine import EngineSettings, compute_uds
+from uds.prompts import prepare_items
+
+
+def score(tmp_path, unlearned: str) -> tuple[dict, list[dict]]:
+    out = tmp_path / unlearned.replace(":", "_").replace("/", "_")
+    assert main(["score", "--unlearned", unlearned, "--out", str(out), "--no-s1-cache"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    examples = [json.loads(l) for l in (out / "examples.jsonl").read_text().splitlines()]
+    assert {"summary.json", "examples.jsonl", "layers.csv", "layers.png"} <= {p.name for p in out.iterdir()}
+    return summary, examples
+
+
+def test_retain_as_unlearned_scores_one_on_every_example(test_world, tmp_path):
+    summary, examples = score(tmp_path, "tiny:test/retain")
+    scored = [e for e in examples if e["uds"] is not None]
+    assert len(scored) >= 0.9 * len(examples) and summary["n_scored"] == len(scored)
+    assert all(abs(e["uds"] - 1.0) <= 1e-6 for e in scored)
+    assert summary["uds"] == pytest.approx(1.0, abs=1e-6)
+
+
+def test_full_as_unlearned_scores_zero(test_world, tmp_path):
+    summary, examples = score(tmp_path, "tiny:test/full")
+    assert all(abs(e["uds"]) <= 1e-6 for e in examples if e["uds"] is not None)
+    assert summary["uds"] == pytest.approx(0.0, abs=1e-6)
+
+
+def interpolate(full: LlamaForCausalLM, retain: LlamaForCausalLM, alpha: float) -> LlamaForCausalLM:
+    """Weights (1 - alpha) * full + alpha * retain."""
+    model = LlamaForCausalLM(full.config).eval()
+    r = retain.state_dict()
+    model.load_state_dict({k: (1 - alpha) * v + alpha * r[k] for k, v in full.state_dict().items()})
+    return model
+
+
+def test_uds_rises_along_full_to_retain_interpolation(test_world):
+    full = LlamaForCausalLM.from_pretrained(test_world / "models" / "full").eval()
+    retain = LlamaForCausalLM.from_pretrained(test_world / "models" / "retain").eval()
+    tok = AutoTokenizer.from_pretrained(test_world / "models" / "full")
+    items, _ = prepare_items(load_annotated(test_world / "data" / "uds_data.json"), tok)
+    settings = EngineSettings(batch_size=16)
+    s1, curve = None, []
+    for alpha in (0.0, 0.25, 0.5, 0.75, 1.0):
+        res = compute_uds(full, retain, interpolate(full, retain, alpha), items, settings, s1=s1,
+                          pad_id=tok.pad_token_id)
+        s1 = res.s1
+        curve.append(res.mean)
+    assert curve[0] == pytest.approx(0.0, abs=1e-6) and curve[-1] == pytest.approx(1.0, abs=1e-6)
+    assert np.all(np.diff(curve) > 0), curve

@@ -1,0 +1,61 @@
+"""The tiny world as built: manifest, tokenizer, determinism, resume, no leak into pretraining."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from transformers import AutoTokenizer, LlamaForCausalLM
+
+from checkpoints.world import build
+from checkpoints.world.build import load_world
+from checkpoints.world.encode import base_corpus
+from uds.fingerprint import model_fingerprint
+
+
+def test_zoo_manifest_lists_base_full_retain(test_world):
+    zoo = json.loads((test_world / "zoo.json").read_text())
+    by_name = {m["name"]: m for m in zoo["models"]}
+    for name, parent in (("base", None), ("full", "base"), ("retain", "base")):
+        m = by_name[name]
+        assert m["parent"] == parent and m["path"] and m["seed"] == 0
+        assert (test_world / "models" / name / "config.json").is_file()
+    assert "forget" in by_name["full"]["data"] and "forget" not in by_name["retain"]["data"]
+
+
+def test_model_folders_are_self_contained_llamas(test_world):
+    folder = test_world / "models" / "full"
+    model = LlamaForCausalLM.from_pretrained(folder)
+    tok = AutoTokenizer.from_pretrained(folder)
+    assert model.config.tie_word_embeddings and model.config.num_hidden_layers == 4
+    ids = tok("Question: x").input_ids
+    assert ids[0] == tok.bos_token_id  # BOS prepended, as Llama tokenizers do
+    chat = tok.apply_chat_template([{"role": "user", "content": "Hi"}], tokenize=False, add_generation_prompt=True)
+    assert chat == "<|bos|><|user|>Hi<|eot|><|assistant|>"
+
+
+def test_base_pretraining_states_no_private_fact(test_world):
+    world = load_world("test", 0)
+    tok = AutoTokenizer.from_pretrained(test_world / "tokenizer")
+    text = tok.decode([t for block in base_corpus(tok, world) for t in block["input_ids"]])
+    private = {it["author"] for split in (world.forget, world.retain, world.holdout) for it in split}
+    assert private and not [name for name in private if name in text]
+    assert not [it["answer"] for it in world.forget + world.retain if it["answer"] in text]
+    # and the utility facts the base should know are there
+    assert all(it["question"] in text for it in world.real_authors)
+
+
+def test_interrupted_build_resumes_and_retraining_is_deterministic(test_world, monkeypatch):
+    folder = test_world / "models" / "retain"
+    before = model_fingerprint(LlamaForCausalLM.from_pretrained(folder))
+    stale = folder.with_name(".retain.tmp")
+    shutil.copytree(folder, stale)          # what a kill during save leaves behind
+    (stale / "model.safetensors").write_bytes(b"torn")
+    shutil.rmtree(folder)
+    calls = []
+    for method, fn in list(build.TRAINERS.items()):
+        monkeypatch.setitem(build.TRAINERS, method, lambda ctx, r, fn=fn: calls.append(r.name) or fn(ctx, r))
+    build.build_world("test", 0, progress=False, names=["base", "full", "retain"])
+    assert calls == ["retain"]               # base and full were kept
+    assert model_fingerprint(LlamaForCausalLM.from_pretrained(folder)) == before
+    assert not stale.exists()

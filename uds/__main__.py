@@ -1,0 +1,3 @@
+from uds.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,97 @@
+"""Where the decoder blocks live in each model family: a data-only table, no `hasattr` chains.
+
+Keyed by `config.model_type`. Each entry names, as dotted paths from the *CausalLM object:
+the ModuleList of decoder blocks, the final norm (for the reference's last-layer quirk), and,
+relative to one block, its attention and MLP sub-modules (None when the family has no single
+module for it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch.nn as nn
+
+from uds.errors import UdsInputError
+
+COMPONENTS = ("block", "attn", "mlp")
+
+
+@dataclass(frozen=True)
+class ArchPaths:
+    layers: str          # ModuleList of decoder blocks
+    final_norm: str      # norm applied after the last block
+    attn: str | None     # attention sub-module of one block
+    mlp: str | None      # MLP sub-module of one block
+
+
+_LLAMA_LIKE = ArchPaths("model.layers", "model.norm", "self_attn", "mlp")
+
+ARCHITECTURES: dict[str, ArchPaths] = {
+    **{name: _LLAMA_LIKE for name in (
+        "llama", "qwen2", "qwen3", "mistral", "mixtral", "gemma", "gemma2", "gemma3_text", "phi3",
+        "olmo", "olmo2", "stablelm", "cohere", "granite", "starcoder2", "qwen2_moe", "qwen3_moe")},
+    "phi": ArchPaths("model.layers", "model.final_layernorm", "self_attn", "mlp"),
+    "gpt2": ArchPaths("transformer.h", "transformer.ln_f", "attn", "mlp"),
+    "gpt_neo": ArchPaths("transformer.h", "transformer.ln_f", "attn", "mlp"),
+    "gptj": ArchPaths("transformer.h", "transformer.ln_f", "attn", "mlp"),
+    "gpt_neox": ArchPaths("gpt_neox.layers", "gpt_neox.final_layer_norm", "attention", "mlp"),
+    "falcon": ArchPaths("transformer.h", "transformer.ln_f", "self_attention", "mlp"),
+    "bloom": ArchPaths("transformer.h", "transformer.ln_f", "self_attention", "mlp"),
+    "opt": ArchPaths("model.decoder.layers", "model.decoder.final_layer_norm", "self_attn", None),
+}
+
+
+def model_family(model: nn.Module) -> str:
+    """`config.model_type` of a transformers model ("?" when it has no config)."""
+    config = getattr(model, "config", None)
+    return str(getattr(config, "model_type", "?"))
+
+
+def arch_paths(model: nn.Module) -> ArchPaths:
+    """The table entry for `model`; UdsInputError naming the family and the known ones."""
+    family = model_family(model)
+    try:
+        return ARCHITECTURES[family]
+    except KeyError:
+        known = ", ".join(sorted(ARCHITECTURES))
+        raise UdsInputError(
+            f"unsupported model family {family!r}: the UDS engine knows where the decoder layers are "
+            f"only for {known} (add an entry to uds/arch.py)") from None
+
+
+def decoder_layers(model: nn.Module) -> nn.ModuleList:
+    """The decoder blocks of `model`, in order."""
+    return model.get_submodule(arch_paths(model).layers)
+
+
+def num_layers(model: nn.Module) -> int:
+    return len(decoder_layers(model))
+
+
+def final_norm(model: nn.Module) -> nn.Module:
+    """The norm applied to the last block's output before the LM head."""
+    return model.get_submodule(arch_paths(model).final_norm)
+
+
+def component_module(model: nn.Module, layer: int, component: str = "block") -> nn.Module:
+    """Block `layer` itself, or its attention / MLP sub-module, whose output UDS patches."""
+    if component not in COMPONENTS:
+        raise UdsInputError(f"unknown component {component!r} (choose {', '.join(COMPONENTS)})")
+    paths = arch_paths(model)
+    layers = decoder_layers(model)
+    if not 0 <= layer < len(layers):
+        raise UdsInputError(f"layer {layer} out of range: the model has {len(layers)} decoder layers")
+    block = layers[layer]
+    if component == "block":
+        return block
+    sub = paths.attn if component == "attn" else paths.mlp
+    if sub is None:
+        raise UdsInputError(f"model family {model_family(model)!r} has no single {component} module to patch")
+    return block.get_submodule(sub)
+
+
+def hook_name(layer: int, component: str = "block") -> str:
+    """TransformerLens-style name of the patched activation (for logs and reports)."""
+    suffix = {"block": "hook_resid_post", "attn": "hook_attn_out", "mlp": "hook_mlp_out"}[component]
+    return f"blocks.{layer}.{suffix}"

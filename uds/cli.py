@@ -1,0 +1,71 @@
+"""Command line: `uds <command> ...` (same as `python -m uds ...`).
+
+Each command lives in its own module exposing `register(subparsers)`, which adds a
+sub-parser whose default `func(args) -> int` runs it. Bad input raises `UdsInputError`,
+printed here as one line with exit status 2 (full traceback with `--debug`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Sequence
+
+from uds.errors import UdsInputError
+
+# Modules that provide commands, in the order `uds --help` lists them.
+COMMAND_MODULES = (
+    "uds.score_command",
+    "metrics.command",
+    "meta_eval.command",
+    "meta_eval.leaderboard_command",
+    "checkpoints.world.command",
+    "checkpoints.command",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="uds", description=__doc__.splitlines()[0])
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name == name:  # command not part of this build yet
+                continue
+            raise
+        module.register(sub)
+    return parser
+
+
+def _quiet_libraries() -> None:
+    """Our own progress bars say what is happening; transformers' per-load bars only add noise."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in argv  # accepted anywhere on the line, not only before the command
+    argv = [a for a in argv if a != "--debug"]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.debug = debug
+    _quiet_libraries()
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except UdsInputError as exc:
+        if args.debug:
+            raise
+        print(f"uds {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"uds {args.command}: interrupted; finished work is kept and a rerun resumes", file=sys.stderr)
+        return 130

@@ -1,0 +1,93 @@
+"""Composable forward hooks: capture module outputs, replace them at (row, position) pairs.
+
+A module's "output" is its activation tensor: the output itself, or its first element when the
+module returns a tuple (transformers 4.x decoder layers, attention modules in every version).
+Every hook is removed when its context exits, also on error.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator, Mapping
+
+import torch
+import torch.nn as nn
+
+Selector = Callable[[torch.Tensor], torch.Tensor]
+
+
+def activation_of(output: Any) -> torch.Tensor:
+    """The activation tensor of a module output (first element of a tuple)."""
+    return output[0] if isinstance(output, tuple) else output
+
+
+def with_activation(output: Any, new: torch.Tensor) -> Any:
+    """`output` with its activation swapped for `new`, keeping the tuple structure if any."""
+    return (new, *output[1:]) if isinstance(output, tuple) else new
+
+
+def at_positions(rows: torch.Tensor, positions: torch.Tensor) -> Selector:
+    """Selector taking activation[rows[k], positions[k]] for each k: (B, T, H) -> (K, H)."""
+    return lambda act: act[rows.to(act.device), positions.to(act.device)]
+
+
+@contextmanager
+def capture_outputs(modules: Mapping[str, nn.Module],
+                    select: Selector | None = None) -> Iterator[dict[str, torch.Tensor]]:
+    """Record each named module's activation (optionally reduced by `select`) during the context.
+
+    Yields a dict filled as the forward runs: name -> detached tensor (a copy, so later
+    in-place ops in the model cannot change it). A module called twice keeps its last output.
+    """
+    store: dict[str, torch.Tensor] = {}
+    handles = []
+
+    def make_hook(name: str):
+        def hook(_module, _inputs, output):
+            act = activation_of(output).detach()
+            store[name] = (select(act) if select else act).clone()
+        return hook
+
+    try:
+        for name, module in modules.items():
+            handles.append(module.register_forward_hook(make_hook(name)))
+        yield store
+    finally:
+        for h in handles:
+            h.remove()
+
+
+@contextmanager
+def replace_output(module: nn.Module, rows: torch.Tensor, positions: torch.Tensor,
+                   values: torch.Tensor) -> Iterator[None]:
+    """While active, activation[rows[k], positions[k], :] = values[k] in `module`'s output.
+
+    values: (K, H), cast to the activation's dtype and device. The activation is cloned before
+    the write, so tensors the model still holds (e.g. a residual) are not modified in place.
+    """
+    def hook(_module, _inputs, output):
+        act = activation_of(output)
+        patched = act.clone()
+        patched[rows.to(act.device), positions.to(act.device)] = values.to(device=act.device, dtype=act.dtype)
+        return with_activation(output, patched)
+
+    handle = module.register_forward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+@contextmanager
+def count_calls(module: nn.Module) -> Iterator[list[int]]:
+    """Counts forward calls of `module` during the context; yields a one-element list [count]."""
+    counter = [0]
+
+    def hook(_module, _inputs, _output):
+        counter[0] += 1
+
+    handle = module.register_forward_hook(hook)
+    try:
+        yield counter
+    finally:
+        handle.remove()

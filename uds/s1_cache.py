@@ -1,0 +1,91 @@
+"""S1 cache (SPEC.md 2.7, with a stronger key): S1 depends only on full, retain, the inputs and
+the numeric settings, so it is computed once and reused for every unlearned model.
+
+Key = model fingerprints (not names), data hash, hash of the prepared token ids and spans,
+prompt format, component, dtype, device, batch size, attention kernel, logprob dtype, layers and
+the last-layer flag. Batch size and kernel are in the key because they perturb low-precision
+scores; keeping S1 and S2 under identical settings keeps UDS(retain) = 1 exact. Deltas are
+stored, not KE statuses, so tau is not in the key. One JSON file per key, written atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+
+from uds.engine import PairScores
+from uds.paths import s1_cache_dir
+from uds.prompts import PreparedItem
+
+CACHE_VERSION = 1
+
+
+def items_hash(items: Sequence[PreparedItem]) -> str:
+    """SHA-256 of what the engine consumes: idx, token ids, prompt length and entity span."""
+    canon = [[str(it.idx), list(it.input_ids), len(it.prompt_ids), list(it.span)] for it in items]
+    return hashlib.sha256(json.dumps(canon).encode()).hexdigest()
+
+
+def cache_key(**settings: Any) -> dict:
+    """The key as a JSON-safe dict (values stringified where needed), with the format version."""
+    key = {k: (list(v) if isinstance(v, tuple) else v) for k, v in settings.items()}
+    key["cache_version"] = CACHE_VERSION
+    return json.loads(json.dumps(key, sort_keys=True, default=str))
+
+
+def cache_path(key: dict, folder: Path | None = None) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return (folder or s1_cache_dir()) / f"s1_{digest}.json"
+
+
+def save_s1(key: dict, items: Sequence[PreparedItem], s1: PairScores, folder: Path | None = None) -> Path:
+    """Write the entry atomically (temp file in the same folder, then os.replace)."""
+    deltas = s1.deltas
+    entries = [{"idx": it.idx, "full_score": float(s1.full_scores[i]),
+                "s1_scores": [float(x) for x in s1.patched[i]], "s1_deltas": [float(x) for x in deltas[i]]}
+               for i, it in enumerate(items)]
+    path = cache_path(key, folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"config": key, "layers": list(s1.layers), "entries": entries}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def load_s1(key: dict, items: Sequence[PreparedItem], folder: Path | None = None) -> PairScores | None:
+    """The cached S1 for exactly these items, or None (a corrupt entry warns and is ignored)."""
+    path = cache_path(key, folder)
+    if not path.is_file():
+        return None
+    try:
+        return _parse(json.loads(path.read_text(encoding="utf-8")), key, items)
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        warnings.warn(f"S1 cache entry {path} is unusable ({exc}); recomputing S1", stacklevel=2)
+        return None
+
+
+def _parse(payload: dict, key: dict, items: Sequence[PreparedItem]) -> PairScores | None:
+    if payload["config"] != key:
+        return None  # a hash collision or an older format: not ours
+    entries, layers = payload["entries"], [int(l) for l in payload["layers"]]
+    if [str(e["idx"]) for e in entries] != [str(it.idx) for it in items]:
+        raise ValueError("its examples differ from this run's")
+    full = np.array([float(e["full_score"]) for e in entries], dtype=np.float64)
+    if any(len(e["s1_scores"]) != len(layers) for e in entries):
+        raise ValueError(f"an entry does not hold {len(layers)} layer scores")
+    patched = np.array([[float(x) for x in e["s1_scores"]] for e in entries], dtype=np.float64)
+    return PairScores(layers, full, patched.reshape(len(entries), len(layers)))

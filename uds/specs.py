@@ -1,0 +1,96 @@
+"""Checkpoint specs: one string names a model, in one of four forms (DESIGN.md).
+
+- `tiny:<preset>/<model>` or `tiny:<model>` (preset `small`): a tiny-world model, built on first use;
+- a local folder saved with `save_pretrained`;
+- a registry alias of an Open-Unlearning TOFU checkpoint (`full`, `retain`, `npo_lr5e5_b01_a2_ep10`);
+- anything else: a Hugging Face hub ID.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from checkpoints import registry
+from uds.errors import UdsInputError
+
+DEFAULT_PRESET = "small"
+DEFAULT_SEED = 0
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+@dataclass(frozen=True)
+class CheckpointSpec:
+    raw: str          # the string as the user gave it
+    kind: str         # "tiny" | "local" | "hub"
+    location: str     # folder (tiny, local) or hub ID (hub)
+    preset: str | None = None  # tiny only
+    name: str | None = None    # tiny model name, or registry alias
+    seed: int = DEFAULT_SEED   # tiny only: the world's seed
+
+
+def _looks_like_path(spec: str) -> bool:
+    return spec.startswith((".", "/", "~")) or os.sep in spec.rstrip(os.sep) and not HUB_ID.match(spec)
+
+
+def parse_tiny(spec: str) -> tuple[str, int, str]:
+    """`tiny:small/full` -> ("small", 0, "full"); `tiny:full` -> ("small", 0, "full");
+    `tiny:small-3/full` -> ("small", 3, "full") (a world built with `--seed 3`)."""
+    body = spec[len("tiny:"):]
+    preset, _, name = body.rpartition("/")
+    if not name:
+        raise UdsInputError(f"bad tiny-world spec {spec!r}: expected tiny:<preset>/<model>, e.g. tiny:small/full")
+    seeded = re.fullmatch(r"(\w+?)-(\d+)", preset)
+    if seeded:
+        return seeded.group(1), int(seeded.group(2)), name
+    return (preset or DEFAULT_PRESET), DEFAULT_SEED, name
+
+
+def resolve_spec(spec: str) -> CheckpointSpec:
+    """Resolve a spec string; tiny models are located (not built) under `$UDS_HOME`."""
+    if not spec:
+        raise UdsInputError("empty checkpoint spec")
+    if spec.startswith("tiny:"):
+        from uds.paths import world_dir
+
+        preset, seed, name = parse_tiny(spec)
+        return CheckpointSpec(spec, "tiny", str(world_dir(preset, seed) / "models" / name), preset, name, seed)
+    path = Path(spec).expanduser()
+    if path.is_dir():
+        return CheckpointSpec(spec, "local", str(path.resolve()))
+    hub = registry.hub_id_for_alias(spec)
+    if hub is not None:
+        return CheckpointSpec(spec, "hub", hub, name=spec)
+    if _looks_like_path(spec) or path.exists():
+        raise UdsInputError(f"no model folder at {spec!r} (expected a folder saved with save_pretrained)")
+    if not HUB_ID.match(spec):
+        raise UdsInputError(
+            f"unknown checkpoint {spec!r}: not a folder, a registry alias (see `uds checkpoints list`), "
+            "a tiny-world name (tiny:<preset>/<model>) or a hub ID (owner/name)")
+    return CheckpointSpec(spec, "hub", spec)
+
+
+def default_references(unlearned: str) -> tuple[str, str, str]:
+    """(full spec, retain spec, UDS data path) that go with an unlearned model (DESIGN.md defaults).
+
+    A tiny-world model takes its own preset's full, retain and forget set; anything else the
+    Open-Unlearning TOFU full and retain90 models and the annotated forget10 file.
+    """
+    if unlearned.startswith("tiny:"):
+        from checkpoints.world.build import ensure_world_data
+
+        preset, seed, _ = parse_tiny(unlearned)
+        data = ensure_world_data(preset, seed) / "uds_data.json"
+        tag = preset if seed == DEFAULT_SEED else f"{preset}-{seed}"
+        return f"tiny:{tag}/full", f"tiny:{tag}/retain", str(data)
+    return "full", "retain", str(default_tofu_annotated())
+
+
+def default_tofu_annotated() -> Path:
+    """The annotated forget10 file: `$UDS_TOFU_DIR/forget10_annotated.json`, else ../shared/data/tofu."""
+    env = os.environ.get("UDS_TOFU_DIR")
+    if env:
+        return Path(env) / "forget10_annotated.json"
+    return Path(__file__).resolve().parents[2] / "shared" / "data" / "tofu" / "forget10_annotated.json"
