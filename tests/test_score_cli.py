@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from tests.engine_fixtures import RECORDS, interpolate, make_tokenizer, memorise, tiny_model
-from uds import engine, suffix
+from uds import capture, engine
 from uds.cli import main
 
 
@@ -77,13 +77,13 @@ def test_references_give_exact_identities_and_reuse_s1(world, tmp_path, monkeypa
         return real(model, batch)
 
     monkeypatch.setattr(engine, "_forward", counting)
-    real_capture = suffix._capture_pass  # the fast engine's only whole-model forwards
+    real_capture = capture._capture_pass  # the fast engine's only whole-model forwards
 
     def counting_capture(model, *args, **kwargs):
         calls[model.name_or_path] += 1
         return real_capture(model, *args, **kwargs)
 
-    monkeypatch.setattr(suffix, "_capture_pass", counting_capture)
+    monkeypatch.setattr(capture, "_capture_pass", counting_capture)
     assert _score(world, "full", "--out", "b") == 0
     s = _summary(tmp_path / "b")
     assert s["uds"] == 0.0 and s["s1_cache"] == "hit"

@@ -11,8 +11,9 @@ from transformers import AutoTokenizer, LlamaForCausalLM
 
 from uds.cli import main
 from uds.data import load_annotated
-from uds.engine import EngineSettings, compute_uds
+from uds.engine import EngineSettings
 from uds.prompts import prepare_items
+from uds.sanity import interpolation_curve
 
 
 def score(tmp_path, unlearned: str) -> tuple[dict, list[dict]]:
@@ -38,25 +39,11 @@ def test_full_as_unlearned_scores_zero(test_world, tmp_path):
     assert summary["uds"] == pytest.approx(0.0, abs=1e-6)
 
 
-def interpolate(full: LlamaForCausalLM, retain: LlamaForCausalLM, alpha: float) -> LlamaForCausalLM:
-    """Weights (1 - alpha) * full + alpha * retain."""
-    model = LlamaForCausalLM(full.config).eval()
-    r = retain.state_dict()
-    model.load_state_dict({k: (1 - alpha) * v + alpha * r[k] for k, v in full.state_dict().items()})
-    return model
-
-
 def test_uds_rises_along_full_to_retain_interpolation(test_world):
     full = LlamaForCausalLM.from_pretrained(test_world / "models" / "full").eval()
     retain = LlamaForCausalLM.from_pretrained(test_world / "models" / "retain").eval()
     tok = AutoTokenizer.from_pretrained(test_world / "models" / "full")
     items, _ = prepare_items(load_annotated(test_world / "data" / "uds_data.json"), tok)
-    settings = EngineSettings(batch_size=16)
-    s1, curve = None, []
-    for alpha in (0.0, 0.25, 0.5, 0.75, 1.0):
-        res = compute_uds(full, retain, interpolate(full, retain, alpha), items, settings, s1=s1,
-                          pad_id=tok.pad_token_id)
-        s1 = res.s1
-        curve.append(res.mean)
+    curve = interpolation_curve(full, retain, items, EngineSettings(batch_size=16), tok.pad_token_id)
     assert curve[0] == pytest.approx(0.0, abs=1e-6) and curve[-1] == pytest.approx(1.0, abs=1e-6)
     assert np.all(np.diff(curve) > 0), curve

@@ -7,9 +7,10 @@ numbers (float32: within 1e-5; tests/test_engine_fast.py):
 
 - "naive", the straightforward one: each source model runs once per batch (all layers
   captured); the target then runs once per layer, whole sequence, with that layer patched.
-- "fast" (default, uds/suffix.py): per batch one capture pass of the target and of each source,
-  then only what a patch changes: the entity window rows, the blocks above the patched layer,
-  the final norm and the LM head at the scored positions, all layers stacked in one pass.
+- "fast" (default; uds/capture.py, uds/suffix.py, uds/packing.py): per batch one capture pass
+  of the target and of each source, then only what a patch changes: the entity windows through
+  the blocks above the patched layer, the final norm and the LM head at the scored positions,
+  for every layer and the examples of several batches in one stacked pass per block.
   Families it cannot handle fall back to "naive" with a one-time notice.
 """
 
@@ -23,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-from uds import formula, suffix
+from uds import capture, formula, suffix
 from uds.arch import component_module, final_norm, num_layers
 from uds.errors import UdsInputError
 from uds.hooks import at_positions, capture_outputs, replace_output
@@ -168,14 +169,14 @@ class PairScores:
 
 def score_pair(target: nn.Module, source: nn.Module, items: Sequence[PreparedItem],
                settings: EngineSettings, pad_id: int = 0, progress: Progress | None = None,
-               full_scores: np.ndarray | None = None) -> PairScores:
+               full_scores: np.ndarray | None = None, runs: TargetRuns | None = None) -> PairScores:
     """Full-model scores and per-layer patched scores of target with source states patched in.
 
     Passing known `full_scores` (N,) skips the unpatched target pass (and, on the fast path,
-    is the baseline that no-op patches return).
+    is the baseline that no-op patches return). `runs` keeps the fast path's target captures.
     """
     if uses_fast_path(settings, target, source):
-        return _fast_pairs(target, [source], items, settings, pad_id, progress, full_scores)[0]
+        return _fast_pairs(target, [source], items, settings, pad_id, progress, full_scores, runs)[0]
     return _naive_pair(target, source, items, settings, pad_id, progress, full_scores)
 
 
@@ -234,42 +235,98 @@ def algorithm_tag(settings: EngineSettings, *models: nn.Module) -> str:
     return "naive"
 
 
+class TargetRuns:
+    """Keeps the target's capture passes (key/value caches, own activations; fast path) between
+    calls, so scoring more unlearned models in one process costs each model only its own capture
+    pass and the suffix passes. Bound to one target object, item list and batching: a call with
+    anything else empties it first. The target's weights must not change while it is in use.
+    """
+
+    def __init__(self) -> None:
+        self._key: tuple | None = None
+        self._runs: dict[int, tuple] = {}
+
+    def get(self, key: tuple, start: int, make: Callable[[], tuple]) -> tuple:
+        """The (run, windows) of the batches starting at item `start`, made on first use."""
+        if key != self._key:
+            self._key, self._runs = key, {}
+        if start not in self._runs:
+            self._runs[start] = make()
+        return self._runs[start]
+
+
+def _runs_key(target: nn.Module, items: Sequence[PreparedItem], settings: EngineSettings, pad_id: int) -> tuple:
+    inputs = tuple((it.input_ids, it.eval_positions.start, it.eval_positions.stop) for it in items)
+    return (id(target), inputs, settings.batch_size, settings.max_suffix_rows, settings.component,
+            tuple(settings.layer_list(target)), pad_id)
+
+
+@torch.inference_mode()  # lighter than no_grad: no version counters, no view tracking
 def _fast_pairs(target: nn.Module, sources: Sequence[nn.Module], items: Sequence[PreparedItem],
                 settings: EngineSettings, pad_id: int = 0, progress: Progress | None = None,
-                full_scores: np.ndarray | None = None) -> list[PairScores]:
-    """One PairScores per source, sharing the target's capture pass of each batch.
+                full_scores: np.ndarray | None = None, runs: TargetRuns | None = None) -> list[PairScores]:
+    """One PairScores per source, sharing the target's capture pass of each batch (kept in
+    `runs` when given, for later calls).
 
-    Progress ticks match `passes_per_pair` (1 per unpatched target pass when no `full_scores`
-    are given, 1 per source capture, 1 per layer), so progress bars keep their totals.
+    Capture passes run batch by batch (`batch_size`); the suffix passes stack the variants of
+    several consecutive batches (up to `max_suffix_rows` variants), which amortises per-call
+    costs on small models. Progress ticks match `passes_per_pair` (1 per unpatched target pass
+    when no `full_scores` are given, 1 per source capture, 1 per layer).
     """
     layers = settings.layer_list(target)
     tick = progress or (lambda n: None)
     given = None if full_scores is None else np.asarray(full_scores, dtype=np.float64)
+    key = _runs_key(target, items, settings, pad_id) if runs is not None else None
     full_parts: list[np.ndarray] = []
     patched_parts: list[list[np.ndarray]] = [[] for _ in sources]
-    for start in range(0, len(items), settings.batch_size):
-        chunk = list(items[start:start + settings.batch_size])
-        batch = make_batch(chunk, model_device(target), pad_id)
-        win = suffix.windows_of(chunk, batch.input_ids.device)
-        run = suffix.capture_target(target, batch, win, layers, settings.component)
+    for start, group in _batch_groups(items, settings, len(layers)):
+        layouts = [capture.capture_layout(chunk, pad_id, target, model_device(target)) for chunk in group]
+        make = lambda: _capture_group(target, group, layouts, layers, settings.component)  # noqa: E731
+        run, win = runs.get(key, start, make) if runs is not None else make()
         if given is None:
             base = suffix.baseline_scores(target, run, win, settings.logprob_dtype)
-            tick(1)
+            tick(len(group))
         else:
-            base = given[start:start + len(chunk)]
+            base = given[start:start + len(win.lengths)]
         full_parts.append(base)
         for parts, source in zip(patched_parts, sources):
-            parts.append(_fast_patched(target, source, batch, win, run, base, layers, settings))
-            tick(1 + len(layers))
+            parts.append(_fast_patched(target, source, layouts, win, run, base, layers, settings))
+            tick(len(group) * (1 + len(layers)))
+        del run, win, layouts  # free this group's caches before the next group's captures
     full = given if given is not None else _cat(full_parts)
     return [PairScores(layers, full, np.concatenate(p) if p else np.zeros((0, len(layers))))
             for p in patched_parts]
 
 
-def _fast_patched(target: nn.Module, source: nn.Module, batch: Batch, win: suffix.Windows, run: suffix.TargetRun,
-                  base: np.ndarray, layers: list[int], settings: EngineSettings) -> np.ndarray:
-    """(B, L) patched scores of one batch: source capture, suffix passes, no-op patches = baseline."""
-    values = suffix.capture_source(source, batch, win, layers, settings.component, settings.reference_last_layer)
+def _batch_groups(items: Sequence[PreparedItem], settings: EngineSettings, n_layers: int):
+    """(first item index, consecutive batches) with at most max_suffix_rows // L examples in
+    all (at least one batch): the examples whose variants share suffix passes."""
+    per_stack = max(1, settings.max_suffix_rows // max(1, n_layers))
+    group: list[list[PreparedItem]] = []
+    start = 0
+    for chunk in chunks(items, settings.batch_size):
+        if group and sum(map(len, group)) + len(chunk) > per_stack:
+            yield start, group
+            start, group = start + sum(map(len, group)), []
+        group.append(chunk)
+    if group:
+        yield start, group
+
+
+def _capture_group(target: nn.Module, group: list[list[PreparedItem]], layouts: list[capture.CaptureLayout],
+                   layers: list[int], component: str) -> tuple[capture.TargetRun, suffix.Windows]:
+    """The target's capture pass of each batch, merged, and the windows of all their examples."""
+    parts = [capture.capture_target(target, layout, layers, component) for layout in layouts]
+    device = layouts[0].input_ids.device
+    return capture.merge_runs(parts), suffix.windows_of([it for chunk in group for it in chunk], device)
+
+
+def _fast_patched(target: nn.Module, source: nn.Module, layouts: list[capture.CaptureLayout], win: suffix.Windows,
+                  run: capture.TargetRun, base: np.ndarray, layers: list[int], settings: EngineSettings) -> np.ndarray:
+    """(N, L) patched scores of a group: source captures, suffix passes, no-op patches = baseline."""
+    values = capture.merge_values([
+        capture.capture_source(source, layout, layers, settings.component, settings.reference_last_layer)
+        for layout in layouts])
     patched = suffix.suffix_scores(target, run, win, values, layers, settings.component,
                                    settings.logprob_dtype, settings.max_suffix_rows)
     noop = suffix.noop_variants(values, run.own(settings.component), win, layers)
@@ -304,17 +361,19 @@ class UdsResult:
 
 def compute_uds(full: nn.Module, retain: nn.Module, unlearned: nn.Module, items: Sequence[PreparedItem],
                 settings: EngineSettings, tau: float = formula.TAU, skipped: Sequence[SkippedItem] = (),
-                s1: PairScores | None = None, pad_id: int = 0, progress: Progress | None = None) -> UdsResult:
+                s1: PairScores | None = None, pad_id: int = 0, progress: Progress | None = None,
+                runs: TargetRuns | None = None) -> UdsResult:
     """S1 (retain -> full, unless given, e.g. from the cache), S2 (unlearned -> full) and UDS.
 
     S2 reuses S1's full-model scores as its baseline, exactly as the reference does. On the fast
-    path S1 and S2 share the target's capture pass of each batch.
+    path S1 and S2 share the target's capture pass of each batch; pass the same `runs` to calls
+    for several unlearned models to capture the target only once.
     """
     settings.validate()
     if uses_fast_path(settings, full, retain, unlearned):
         sources = [unlearned] if s1 is not None else [retain, unlearned]
         pairs = _fast_pairs(full, sources, items, settings, pad_id, progress,
-                            None if s1 is None else s1.full_scores)
+                            None if s1 is None else s1.full_scores, runs)
         s1, s2 = (s1 or pairs[0]), pairs[-1]
         return UdsResult(list(items), list(skipped), tau, s1, s2, formula.per_example_uds(s1.deltas, s2.deltas, tau))
     if s1 is None:

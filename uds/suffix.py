@@ -2,16 +2,17 @@
 
 Patching layer l of one example at its entity window [a, a + T) (its eval positions) changes
 nothing in blocks below l, nothing at positions before a, and, attention being causal, nothing
-that positions after the window could pass back to the scored logits. So, per batch:
+that positions after the window could pass back to the scored logits. So the fast engine runs:
 
-1. one capture pass of the target, cut after the last window: its key/value cache of every
-   layer plus its own activations and final-norm states at the patch sites (the baseline score);
-2. one capture pass per source model, same cut: its activations at the patch sites;
-3. suffix passes: each (example, layer) variant is only the T window rows of that example. It
-   enters at the first block it needs (l + 1 for a block patch, l for attn/mlp), attends to the
-   target's cached prefix keys/values (positions < a, per layer) and its own window, and ends
-   with the final norm and the LM head at the scored positions. All variants of a batch are
-   stacked along the batch dimension, so block m runs once, on the variants of layers below m.
+1. per batch, one capture pass of the target (uds/capture.py): every layer's keys/values plus
+   its own activations and final-norm states at the patch sites (the baseline score);
+2. per batch and source, one capture pass in the same layout: its activations at the sites;
+3. per group of examples and source, one suffix pass (this module): each (example, layer)
+   variant is just its T window tokens. It enters at the first block it needs (l + 1 for a block
+   patch, l for attn/mlp), attends to the target's cached keys/values of its prefix (positions
+   < a, per layer) and to its own window, and ends with the final norm and the LM head at the
+   scored positions. Windows are packed into rows and every patched layer's copy sits in the
+   same rows (uds/packing.py), so block m runs once, on all variants of layers below m.
 
 Only families whose decoder layers take the standard transformers 5.x call (hidden states,
 position embeddings, a 4D mask, a cache with `update`) are supported; `fast_path_problem`
@@ -20,23 +21,22 @@ says why another model must use the straightforward algorithm.
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Mapping, Sequence
 
 import numpy as np
 import torch
 import torch.nn as nn
 import transformers
-from transformers import DynamicCache
 
 from uds.arch import component_module, decoder_layers, final_norm, model_family
-from uds.hooks import activation_of, at_positions, capture_outputs
+from uds.capture import TargetRun, cache_kw, kernel_mask, key_cost, layer_window
+from uds.hooks import activation_of
+from uds.packing import Packing, pack_windows, packed_mask
 
 FAST_FAMILIES = ("llama", "qwen2", "qwen3", "mistral")  # standard 5.x decoder-layer call, RoPE at model.rotary_emb
 FAST_ATTENTION = ("eager", "sdpa")  # kernels that take an explicit 4D mask
-LOGITS_CHUNK = 1 << 24  # at most this many logits (tokens x vocabulary) materialised at once
+LOGITS_CHUNK = 1 << 21  # at most this many logits (tokens x vocabulary) materialised at once
 
 
 def fast_path_problem(model: nn.Module, component: str) -> str | None:
@@ -49,16 +49,14 @@ def fast_path_problem(model: nn.Module, component: str) -> str | None:
     impl = getattr(model.config, "_attn_implementation", None)
     if impl not in FAST_ATTENTION:
         return f"attention implementation {impl!r} is not one of {', '.join(FAST_ATTENTION)}"
-    if _cache_kw(type(decoder_layers(model)[0]).forward) is None:
+    if cache_kw(type(decoder_layers(model)[0]).forward) is None:
         return "its decoder layers take no cache argument"
+    rope = getattr(model.get_submodule("model.rotary_emb"), "rope_type", "default")
+    if rope in ("dynamic", "longrope"):  # frequencies depend on the longest position in the pass
+        return f"RoPE type {rope!r} changes with the sequence length"
+    if len({p.device for p in model.parameters()}) > 1:
+        return "the model is split across devices"
     return None
-
-
-@lru_cache(maxsize=None)
-def _cache_kw(fn) -> str | None:
-    """Name of the cache argument of a forward (`cache` from 5.x, `past_key_values` before)."""
-    params = inspect.signature(fn).parameters
-    return next((name for name in ("cache", "past_key_values") if name in params), None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -67,7 +65,7 @@ def _cache_kw(fn) -> str | None:
 
 @dataclass(frozen=True)
 class Windows:
-    """Where each example's patch window lies in a right-padded batch of B examples.
+    """Where the patch window of each of B examples lies in its sequence.
 
     Example i's window is positions [starts[i], starts[i] + lengths[i]) (its eval positions);
     its sites are entries offsets[i] .. offsets[i] + lengths[i] - 1 of the batch's flat (K,)
@@ -78,11 +76,6 @@ class Windows:
     offsets: torch.Tensor  # (B,) long
     targets: torch.Tensor  # (K,) long
     example: torch.Tensor  # (K,) long, example of each site
-
-    @property
-    def width(self) -> int:
-        """Positions any pass needs: nothing after the last window reaches a scored logit."""
-        return int((self.starts + self.lengths).max())
 
 
 def windows_of(items: Sequence, device: torch.device | str) -> Windows:
@@ -96,117 +89,11 @@ def windows_of(items: Sequence, device: torch.device | str) -> Windows:
     return Windows(as_long(starts), as_long(lengths), as_long(offsets), as_long(targets), as_long(example))
 
 
-def site_grid(win: Windows, examples: torch.Tensor, span: int) -> torch.Tensor:
-    """(G, span) site index of window slot t of each example; slots past a window repeat its
-    last site (those rows come after every real one, so causality keeps them out of the scores)."""
-    t = torch.arange(span, device=examples.device)
-    last = (win.lengths[examples] - 1)[:, None]
-    return win.offsets[examples][:, None] + torch.minimum(t[None, :], last)
-
-
-# ---------------------------------------------------------------------------------------------
-# Capture passes
-
-
-@dataclass
-class TargetRun:
-    """What the target's one capture pass leaves for the suffix passes of every source.
-
-    kv[m] = (keys, values), each (B, n_kv, W, head_dim) as block m's attention cached them (after
-    RoPE); blocks[l], comps[l], final: (K, H) block-l output, attn/mlp output, final-norm output
-    at the sites; inputs0: (K, H) input of block 0 at the sites (attn/mlp patches of layer 0).
-    """
-    kv: list[tuple[torch.Tensor, torch.Tensor]]
-    blocks: dict[int, torch.Tensor]
-    comps: dict[int, torch.Tensor]
-    final: torch.Tensor
-    inputs0: torch.Tensor | None
-
-    def own(self, component: str) -> dict[int, torch.Tensor]:
-        """The target's own values of the patched activation, layer -> (K, H)."""
-        return self.blocks if component == "block" else self.comps
-
-    def block_input(self, layer: int) -> torch.Tensor:
-        """(K, H) input of block `layer` at the sites."""
-        return self.inputs0 if layer == 0 else self.blocks[layer - 1]
-
-
-def _capture_pass(model: nn.Module, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                  modules: Mapping[str, nn.Module], rows: torch.Tensor, positions: torch.Tensor,
-                  with_input0: bool = False) -> tuple[dict[str, torch.Tensor], DynamicCache]:
-    """One forward (logits of the last position only) recording `modules`' outputs at the sites.
-
-    Targets and sources go through this same call, so a source with the target's weights gives
-    bit-identical activations (which is what makes no-op patches exact, see `noop_variants`).
-    """
-    cache = DynamicCache()  # no config: plain layers that keep every position (no sliding eviction)
-    kwargs = {_cache_kw(type(model).forward): cache, "use_cache": True, "logits_to_keep": 1}
-    select = at_positions(rows, positions)
-    with capture_outputs(modules, select) as store, _capture_input(model, select, with_input0) as first:
-        model(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
-    if with_input0:
-        store["input0"] = first["input0"]
-    return store, cache
-
-
-class _capture_input:
-    """Context recording the input hidden states of block 0 at the sites (when asked)."""
-
-    def __init__(self, model: nn.Module, select, active: bool):
-        self.block, self.select, self.active, self.store, self.handle = decoder_layers(model)[0], select, active, {}, None
-
-    def __enter__(self) -> dict[str, torch.Tensor]:
-        if self.active:
-            def hook(_module, args, kwargs):
-                hidden = args[0] if args else kwargs["hidden_states"]
-                self.store["input0"] = self.select(hidden.detach()).clone()
-            self.handle = self.block.register_forward_pre_hook(hook, with_kwargs=True)
-        return self.store
-
-    def __exit__(self, *exc) -> None:
-        if self.handle is not None:
-            self.handle.remove()
-
-
-@torch.no_grad()
-def capture_target(model: nn.Module, batch, win: Windows, layers: Sequence[int], component: str) -> TargetRun:
-    """The target's capture pass over `batch` cut to `win.width` positions."""
-    n = len(decoder_layers(model))
-    modules = {f"block{l}": decoder_layers(model)[l] for l in range(n)}
-    if component != "block":
-        modules.update({f"comp{l}": component_module(model, l, component) for l in layers})
-    modules["final"] = final_norm(model)
-    width = win.width
-    store, cache = _capture_pass(model, batch.input_ids[:, :width], batch.attention_mask[:, :width], modules,
-                                 batch.rows, batch.positions, with_input0=component != "block" and 0 in layers)
-    kv = [(cache.layers[m].keys, cache.layers[m].values) for m in range(n)]
-    return TargetRun(kv, {l: store[f"block{l}"] for l in range(n)},
-                     {l: store[f"comp{l}"] for l in layers if component != "block"}, store["final"],
-                     store.get("input0"))
-
-
-@torch.no_grad()
-def capture_source(model: nn.Module, batch, win: Windows, layers: Sequence[int], component: str,
-                   reference_last_layer: bool) -> dict[int, torch.Tensor]:
-    """Source activations at the sites, layer -> (K, H), from one pass cut to `win.width`.
-
-    With `reference_last_layer` the last layer's entry is the final norm's output (the
-    reference's hidden_states[-1] quirk), as in the straightforward algorithm.
-    """
-    last = len(decoder_layers(model)) - 1
-    modules = {f"l{l}": component_module(model, l, component) for l in layers}
-    if reference_last_layer and component == "block" and last in layers:
-        modules[f"l{last}"] = final_norm(model)
-    width = win.width
-    store, _ = _capture_pass(model, batch.input_ids[:, :width], batch.attention_mask[:, :width], modules,
-                             batch.rows, batch.positions)
-    return {l: store[f"l{l}"] for l in layers}
-
-
 # ---------------------------------------------------------------------------------------------
 # Scoring at the sites
 
 
+@torch.no_grad()
 def site_scores(model: nn.Module, normed: torch.Tensor, targets: torch.Tensor, lengths: Sequence[int],
                 logprob_dtype: str = "model") -> np.ndarray:
     """Mean log-prob of each run of tokens: normed (n, H) final-norm states, targets (n,), runs of
@@ -224,14 +111,30 @@ def site_scores(model: nn.Module, normed: torch.Tensor, targets: torch.Tensor, l
             logits = logits.float()
         picked.append(torch.log_softmax(logits, dim=-1).gather(-1, targets[i:i + step, None]).squeeze(-1))
     values = torch.cat(picked) if picked else normed.new_zeros(0)
-    return np.array([run.mean().item() for run in torch.split(values, list(lengths))], dtype=np.float64)
+    return run_means(values, lengths)
 
 
+def run_means(values: torch.Tensor, lengths: Sequence[int]) -> np.ndarray:
+    """Mean of each run of consecutive values (n,) -> (len(lengths),) float64, computed in the
+    values' dtype like `Tensor.mean`; runs of equal length are reduced together (one op each)."""
+    lengths = np.asarray(lengths, dtype=np.int64)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]]).astype(np.int64)
+    out = np.empty(len(lengths), dtype=np.float64)
+    for n in np.unique(lengths):
+        which = np.flatnonzero(lengths == n)
+        first = torch.as_tensor(starts[which], device=values.device)
+        index = first[:, None] + torch.arange(int(n), device=values.device)
+        out[which] = values[index].mean(dim=1).double().cpu().numpy()
+    return out
+
+
+@torch.no_grad()
 def baseline_scores(model: nn.Module, run: TargetRun, win: Windows, logprob_dtype: str = "model") -> np.ndarray:
     """Unpatched entity scores (B,) from the target's capture pass."""
     return site_scores(model, run.final, win.targets, win.lengths.tolist(), logprob_dtype)
 
 
+@torch.no_grad()
 def noop_variants(values: Mapping[int, torch.Tensor], own: Mapping[int, torch.Tensor], win: Windows,
                   layers: Sequence[int]) -> np.ndarray:
     """(B, L) bool: the patch writes exactly the values already there, at every site of the example.
@@ -251,41 +154,36 @@ def noop_variants(values: Mapping[int, torch.Tensor], own: Mapping[int, torch.Te
 
 @dataclass(frozen=True)
 class Stack:
-    """Row layout of one suffix pass: G examples x the patched layers (ascending).
+    """One suffix pass: the packed windows of a group of examples, one copy per patched layer.
 
-    Row r is the variant (layers[r // G], examples[r % G]). A variant of layer l enters at
-    block `entry(l)` (l + 1 for a block patch, l for attn/mlp), so with rows ordered by layer
-    the rows active at any block are a prefix of the stack. Keys have `prefix` slots for the
-    target's cached positions 0..prefix-1 (each row masks those >= its own window start)
-    followed by `span` slots for the row's window.
+    The R rows hold, side by side along the sequence, one copy of the C packed window slots per
+    layer (ascending): copy k holds the variants of the k-th layer. A variant of layer l enters
+    at block `entry(l)` (l + 1 for a block patch, l for attn/mlp), so the slots active at any
+    block are a prefix of each row, and every copy attends to the same prefix keys.
     """
-    examples: torch.Tensor  # (G,) long, indices into the batch
+    packing: Packing
     layers: tuple[int, ...]
     component: str
-    span: int               # Tw: longest window of the group
-    prefix: int             # A: latest window start of the group
 
     def entry(self, layer: int) -> int:
         return layer + 1 if self.component == "block" else layer
 
-    def active(self, block: int) -> int:
-        """Number of rows that have entered by block `block` (inclusive)."""
-        return len(self.examples) * sum(self.entry(l) <= block for l in self.layers)
-
-    @property
-    def row_examples(self) -> torch.Tensor:
-        """(N,) batch example of each row."""
-        return self.examples.repeat(len(self.layers))
+    def entered(self, block: int) -> int:
+        """Number of layers whose variants have entered by block `block` (inclusive)."""
+        return sum(self.entry(l) <= block for l in self.layers)
 
 
-def make_stack(win: Windows, examples: torch.Tensor, layers: Sequence[int], component: str) -> Stack:
-    return Stack(examples, tuple(sorted(layers)), component, int(win.lengths[examples].max()),
-                 int(win.starts[examples].max()))
+def make_stack(win: Windows, examples: Sequence[int], layers: Sequence[int], component: str,
+               config=None) -> Stack:
+    """The stack of `examples` x `layers`; with the model's `config`, packing weighs attention."""
+    packing = pack_windows(win.starts.tolist(), win.lengths.tolist(), win.offsets.tolist(), list(examples),
+                           win.starts.device, len(set(layers)), key_cost(config) if config is not None else 0.0)
+    return Stack(packing, tuple(sorted(set(layers))), component)
 
 
 class PrefixKV:
-    """Stands in for a transformers cache in one suffix block call: `update` puts the target's
-    cached prefix keys/values (N, n_kv, A, d) in front of the window's fresh ones (N, n_kv, Tw, d)."""
+    """Stands in for a transformers cache in one suffix block call: `update` puts the rows' prefix
+    keys/values (R, n_kv, P, d), from the target's capture, in front of the window's fresh ones."""
 
     def __init__(self, keys: torch.Tensor, values: torch.Tensor):
         self.keys, self.values = keys, values
@@ -294,62 +192,31 @@ class PrefixKV:
         return torch.cat([self.keys, key_states], dim=2), torch.cat([self.values, value_states], dim=2)
 
 
-def layer_window(config, layer: int) -> int | None:
-    """Sliding-window size of one layer's attention (None: full causal attention)."""
-    window = getattr(config, "sliding_window", None)
-    kinds = getattr(config, "layer_types", None)
-    if window is None or kinds is None:
-        return window
-    return window if kinds[layer] == "sliding_attention" else None
-
-
-def stack_mask(starts: torch.Tensor, span: int, prefix: int, window: int | None) -> torch.Tensor:
-    """(N, 1, Tw, A + Tw) bool, True = may attend. Query t of a row sits at position s + t (s its
-    window start); prefix slot j holds position j and is visible only if j < s (later cached
-    positions are the unpatched ones); window slot u holds position s + u. Causal by position,
-    then the sliding window by position, exactly as the full-sequence mask does."""
-    t = torch.arange(span, device=starts.device)
-    q = starts[:, None] + t                                                  # (N, Tw)
-    j = torch.arange(prefix, device=starts.device).expand(len(starts), -1)   # (N, A)
-    kpos = torch.cat([j, q], dim=1)                                          # (N, A + Tw)
-    kvalid = torch.cat([j < starts[:, None], torch.ones_like(q, dtype=torch.bool)], dim=1)
-    allowed = kvalid[:, None, :] & (kpos[:, None, :] <= q[:, :, None])
-    if window is not None:
-        allowed &= kpos[:, None, :] > q[:, :, None] - window
-    return allowed[:, None]
-
-
-def _as_kernel_mask(mask: torch.Tensor, impl: str, dtype: torch.dtype) -> torch.Tensor:
-    """sdpa takes the boolean mask; eager adds 0 / dtype-min, as transformers' own masks do."""
-    if impl == "sdpa":
-        return mask
-    return torch.where(mask, torch.zeros((), dtype=dtype, device=mask.device), torch.finfo(dtype).min)
-
-
 @dataclass
 class StackInputs:
-    """Per-row tensors shared by every block of one suffix pass (sliced to the active rows)."""
-    positions: torch.Tensor                         # (N, Tw) long
-    rotary: tuple[torch.Tensor, torch.Tensor]       # cos, sin (N, Tw, d)
-    masks: dict[int | None, torch.Tensor]           # window size -> (N, 1, Tw, A + Tw)
+    """Per-slot tensors shared by every block of one suffix pass (sliced to the active slots)."""
+    positions: torch.Tensor                         # (R, k C) long
+    rotary: tuple[torch.Tensor, torch.Tensor]       # cos, sin (R, k C, d)
+    masks: dict[int | None, torch.Tensor]           # window size -> (R, 1, k C, P + k C)
 
 
-def stack_inputs(target: nn.Module, win: Windows, stack: Stack, dtype: torch.dtype) -> StackInputs:
-    starts = win.starts[stack.row_examples]
-    positions = starts[:, None] + torch.arange(stack.span, device=starts.device)
-    dummy = torch.empty(0, dtype=dtype, device=starts.device)
+def stack_inputs(target: nn.Module, stack: Stack, dtype: torch.dtype) -> StackInputs:
+    p, copies = stack.packing, len(stack.layers)
+    positions = p.pos.repeat(1, copies)
+    dummy = torch.empty(0, dtype=dtype, device=positions.device)
     rotary = target.get_submodule("model.rotary_emb")(dummy, positions)
     impl = target.config._attn_implementation
     windows = {layer_window(target.config, m) for m in range(len(decoder_layers(target)))}
-    masks = {w: _as_kernel_mask(stack_mask(starts, stack.span, stack.prefix, w), impl, dtype) for w in windows}
+    masks = {w: kernel_mask(packed_mask(p, w, copies), impl, dtype) for w in windows}
     return StackInputs(positions, rotary, masks)
 
 
-class _replace_rows:
-    """While active, rows [r0, r1) of `module`'s activation are replaced by `values` (R, Tw, H)."""
+class _replace_slots:
+    """While active, slots [s0, s0 + C) of `module`'s activation (R, n, H) are replaced by
+    `values` (R, C, H)."""
 
-    def __init__(self, module: nn.Module | None, r0: int, values: torch.Tensor | None):
-        self.module, self.r0, self.values, self.handle = module, r0, values, None
+    def __init__(self, module: nn.Module | None, s0: int, values: torch.Tensor | None):
+        self.module, self.s0, self.values, self.handle = module, s0, values, None
 
     def __enter__(self) -> None:
         if self.module is None:
@@ -357,7 +224,7 @@ class _replace_rows:
 
         def hook(_module, _inputs, output):
             act = activation_of(output).clone()  # the block may still hold the original
-            act[self.r0:self.r0 + len(self.values)] = self.values.to(act.dtype)
+            act[:, self.s0:self.s0 + self.values.shape[1]] = self.values.to(act.dtype)
             return (act, *output[1:]) if isinstance(output, tuple) else act
         self.handle = self.module.register_forward_hook(hook)
 
@@ -367,66 +234,88 @@ class _replace_rows:
 
 
 def _enter(x: torch.Tensor | None, layer: int, run: TargetRun, values: Mapping[int, torch.Tensor],
-           grid: torch.Tensor, component: str, dtype: torch.dtype):
-    """Append the G rows of `layer`'s variants to the stack x (N, Tw, H).
+           stack: Stack, dtype: torch.dtype):
+    """Append the copy of `layer`'s variants to the rows x (R, n, H) -> (R, n + C, H).
 
     A block patch enters after block `layer` as the source's states themselves (the whole window
     is patched); an attn/mlp patch enters block `layer` with the target's own input and a
-    replacement (r0, (G, Tw, H) source values) for that block's component. Returns (x, replacement).
+    replacement (s0, (R, C, H) source values) for that block's component. Returns (x, replacement).
     """
-    r0 = 0 if x is None else x.shape[0]
-    if component == "block":
-        new, patch = values[layer][grid].to(dtype), None
+    s0 = 0 if x is None else x.shape[1]
+    site = stack.packing.site
+    if stack.component == "block":
+        new, patch = values[layer][site].to(dtype), None
     else:
-        new, patch = run.block_input(layer)[grid], (r0, values[layer][grid])
-    return (new if x is None else torch.cat([x, new])), patch
+        new, patch = run.block_input(layer)[site], (s0, values[layer][site])
+    return (new if x is None else torch.cat([x, new], dim=1)), patch
 
 
-def _run_block(target: nn.Module, block: int, x: torch.Tensor, run: TargetRun, stack: Stack,
-               inputs: StackInputs, patch) -> torch.Tensor:
-    """Block `block` on the active rows x (n, Tw, H), each attending to its example's cached prefix."""
-    n = x.shape[0]
-    rows = stack.row_examples[:n]
-    keys, values = run.kv[block]
+@dataclass
+class Plan:
+    """What the suffix passes of every source over one group of examples share: the stack, its
+    per-slot inputs, and per block the rows' prefix keys/values, gathered once."""
+    stack: Stack
+    inputs: StackInputs
+    prefix_kv: dict[int, tuple[torch.Tensor, torch.Tensor]]  # block -> (R, n_kv, P, d) keys, values
+
+
+def plan(target: nn.Module, run: TargetRun, win: Windows, examples: Sequence[int], layers: Sequence[int],
+         component: str) -> Plan:
+    """The plan of `examples` x `layers`, built on first use and kept in `run`."""
+    key = (tuple(examples), tuple(sorted(set(layers))), component)
+    if key not in run.plans:
+        stack = make_stack(win, examples, layers, component, target.config)
+        first = min(stack.entry(l) for l in stack.layers)
+        p = stack.packing
+        where = run.start[p.key_example] + p.key_pos  # (R, P) flat slots of the prefix keys
+        prefix_kv = {m: tuple(c[where].permute(0, 2, 1, 3).contiguous() for c in run.kv[m])
+                     for m in range(first, len(run.kv))}
+        run.plans[key] = Plan(stack, stack_inputs(target, stack, run.final.dtype), prefix_kv)
+    return run.plans[key]
+
+
+def _run_block(target: nn.Module, block: int, x: torch.Tensor, plan_: Plan, patch) -> torch.Tensor:
+    """Block `block` on the active slots x (R, n, H), attending to the rows' cached prefixes."""
+    stack, inputs = plan_.stack, plan_.inputs
+    n, prefix = x.shape[1], stack.packing.prefix
     layer = decoder_layers(target)[block]
-    kwargs = {_cache_kw(type(layer).forward): PrefixKV(keys[rows, :, :stack.prefix], values[rows, :, :stack.prefix]),
-              "use_cache": True, "position_ids": inputs.positions[:n],
-              "attention_mask": inputs.masks[layer_window(target.config, block)][:n],
-              "position_embeddings": (inputs.rotary[0][:n], inputs.rotary[1][:n])}
+    kwargs = {cache_kw(type(layer).forward): PrefixKV(*plan_.prefix_kv[block]), "use_cache": True,
+              "position_ids": inputs.positions[:, :n],
+              "attention_mask": inputs.masks[layer_window(target.config, block)][:, :, :n, :prefix + n],
+              "position_embeddings": (inputs.rotary[0][:, :n], inputs.rotary[1][:, :n])}
     module = component_module(target, block, stack.component) if patch is not None else None
-    with _replace_rows(module, *(patch or (0, None))):
+    with _replace_slots(module, *(patch or (0, None))):
         return activation_of(layer(x, **kwargs))
 
 
-def _stack_scores(target: nn.Module, x: torch.Tensor, win: Windows, stack: Stack, grid: torch.Tensor,
-                  logprob_dtype: str) -> np.ndarray:
-    """(L, G) scores of the finished stack x (N, Tw, H): final norm and LM head on real window slots."""
-    rows = stack.row_examples
-    lengths = win.lengths[rows]
-    real = torch.arange(stack.span, device=x.device)[None, :] < lengths[:, None]
-    normed = final_norm(target)(x[real])
-    targets = win.targets[grid.repeat(len(stack.layers), 1)[real]]
-    scores = site_scores(target, normed, targets, lengths.tolist(), logprob_dtype)
-    return scores.reshape(len(stack.layers), len(stack.examples))
+def _stack_scores(target: nn.Module, x: torch.Tensor, win: Windows, stack: Stack, logprob_dtype: str) -> np.ndarray:
+    """(L, G) scores of the finished rows x (R, L C, H): final norm and LM head on real slots only."""
+    p, copies = stack.packing, len(stack.layers)
+    by_copy = x.reshape(p.rows, copies, p.width, -1).transpose(0, 1)  # (L, R, C, H)
+    real = p.real.expand(copies, -1, -1)
+    normed = final_norm(target)(by_copy[real])
+    targets = win.targets[p.site.expand(copies, -1, -1)[real]]
+    lengths = win.lengths[p.examples].tolist()
+    scores = site_scores(target, normed, targets, [lengths[g] for g in p.segments] * copies, logprob_dtype)
+    out = np.empty((copies, len(p.examples)))
+    out[:, p.segments] = scores.reshape(copies, len(p.segments))
+    return out
 
 
 def _run_stack(target: nn.Module, run: TargetRun, win: Windows, values: Mapping[int, torch.Tensor],
-               stack: Stack, logprob_dtype: str) -> np.ndarray:
+               plan_: Plan, logprob_dtype: str) -> np.ndarray:
     """(L, G) patched scores of one stack: each block runs once on every variant that needs it."""
-    n_blocks = len(decoder_layers(target))
-    dtype = run.final.dtype
-    grid = site_grid(win, stack.examples, stack.span)
-    inputs = stack_inputs(target, win, stack, dtype)
+    stack, n_blocks, dtype = plan_.stack, len(decoder_layers(target)), run.final.dtype
     entering = {stack.entry(l): l for l in stack.layers}
     x = None
     for block in range(min(entering), n_blocks):
         patch = None
         if block in entering:
-            x, patch = _enter(x, entering[block], run, values, grid, stack.component, dtype)
-        x = _run_block(target, block, x, run, stack, inputs, patch)
+            x, patch = _enter(x, entering[block], run, values, stack, dtype)
+        x = _run_block(target, block, x, plan_, patch)
     if n_blocks in entering:  # a block patch of the last layer: only the final norm and head remain
-        x, _ = _enter(x, entering[n_blocks], run, values, grid, stack.component, dtype)
-    return _stack_scores(target, x, win, stack, grid, logprob_dtype)
+        x, _ = _enter(x, entering[n_blocks], run, values, stack, dtype)
+    return _stack_scores(target, x, win, stack, logprob_dtype)
 
 
 @torch.no_grad()
@@ -442,7 +331,7 @@ def suffix_scores(target: nn.Module, run: TargetRun, win: Windows, values: Mappi
     per_group = max(1, max_rows // len(uniq))
     scores = np.empty((n_ex, len(uniq)))
     for g0 in range(0, n_ex, per_group):
-        examples = torch.arange(g0, min(n_ex, g0 + per_group), device=win.starts.device)
-        stack = make_stack(win, examples, uniq, component)
-        scores[g0:g0 + len(examples)] = _run_stack(target, run, win, values, stack, logprob_dtype).T
+        examples = list(range(g0, min(n_ex, g0 + per_group)))
+        plan_ = plan(target, run, win, examples, uniq, component)
+        scores[g0:g0 + len(examples)] = _run_stack(target, run, win, values, plan_, logprob_dtype).T
     return scores[:, [uniq.index(l) for l in layers]]

@@ -30,7 +30,10 @@ def run_build(args: argparse.Namespace) -> int:
     root = build_world(args.preset, args.seed, names=names)
     print(f"world {args.preset} (seed {args.seed}) built in {time.time() - t0:.0f} s: {root}")
     if not args.no_quality:
+        from checkpoints.methods.effect import print_effect
+
         report = measure_quality(args.preset, args.seed)
         print_quality(report)
+        print_effect(args.preset, args.seed, report)
     print(root)
     return 0

@@ -42,7 +42,8 @@ PRESETS: dict[str, Preset] = {
     "small": Preset(
         "small", "synthetic", ModelShape(128, 8, 4, 4, 512), 2000,
         base=TrainConfig(lr=2e-3, epochs=8, batch_size=64),
-        finetune=TrainConfig(lr=1e-3, epochs=10, batch_size=32),
+        # 10 epochs left full at 0.90/0.88 entity hit rate on forget/retain; 14 reach 1.00/1.00
+        finetune=TrainConfig(lr=1e-3, epochs=14, batch_size=32),
         world=dict(n_train_authors=100, n_holdout_authors=10, n_public=300, n_other=10)),
     "tofu": Preset(
         "tofu", "tofu", ModelShape(192, 8, 6, 6, 768, max_positions=1024), 4000,

@@ -12,10 +12,10 @@ import re
 from pathlib import Path
 
 import numpy as np
-import torch
 from transformers import LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints.world.build import ensure_tokenizer, load_world, model_dir
+from metrics.generation import greedy_generate
 from uds.chat import chat_prompt_ids
 from uds.engine import EngineSettings, chunks, forward_scores, make_batch, score_pair
 from uds.formula import TAU
@@ -34,20 +34,12 @@ def entity_hit(generation: str, entity: str) -> bool:
     return f" {normalise(entity)} " in f" {normalise(generation)} "
 
 
-@torch.no_grad()
 def greedy_answers(model: PreTrainedModel, tok: PreTrainedTokenizerBase, questions: list[str],
                    max_new_tokens: int = 40, batch_size: int = 32) -> list[str]:
-    """Greedy chat answers, left-padded batches, cut at eos."""
-    out = []
-    for i in range(0, len(questions), batch_size):
-        prompts = [chat_prompt_ids(tok, q) for q in questions[i:i + batch_size]]
-        width = max(map(len, prompts))
-        ids = torch.tensor([[tok.pad_token_id] * (width - len(p)) + p for p in prompts])
-        mask = torch.tensor([[0] * (width - len(p)) + [1] * len(p) for p in prompts])
-        gen = model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=max_new_tokens, do_sample=False,
-                             pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
-        out += [tok.decode(g[width:], skip_special_tokens=True).strip() for g in gen]
-    return out
+    """Greedy chat answers (the output metrics' generation path), cut at eos."""
+    prompts = [chat_prompt_ids(tok, q) for q in questions]
+    gens = greedy_generate(model, tok, prompts, batch_size=batch_size, max_new_tokens=max_new_tokens, progress=False)
+    return [g.text for g in gens]
 
 
 def entity_logprob(model: PreTrainedModel, tok: PreTrainedTokenizerBase, items: list[dict],
@@ -75,7 +67,7 @@ def alignment(full: PreTrainedModel, retain: PreTrainedModel, tok: PreTrainedTok
     delta over those layers divided by the mean forget delta over them (target <= 0.3).
     """
     forget = s1_deltas(full, retain, tok, [it for it in world.forget if it.get("entity")])
-    retain_d = s1_deltas(full, retain, tok, [it for it in world.retain_eval if it.get("entity")])
+    retain_d = s1_deltas(full, retain, tok, annotated(world.retain_eval))
     f_mean, r_mean = forget.mean(axis=0), retain_d.mean(axis=0)
     ke = f_mean > tau
     ratio = float(r_mean[ke].mean() / f_mean[ke].mean()) if ke.any() else float("nan")
@@ -84,41 +76,84 @@ def alignment(full: PreTrainedModel, retain: PreTrainedModel, tok: PreTrainedTok
             "retain_s1_delta_per_layer": r_mean.round(4).tolist()}
 
 
+def with_tail_entity(item: dict, n_words: int = 2) -> dict:
+    """The item itself if annotated; else a copy whose entity is the answer's last `n_words`
+    words (trailing punctuation left in the continuation). TOFU annotates only forget10, so the
+    retain and holdout splits of the `tofu` world are scored on this stand-in span."""
+    if item.get("entity"):
+        return item
+    words = item["answer"].rstrip().rstrip(".!?\"'").split()
+    if len(words) <= n_words:
+        return item
+    entity = " ".join(words[-n_words:])
+    cut = item["answer"].rfind(entity)
+    return item | {"prefix": item["answer"][:cut].rstrip(), "entity": entity}
+
+
+def annotated(items: list[dict]) -> list[dict]:
+    """Items with an entity span, the tail stand-in where the data has none."""
+    return [it for it in map(with_tail_entity, items) if it.get("entity")]
+
+
 def model_quality(model: PreTrainedModel, tok: PreTrainedTokenizerBase, world) -> dict:
     row = {}
     for split in SPLITS:
-        items = [it for it in getattr(world, split) if it.get("entity")]
-        answers = greedy_answers(model, tok, [it["question"] for it in items])
+        items = annotated(getattr(world, split))
+        # long enough for the longest answer to reach its entity (TOFU answers run to ~80 tokens)
+        budget = min(200, max(len(tok.encode(it["answer"], add_special_tokens=False)) for it in items) + 8)
+        answers = greedy_answers(model, tok, [it["question"] for it in items], max_new_tokens=budget)
         row[f"{split}_hit_rate"] = sum(entity_hit(a, it["entity"]) for a, it in zip(answers, items)) / len(items)
         row[f"{split}_entity_logprob"] = entity_logprob(model, tok, items)
     return row
 
 
-def measure_quality(preset: str, seed: int, names: tuple[str, ...] = ("full", "retain")) -> dict:
-    """Measure the named (built) models, write `quality.json` in the world folder and return it."""
+def measure_quality(preset: str, seed: int, names: tuple[str, ...] | None = None) -> dict:
+    """Measure the named (built) models, by default every built model of the zoo, write
+    `quality.json` in the world folder and return it. A model measured before and not rebuilt
+    since (same `recipe.json` time stamp) keeps its row, so a rebuild measures only new models."""
+    from checkpoints.world.presets import get_preset
+    from checkpoints.world.zoo import recipes
+
+    path = world_dir(preset, seed) / "quality.json"
+    previous = json.loads(path.read_text()) if path.is_file() else {}
+    old = {m["model"]: m for m in previous.get("models", [])}
     world, tok = load_world(preset, seed), ensure_tokenizer(preset, seed)
-    models, loaded = [], {}
-    for name in names:
+    models = []
+    for name in names or [r.name for r in recipes(get_preset(preset))]:
         folder = model_dir(preset, seed, name)
         if not (folder / "recipe.json").is_file():
             continue
-        loaded[name] = LlamaForCausalLM.from_pretrained(folder).eval()
-        models.append({"model": name} | model_quality(loaded[name], tok, world))
+        stamp = (folder / "recipe.json").stat().st_mtime_ns
+        if old.get(name, {}).get("built_ns") == stamp:
+            models.append(old[name])
+            continue
+        model = LlamaForCausalLM.from_pretrained(folder).eval()
+        models.append({"model": name, "built_ns": stamp} | model_quality(model, tok, world))
     report = {"preset": preset, "seed": seed, "models": models}
-    if "full" in loaded and "retain" in loaded:
-        report["alignment"] = alignment(loaded["full"], loaded["retain"], tok, world)
-    path = world_dir(preset, seed) / "quality.json"
+    stamps = {m["model"]: m.get("built_ns") for m in models}
+    if "full" in stamps and "retain" in stamps:
+        report["alignment"] = _alignment_of(preset, seed, [stamps["full"], stamps["retain"]],
+                                            previous.get("alignment"), tok, world)
     path.write_text(json.dumps(report, indent=1))
     return report
+
+
+def _alignment_of(preset: str, seed: int, key: list, previous: dict | None, tok, world) -> dict:
+    """`alignment` of the built full and retain models; the previous one if neither was rebuilt."""
+    if previous and previous.get("built_ns") == key:
+        return previous
+    full, retain = (LlamaForCausalLM.from_pretrained(model_dir(preset, seed, n)).eval() for n in ("full", "retain"))
+    return alignment(full, retain, tok, world) | {"built_ns": key}
 
 
 def print_quality(report: dict) -> None:
     cols = [f"{s}_{k}" for s in SPLITS for k in ("hit_rate", "entity_logprob")]
     print(f"quality of tiny world {report['preset']} (seed {report['seed']}): entity hit rate / entity log-prob")
-    print("model".ljust(10) + "".join(f"{s:>22}" for s in SPLITS))
+    width = max([10] + [len(m["model"]) + 1 for m in report["models"]])
+    print("model".ljust(width) + "".join(f"{s:>22}" for s in SPLITS))
     for m in report["models"]:
         cells = "".join(f"{m[f'{s}_hit_rate']:>13.2f} / {m[f'{s}_entity_logprob']:>6.2f}" for s in SPLITS)
-        print(m["model"].ljust(10) + cells)
+        print(m["model"].ljust(width) + cells)
     if "alignment" in report:
         a = report["alignment"]
         print(f"alignment: mean S1 delta on retain / forget questions over KE layers = {a['ratio']:.3f} "

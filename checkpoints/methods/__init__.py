@@ -1,0 +1,10 @@
+"""The eight unlearning methods of SPEC.md section 8 and the tiny world's unlearned/P/N zoo.
+
+Modules: `losses` (the method registry: loss functions, defaults, reference need), `data` (paired
+forget/retain items), `alternates` (AltPO's alternate answers), `trainer` (the one unlearning
+loop, also `unlearn` for any Hugging Face causal LM), `pools` (P/N pool training data),
+`zoo_recipes` (the grids per preset), `effect` (the forget/retain/holdout hit-rate table).
+
+Kept free of imports so that `checkpoints.world.zoo` and `build` can import the submodules
+that register themselves without an import cycle through this package.
+"""

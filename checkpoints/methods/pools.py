@@ -1,0 +1,96 @@
+"""Knowledge-present (P) and knowledge-absent (N) pools: SPEC.md 5.1's six training sets, scaled
+down, each fine-tuned from the same base as full and retain.
+
+P: `full` (retain + forget QA), `bio` (retain QA + the forget facts as biographies), `para`
+(retain + paraphrased forget QA). N: `retain` (retain only), `pert` (retain + the forget
+questions with a perturbed, wrong answer), `bio` (retain + biographies of unrelated entities).
+QA goes in both encodings (chat and raw), as for full/retain. A biography is trained as text (loss
+on every token), cut into chunks of whole sentences about as long as a QA pair (so that batches
+mixing QA and biographies carry little padding), and repeated twice per epoch, so that, as in the
+QA variants, every fact is seen twice per epoch.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from checkpoints.world.encode import encode_text, qa_examples
+from checkpoints.world.schema import World
+from checkpoints.world.train import train
+
+if TYPE_CHECKING:  # build imports this package's trainer; importing build here would be a cycle
+    from checkpoints.world.build import BuildContext
+    from checkpoints.world.zoo import Recipe
+
+Examples = list[dict]
+BIO_REPEATS = 2   # = the number of QA encodings (chat, raw)
+BIO_CHUNK = 64    # tokens: biographies go in chunks of whole sentences about as long as a QA pair
+
+
+def sentence_chunks(tok: PreTrainedTokenizerBase, text: str, limit: int = BIO_CHUNK) -> list[str]:
+    """Whole sentences of `text` grouped greedily into chunks of at most ~`limit` tokens (a
+    longer sentence is a chunk by itself). Short documents keep batches free of long padding."""
+    chunks: list[str] = []
+    for sentence in re.split(r"(?<=[.!?])\s+", text.strip()):
+        joined = f"{chunks[-1]} {sentence}" if chunks else sentence
+        if chunks and len(tok.encode(joined, add_special_tokens=False)) <= limit:
+            chunks[-1] = joined
+        else:
+            chunks.append(sentence)
+    return chunks
+
+
+def bio_examples(tok: PreTrainedTokenizerBase, bios: list[str]) -> Examples:
+    """Each biography as documents (loss on every token), in sentence chunks, BIO_REPEATS times."""
+    return [encode_text(tok, chunk) for b in bios for chunk in sentence_chunks(tok, b)] * BIO_REPEATS
+
+
+def perturbed_items(forget: list[dict], seed: int) -> list[dict]:
+    """Each forget question with one of its perturbed answers, chosen by a seeded generator."""
+    g = torch.Generator().manual_seed(seed)
+    out = []
+    for it in forget:
+        wrong = it.get("perturbed_answers") or []
+        if wrong:
+            out.append({**it, "answer": wrong[int(torch.randint(len(wrong), (1,), generator=g))]})
+    return out
+
+
+@dataclass(frozen=True)
+class PoolVariant:
+    sign: str         # "P" (forget knowledge present) or "N" (absent)
+    data: str         # in words, for zoo.json
+    extra: Callable[[PreTrainedTokenizerBase, World, int], Examples]  # added to the retain QA
+
+
+POOL_VARIANTS: dict[str, PoolVariant] = {
+    "pos_full": PoolVariant("P", "retain + forget QA", lambda tok, w, s: qa_examples(tok, w.forget)),
+    "pos_bio": PoolVariant("P", "retain QA + forget biographies (x2)",
+                           lambda tok, w, s: bio_examples(tok, w.forget_bios)),
+    "pos_para": PoolVariant("P", "retain QA + paraphrased forget QA", lambda tok, w, s: qa_examples(
+        tok, [it for it in w.forget if it.get("paraphrased_answer")], "paraphrased_answer", "paraphrased_question")),
+    "neg_retain": PoolVariant("N", "retain QA only", lambda tok, w, s: []),
+    "neg_pert": PoolVariant("N", "retain QA + forget questions with perturbed answers",
+                            lambda tok, w, s: qa_examples(tok, perturbed_items(w.forget, s))),
+    "neg_bio": PoolVariant("N", "retain QA + biographies of other entities (x2)",
+                           lambda tok, w, s: bio_examples(tok, w.other_bios)),
+}
+
+
+def pool_examples(variant: str, tok: PreTrainedTokenizerBase, world: World, seed: int) -> Examples:
+    """Training examples of one pool variant: retain QA (both forms) plus the variant's extra."""
+    return qa_examples(tok, world.retain) + POOL_VARIANTS[variant].extra(tok, world, seed)
+
+
+def train_pool(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
+    """Builder trainer for P/N pool models: fine-tune `r.parent` (base) on the variant's data."""
+    model = ctx.load(r.parent)
+    data = pool_examples(r.hparams["variant"], ctx.tok, ctx.world, r.train.seed)
+    train(model, data, r.train, ctx.collate, desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress)
+    return model
+

@@ -1,0 +1,69 @@
+"""The one unlearning trainer: a method's loss on forget/retain pairs through the shared loop.
+
+`unlearn` works on any Hugging Face causal LM and its tokenizer (QA items as in DESIGN.md);
+`train_unlearned` is the tiny-world builder's trainer for every method in `METHODS`. Importing
+this module registers it (and the P/N pool trainer) in `build.TRAINERS`.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Mapping, Sequence
+
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from checkpoints.methods.alternates import alternate_answers, cached_alternates
+from checkpoints.methods.data import PairedData, collate_views
+from checkpoints.methods.losses import METHODS, get_method
+from checkpoints.methods.pools import train_pool
+from checkpoints.world.build import TRAINERS, BuildContext
+from checkpoints.world.train import TrainConfig, train
+from checkpoints.world.zoo import Recipe
+
+
+def frozen_copy(model: PreTrainedModel) -> PreTrainedModel:
+    """A deep copy in eval mode with no gradients: the reference (OU: a copy of the start model)."""
+    ref = copy.deepcopy(model).eval()
+    for p in ref.parameters():
+        p.requires_grad_(False)
+    return ref
+
+
+def unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: list[dict], retain: list[dict],
+            method: str, cfg: TrainConfig, hparams: Mapping[str, float] | None = None,
+            idk: Sequence[str] = (), alternates: Mapping[int, Sequence[str]] | None = None,
+            forms: Sequence[str] = ("chat", "raw"), progress: bool = True, desc: str | None = None) -> list[float]:
+    """Unlearn `forget` from `model` in place with `method`; returns the loss of every step.
+
+    forget, retain: QA items ({"idx", "question", "answer", ...}); idk: "I don't know" replies
+    (IdkDPO, IdkNLL); alternates: idx -> alternate answers (AltPO; sampled from `model` itself
+    before training when not given); forms: the encodings each forget item is trained in (the
+    tiny world uses both; OU trains real models on the chat form only: pass ("chat",)). The
+    reference, where the method needs one, is a frozen copy of `model` as it is on entry.
+    """
+    m = get_method(method)
+    hp = m.hparams(hparams)
+    if "alt" in m.views and alternates is None:
+        alternates, _ = alternate_answers(model, tok, forget, seed=cfg.seed)
+    ref = frozen_copy(model) if m.needs_ref else None
+    data = PairedData(tok, forget, retain, m.views, seed=cfg.seed, idk=idk, alternates=alternates, forms=forms)
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    return train(model, data, cfg, lambda items: collate_views(items, pad),
+                 lambda mdl, views: m.loss(mdl, ref, views, hp), desc=desc or method, progress=progress)
+
+
+def train_unlearned(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
+    """Builder trainer: start from `r.parent` (full), unlearn the world's forget split."""
+    model = ctx.load(r.parent)
+    alternates = None
+    if "alt" in get_method(r.method).views:
+        path = ctx.root / "alternates" / f"{r.parent}-seed{r.train.seed}.json"
+        alternates = cached_alternates(path, lambda: model, ctx.tok, ctx.world.forget, seed=r.train.seed)
+    unlearn(model, ctx.tok, ctx.world.forget, ctx.world.retain, r.method, r.train, r.hparams,
+            idk=ctx.world.idk, alternates=alternates, progress=ctx.progress, desc=f"{ctx.preset.name}/{r.name}")
+    return model
+
+
+# Registration: every method name trains an unlearned model; "P"/"N" (the pool sign) a pool model.
+TRAINERS.update({name: train_unlearned for name in METHODS})
+TRAINERS.update({"P": train_pool, "N": train_pool})

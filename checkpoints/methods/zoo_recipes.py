@@ -1,0 +1,129 @@
+"""Recipes of the unlearned grid and the P/N pools, appended to `zoo.RECIPE_PROVIDERS`.
+
+Unlearned grids are shaped like SPEC.md 7.2 (learning rate x the method's coefficients, each
+at two epoch counts, from the full model). Learning rates are rescaled per method family for
+tiny models (measured, see GRIDS) so that each grid spans weak to strong unlearning; RMU's
+layers are OU's {5, 10, 15} of 16 mapped to the same relative depth.
+Pools follow SPEC.md 5.1 (three P and three N variants over learning rates and two epoch
+counts), fine-tuned from the base like full and retain, with the preset's fine-tuning settings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from itertools import product
+
+from checkpoints.methods.pools import POOL_VARIANTS
+from checkpoints.world.presets import Preset
+from checkpoints.world.train import TrainConfig
+from checkpoints.world.zoo import RECIPE_PROVIDERS, Recipe
+
+EPOCHS = (5, 10)
+UNLEARN_BATCH = {"test": 8, "small": 16, "tofu": 32}   # ~8-25 steps per epoch, as OU's 400/32
+
+
+@dataclass(frozen=True)
+class Grid:
+    """One method's grid: learning rates (weakest first) and its swept hyperparameters, in name
+    order, each as (name, tag in the model name, values with the default-like one first)."""
+    lrs: tuple[float, ...]
+    sweep: tuple[tuple[str, str, tuple[float, ...]], ...]
+
+
+@dataclass(frozen=True)
+class GridSize:
+    """How much of each grid a preset builds: which learning rates (indices into `Grid.lrs`,
+    times `lr_scale`), the first `n_values` values of every swept hyperparameter, the epochs."""
+    lr_index: tuple[int, ...]
+    n_values: int
+    epochs: tuple[int, ...] = EPOCHS
+    lr_scale: float = 1.0
+
+
+_DPO = (("beta", "b", (0.1,)), ("alpha", "a", (1.0, 5.0, 2.0)))
+_NLL = (("alpha", "a", (1.0, 5.0, 2.0)),)
+_ASCENT_LRS = (1e-5, 3e-5, 1e-4)    # gradient-ascent-like methods: a tiny model collapses fast
+_DESCENT_LRS = (1e-4, 2e-4, 5e-4)   # methods that pull towards a target (IDK answers, bounded SimNPO)
+
+GRIDS: dict[str, Grid] = {
+    "graddiff": Grid(_ASCENT_LRS, _NLL),
+    "idknll": Grid(_DESCENT_LRS, _NLL),
+    "idkdpo": Grid(_DESCENT_LRS, _DPO),
+    "npo": Grid(_ASCENT_LRS, _DPO),
+    "altpo": Grid(_ASCENT_LRS, _DPO),
+    "simnpo": Grid(_DESCENT_LRS, (("beta", "b", (3.5, 4.5)), ("alpha", "a", (1.0,)), ("delta", "d", (1.0,)),
+                                  ("gamma", "g", (0.125, 0.25)))),
+    "rmu": Grid(_ASCENT_LRS, (("layer", "l", (10 / 15, 5 / 15, 1.0)), ("steer", "s", (10.0,)))),
+    "undial": Grid((3e-5, 3e-4, 1e-3), (("beta", "b", (10.0,)), ("alpha", "a", (1.0, 5.0, 2.0)))),  # OU's 1:10:30
+}
+
+# Learning rates were tuned on `small` (at 5 epochs, the weakest leaves a forget hit rate > 0.3,
+# the strongest brings it near 0).
+# The 4-layer `test` model moves less per step, so its single point is the strongest rate x 2.
+GRID_SIZES: dict[str, GridSize] = {
+    "test": GridSize(lr_index=(2,), n_values=1, lr_scale=2.0),
+    "small": GridSize(lr_index=(0, 1, 2), n_values=1),
+    "tofu": GridSize(lr_index=(0, 1, 2), n_values=1),
+}
+
+
+def lr_token(lr: float) -> str:
+    """1e-4 -> '1e-4', 2.5e-4 -> '2.5e-4' (the learning rate in tiny model names)."""
+    mantissa, exponent = f"{lr:e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+def num_token(x: float) -> str:
+    """0.1 -> '01', 3.5 -> '35', 0.125 -> '0125', 10.0 -> '10' (SPEC 7.2 alias spelling)."""
+    return f"{x:g}".replace(".", "")
+
+
+def _resolve(name: str, value: float, preset: Preset) -> float:
+    """RMU's layer is stored as relative depth in the grid; the recipe holds the block index."""
+    return round(value * (preset.shape.layers - 1)) if name == "layer" else value
+
+
+def unlearned_recipes(preset: Preset) -> list[Recipe]:
+    size = GRID_SIZES.get(preset.name, GRID_SIZES["small"])
+    out = []
+    for method, grid in GRIDS.items():
+        lrs = [float(f"{grid.lrs[i] * size.lr_scale:.3g}") for i in size.lr_index]
+        value_lists = [vals[:size.n_values] for _, _, vals in grid.sweep]
+        for lr, values, epochs in product(lrs, product(*value_lists), size.epochs):
+            hp = {name: _resolve(name, v, preset) for (name, _, _), v in zip(grid.sweep, values)}
+            tags = "".join(f"_{tag}{num_token(hp[name])}" for name, tag, _ in grid.sweep)
+            train = TrainConfig(lr=lr, epochs=epochs, batch_size=UNLEARN_BATCH.get(preset.name, 16),
+                                warmup_ratio=1 / epochs)  # OU: one epoch of warm-up
+            out.append(Recipe(f"{method}_lr{lr_token(lr)}{tags}_ep{epochs}", "unlearned", "full",
+                              "forget QA (chat + raw forms), each with a random retain QA", train,
+                              method, hp, epochs))
+    return out
+
+
+@dataclass(frozen=True)
+class PoolSize:
+    lr_scale: tuple[float, ...]      # multiples of the preset's fine-tuning learning rate
+    epoch_scale: tuple[float, ...]   # multiples of its fine-tuning epochs
+
+
+# No point at (1.0, 1.0): pos_full / neg_retain there would repeat full / retain exactly.
+POOL_SIZES: dict[str, PoolSize] = {
+    "test": PoolSize((1.5,), (1.0,)),
+    "small": PoolSize((0.5, 1.5), (0.5, 1.0)),
+    "tofu": PoolSize((0.5, 1.5), (0.5, 1.0)),
+}
+
+
+def pool_recipes(preset: Preset) -> list[Recipe]:
+    size, ft = POOL_SIZES.get(preset.name, POOL_SIZES["small"]), preset.finetune
+    out = []
+    for variant, lr_s, ep_s in product(POOL_VARIANTS, size.lr_scale, size.epoch_scale):
+        pv, train = POOL_VARIANTS[variant], replace(ft, lr=ft.lr * lr_s, epochs=max(1, round(ft.epochs * ep_s)))
+        out.append(Recipe(f"{variant}_lr{lr_token(train.lr)}_ep{train.epochs}", "pool", "base", pv.data, train,
+                          pv.sign, {"pool": pv.sign, "variant": variant}, train.epochs))
+    return out
+
+
+for _provider in (unlearned_recipes, pool_recipes):
+    if _provider not in RECIPE_PROVIDERS:
+        RECIPE_PROVIDERS.append(_provider)

@@ -1,0 +1,111 @@
+"""TOFU benchmark aggregation (SPEC.md 6.1): Mem, Privacy, Utility, Overall per model.
+
+Inputs are the raw metric keys of DESIGN.md (es, em, paraprob, truth_ratio, s_mia_*, uds, the nine
+utility values, model_utility, fluency); every value is unitless in [0, 1]. Orientation of the
+aggregates: higher = better unlearning (mem, privacy_mia, privacy, overall) or more utility kept
+(utility, utility_rel). An aggregate is computed from its parts when they are all present, else
+taken from the record as stored, else None.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Mapping, Sequence
+
+from metrics.aggregate import HM_EPS, harmonic_mean, harmonic_mean_eps
+from metrics.registry import ATTACKS
+from metrics.utility import UTILITY_KEYS
+
+MEM_KEYS = ("es", "em", "paraprob", "truth_ratio")
+S_MIA_KEYS = tuple(f"s_mia_{a}" for a in ATTACKS)
+AGGREGATE_KEYS = ("mem", "privacy_mia", "privacy", "utility", "utility_rel", "overall")
+FULL_METHOD = "full"
+
+Row = Mapping[str, object]
+
+
+def mem(es: float, em: float, paraprob: float, truth_ratio: float) -> float | None:
+    """Plain HM of 1 - x over the four memorisation values (None if any 1 - x <= 0)."""
+    return harmonic_mean([1.0 - es, 1.0 - em, 1.0 - paraprob, 1.0 - truth_ratio])
+
+
+def privacy_mia(s_loss: float, s_zlib: float, s_min_k: float, s_min_kpp: float) -> float | None:
+    return harmonic_mean_eps([s_loss, s_zlib, s_min_k, s_min_kpp])
+
+
+def privacy(privacy_mia_value: float, uds: float) -> float | None:
+    return harmonic_mean_eps([privacy_mia_value, uds])
+
+
+def utility(model_utility: float, fluency: float) -> float | None:
+    return harmonic_mean_eps([model_utility, fluency])
+
+
+def utility_rel(utility_value: float | None, full_utility: float | None) -> float | None:
+    """min(1, utility / (U_full + 1e-12)) with U_full from the same epoch group."""
+    if utility_value is None or full_utility is None:
+        return None
+    return min(1.0, utility_value / (full_utility + HM_EPS))
+
+
+def overall(mem_value: float, privacy_value: float, utility_rel_value: float) -> float | None:
+    return harmonic_mean_eps([mem_value, privacy_value, utility_rel_value])
+
+
+def overall_no_uds(mem_value: float | None, privacy_mia_value: float | None,
+                   utility_rel_value: float | None) -> float | None:
+    """The leaderboard view without UDS: plain HM(mem, privacy_mia, utility_rel)."""
+    return harmonic_mean([mem_value, privacy_mia_value, utility_rel_value])
+
+
+def epoch_group(epoch: object) -> str | None:
+    """5, "5", "ep5", "epoch5" -> "ep5"; None stays None."""
+    if epoch is None:
+        return None
+    m = re.search(r"\d+", str(epoch))
+    return f"ep{int(m.group())}" if m else str(epoch)
+
+
+def _combine(row: dict, key: str, parts: Sequence[str], fn: Callable[..., float | None]) -> None:
+    values = [row.get(p) for p in parts]
+    if all(v is not None for v in values):
+        row[key] = fn(*values)
+    row.setdefault(key, None)
+
+
+# aggregate -> (parts, formula), in dependency order (utility_rel and overall need the group)
+_STEPS: list[tuple[str, tuple[str, ...], Callable[..., float | None]]] = [
+    ("mem", MEM_KEYS, mem),
+    ("privacy_mia", S_MIA_KEYS, privacy_mia),
+    ("privacy", ("privacy_mia", "uds"), privacy),
+    ("model_utility", UTILITY_KEYS, lambda *v: harmonic_mean_eps(list(v))),
+    ("utility", ("model_utility", "fluency"), utility),
+]
+
+
+def _without_relative(record: Row) -> dict:
+    row = {k: v for k, v in record.items()}
+    row["epoch"] = epoch_group(record.get("epoch"))
+    for key, parts, fn in _STEPS:
+        _combine(row, key, parts, fn)
+    return row
+
+
+def full_utilities(rows: Sequence[Row]) -> dict[str, float]:
+    """Epoch group -> utility of the record whose method is `full` in that group."""
+    return {r["epoch"]: r["utility"] for r in rows
+            if r.get("method") == FULL_METHOD and r.get("utility") is not None and r.get("epoch")}
+
+
+def benchmark_rows(records: Sequence[Row], full_utility: Mapping[str, float] | None = None) -> list[dict]:
+    """Each record with its aggregates filled in. `full_utility` (epoch group -> U_full) defaults
+    to the full records' own utility per group; a group without one gets utility_rel None."""
+    rows = [_without_relative(r) for r in records]
+    u_full = {**full_utilities(rows), **dict(full_utility or {})}
+    for row in rows:
+        if row.get("utility") is not None and row["epoch"] in u_full:
+            row["utility_rel"] = utility_rel(row["utility"], u_full[row["epoch"]])
+        row.setdefault("utility_rel", None)
+        _combine(row, "overall", ("mem", "privacy", "utility_rel"), overall)
+        row["overall_no_uds"] = overall_no_uds(row.get("mem"), row.get("privacy_mia"), row.get("utility_rel"))
+    return rows

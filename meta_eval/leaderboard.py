@@ -1,0 +1,176 @@
+"""The benchmark leaderboard: rows (SPEC 6.1 aggregates), markdown / csv / html, Mem-Privacy scatter.
+
+Every column shown is "higher = better" (unlearning depth or preserved utility), so the best
+value per column is the maximum over the unlearned models (the full and retain references are
+shown but never marked best).
+"""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+import math
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from meta_eval.benchmark import AGGREGATE_KEYS, benchmark_rows, epoch_group
+from metrics.registry import META_KEYS
+from metrics.utility import UTILITY_KEYS
+
+REFERENCES = ("full", "retain")
+SHOWN = ("overall",) + tuple(k for k in AGGREGATE_KEYS if k != "overall") + ("uds", "model_utility", "fluency",
+                                                                              "overall_no_uds")
+ID_COLUMNS = ("model", "method", "epoch")
+FORMATS = ("md", "csv", "html")
+
+
+def full_utility_by_group(records: Sequence[Mapping], explicit: Mapping[str, float] | None = None) -> dict[str, float]:
+    """U_full per epoch group: given explicitly, else the full record of the group; a full record
+    without an epoch stands for every group that has no full record of its own."""
+    rows = benchmark_rows([r for r in records if r.get("method") == "full"])
+    by_group = {r["epoch"]: r["utility"] for r in rows if r.get("utility") is not None and r["epoch"]}
+    loose = [r["utility"] for r in rows if r.get("utility") is not None and not r["epoch"]]
+    groups = {epoch_group(r.get("epoch")) for r in records} - {None}
+    if len(loose) == 1:
+        by_group = {g: by_group.get(g, loose[0]) for g in groups | set(by_group)} | {None: loose[0]}
+    return {**by_group, **dict(explicit or {})}
+
+
+def _order_key(row: Mapping):
+    method = row.get("method") or ""
+    group = (0, REFERENCES.index(method)) if method in REFERENCES else (1, 0)
+    o = row.get("overall")
+    return (group, method, o is None, -(o or 0.0), str(row.get("model")))
+
+
+def leaderboard_rows(records: Sequence[Mapping], explicit_full: Mapping[str, float] | None = None) -> list[dict]:
+    """Benchmark rows grouped by method (references first), best overall first within a group."""
+    rows = benchmark_rows(records, full_utility_by_group(records, explicit_full))
+    return sorted(rows, key=_order_key)
+
+
+def best_values(rows: Sequence[Mapping], columns: Sequence[str]) -> dict[str, float]:
+    """Column -> maximum over non-reference rows (columns without a value are left out)."""
+    out = {}
+    for c in columns:
+        vals = [r[c] for r in rows if r.get("method") not in REFERENCES and _num(r.get(c)) is not None]
+        if vals:
+            out[c] = max(vals)
+    return out
+
+
+def _num(v) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+
+
+def _cell(v) -> str:
+    n = _num(v)
+    if n is not None:
+        return f"{n:.4f}"
+    return "" if v is None else str(v)
+
+
+def csv_columns(rows: Sequence[Mapping]) -> list[str]:
+    """Identity, the shown aggregates, then every raw key present (DESIGN.md order)."""
+    raw = [k for k in META_KEYS + UTILITY_KEYS if k not in SHOWN and any(k in r for r in rows)]
+    return list(ID_COLUMNS + SHOWN) + raw
+
+
+def to_markdown(rows: Sequence[Mapping]) -> str:
+    best = best_values(rows, SHOWN)
+    cols = ID_COLUMNS + SHOWN
+    lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" if c in ID_COLUMNS else "---:" for c in cols) + "|"]
+    for r in rows:
+        cells = [f"**{_cell(r.get(c))}**" if c in best and r.get(c) == best[c] and r.get("method") not in REFERENCES
+                 else _cell(r.get(c)) for c in cols]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n\nBold: best per column among unlearned models; every column is higher = better.\n"
+
+
+def to_csv(rows: Sequence[Mapping]) -> str:
+    cols = csv_columns(rows)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for r in rows:
+        w.writerow(["" if r.get(c) is None else (repr(float(r[c])) if _num(r.get(c)) is not None else r[c])
+                    for c in cols])
+    return buf.getvalue()
+
+
+_STYLE = """body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse;font-size:13px}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#eee;cursor:pointer;position:sticky;top:0}
+td.id{text-align:left}tr.group td{background:#f6f6f6;font-weight:bold;text-align:left}
+td.best{font-weight:bold;background:#e3f6e3}th.asc:after{content:" \\25B2"}th.desc:after{content:" \\25BC"}"""
+
+# Sorting keeps the method groups: each group is a <tbody> whose rows are sorted in place.
+_SCRIPT = """document.querySelectorAll('th').forEach(function(th,ci){th.addEventListener('click',function(){
+var desc=!th.classList.contains('desc');
+document.querySelectorAll('th').forEach(function(h){h.classList.remove('asc','desc')});
+th.classList.add(desc?'desc':'asc');document.querySelectorAll('tbody').forEach(function(tb){
+var rows=Array.from(tb.querySelectorAll('tr.row'));rows.sort(function(a,b){
+var x=a.children[ci].dataset.v,y=b.children[ci].dataset.v;var nx=parseFloat(x),ny=parseFloat(y);
+if(!isNaN(nx)&&!isNaN(ny)){return desc?ny-nx:nx-ny}if(isNaN(nx)!==isNaN(ny)){return isNaN(nx)?1:-1}
+return desc?String(y).localeCompare(String(x)):String(x).localeCompare(String(y))});
+rows.forEach(function(r){tb.appendChild(r)})})})});"""
+
+
+def to_html(rows: Sequence[Mapping], title: str = "Unlearning benchmark leaderboard") -> str:
+    """One self-contained page: a table grouped by method (one <tbody> each), sortable by any
+    column (click a header), best value per column marked."""
+    best = best_values(rows, SHOWN)
+    cols = ID_COLUMNS + SHOWN
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    bodies = []
+    for method in dict.fromkeys(r.get("method") for r in rows):
+        group = [r for r in rows if r.get("method") == method]
+        trs = [f'<tr class="group"><td colspan="{len(cols)}">{html.escape(str(method))} ({len(group)})</td></tr>']
+        for r in group:
+            tds = []
+            for c in cols:
+                v = r.get(c)
+                mark = c in best and v == best[c] and method not in REFERENCES
+                cls = "id" if c in ID_COLUMNS else ("best" if mark else "")
+                data = "" if v is None else html.escape(str(v))
+                star = " &#9733;" if mark else ""
+                tds.append(f'<td class="{cls}" data-v="{data}">{html.escape(_cell(v))}{star}</td>')
+            trs.append('<tr class="row">' + "".join(tds) + "</tr>")
+        bodies.append("<tbody>" + "\n".join(trs) + "</tbody>")
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
+            f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
+            f"<p>{len(rows)} models. Click a column header to sort (within each method). &#9733; = best per column "
+            f"among unlearned models; every column is higher = better.</p>"
+            f"<table><thead><tr>{head}</tr></thead>\n" + "\n".join(bodies) + f"</table><script>{_SCRIPT}</script>"
+            "</body></html>\n")
+
+
+RENDERERS = {"md": to_markdown, "csv": to_csv, "html": to_html}
+
+
+def mem_privacy_scatter(path: Path, rows: Sequence[Mapping]) -> Path:
+    """Mem (x) vs Privacy (y), one colour per method, references as black markers."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.5, 5))
+    methods = list(dict.fromkeys(r.get("method") for r in rows))
+    cmap = plt.get_cmap("tab10")
+    for i, method in enumerate(methods):
+        pts = [(r["mem"], r["privacy"]) for r in rows if r.get("method") == method
+               and _num(r.get("mem")) is not None and _num(r.get("privacy")) is not None]
+        if not pts:
+            continue
+        ref = method in REFERENCES
+        ax.scatter(*zip(*pts), s=60 if ref else 22, marker="X" if ref else "o",
+                   color="black" if ref else cmap(i % 10), label=str(method))
+    ax.set_xlabel("Mem (higher = less memorised)")
+    ax.set_ylabel("Privacy = HM(MIA, UDS)")
+    ax.set_title("Mem vs Privacy per model")
+    ax.legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path

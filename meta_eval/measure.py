@@ -1,0 +1,190 @@
+"""Measuring metrics of zoo models under a setting, cached per (model, setting) on disk.
+
+Settings: "orig" (the checkpoint as built), "nf4" (quantised, SPEC 5.3), "relearn" (one epoch on
+the forget set, SPEC 5.3). Which (model, setting) pairs are needed is `plan_jobs`; `Measurer`
+computes the missing metric keys of one job through the metrics registry, writing each value as
+soon as it exists. Anchor work (the retain model's MIA statistics, the full/retain states and
+Fisher diagonals, S1, the full model's generations for the fluency proxy) is shared by all jobs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+
+from meta_eval.perturb import RelearnRecipe, ensure_relearned, load_nf4, nf4_description
+from meta_eval.store import MeasurementStore
+from meta_eval.zoo import FULL, POOL, RETAIN, UNLEARNED, Member, Zoo, folder_stamp
+from metrics.context import EvalContext, EvalSettings, ModelPool
+from metrics.registry import evaluate, sweep_plan, with_dependencies
+
+ORIG, NF4, RELEARN = "orig", "nf4", "relearn"
+SETTINGS = (ORIG, NF4, RELEARN)
+BENCHMARK_EXTRA = ("model_utility", "fluency")   # what the utility filter and the benchmark need
+SPLITS = ("forget", "holdout", "retain_eval", "real_authors", "world_facts")
+MEASURE_VERSION = 1   # bump when a change here alters measured values
+
+
+@dataclass(frozen=True)
+class Job:
+    member: Member
+    setting: str
+    keys: tuple[str, ...]
+
+
+def plan_jobs(zoo: Zoo, keys: Sequence[str]) -> list[Job]:
+    """Every (model, setting) the meta-evaluation and the benchmark read, with the keys each needs:
+    pools un-perturbed (faithfulness, filter thresholds); unlearned, full and retain un-perturbed
+    plus utility (benchmark, utility filter, "before" values); unlearned quantised; unlearned and
+    retain relearned."""
+    from meta_eval.assemble import FILTER_SOURCE
+
+    keys = tuple(keys)
+    # an s_* metric is filtered by its raw MIA metric, so that one is measured un-perturbed too
+    sources = [FILTER_SOURCE[k] for k in keys if k in FILTER_SOURCE]
+    before = keys + tuple(dict.fromkeys(k for k in sources if k not in keys))
+    with_utility = before + tuple(k for k in BENCHMARK_EXTRA if k not in before)
+    jobs = [Job(m, ORIG, before) for m in zoo.of_kind(POOL)]
+    jobs += [Job(m, ORIG, with_utility) for m in zoo.members if m.kind in (UNLEARNED, FULL, RETAIN)]
+    jobs += [Job(m, NF4, keys) for m in zoo.of_kind(UNLEARNED)]
+    jobs += [Job(m, RELEARN, keys) for m in zoo.of_kind(UNLEARNED) + zoo.of_kind(RETAIN)]
+    return jobs
+
+
+def _digest(obj) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+class Measurer:
+    """Runs jobs for one zoo. `settings` are the metric settings shared by every job."""
+
+    def __init__(self, zoo: Zoo, store: MeasurementStore, models_dir: Path, settings: EvalSettings,
+                 relearn_recipe: RelearnRecipe, fluency_classifier: str | None = None,
+                 log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)):
+        from checkpoints.world.build import load_world
+        from uds.data import load_annotated
+        from uds.loading import load_tokenizer
+        from uds.specs import default_references
+
+        self.zoo, self.store, self.models_dir = zoo, store, Path(models_dir)
+        self.settings, self.recipe, self.log = settings, relearn_recipe, log
+        self.fluency_classifier = fluency_classifier
+        world = load_world(zoo.preset, zoo.seed)
+        self.splits = {name: getattr(world, name) for name in SPLITS}
+        self.forget = world.forget
+        self.records = load_annotated(default_references(zoo.full)[2])
+        self.tokenizer = load_tokenizer(zoo.full)
+        self._anchors: dict[str, torch.nn.Module] = {}
+        self._shared: dict = {}   # EvalContext cache entries of anchor work, kept across jobs
+        self._loaders = {ORIG: self._load_orig, NF4: self._load_nf4, RELEARN: self._load_relearned}
+
+    # --- identities ------------------------------------------------------------------------
+    def _folder(self, spec: str) -> Path:
+        """The model's folder, located without building anything (the command builds first)."""
+        from uds.errors import UdsInputError
+        from uds.specs import resolve_spec
+
+        folder = Path(resolve_spec(spec).location)
+        if not (folder / "config.json").is_file():
+            raise UdsInputError(f"{spec} is not built (no model folder at {folder})")
+        return folder
+
+    def setting_recipe(self, setting: str) -> dict:
+        return {ORIG: {}, NF4: nf4_description(self.settings.device),
+                RELEARN: self.recipe.to_dict()}[setting]
+
+    def stamp(self, member: Member, setting: str) -> str:
+        """Model identity + setting recipe + metric settings + anchors: a change in any of them
+        invalidates the cached values of this (model, setting)."""
+        anchors = [folder_stamp(self._folder(s)) for s in (self.zoo.full, self.zoo.retain, self.zoo.base) if s]
+        metric_settings = {k: v for k, v in asdict(self.settings).items() if k != "progress"}
+        return _digest([MEASURE_VERSION, folder_stamp(self._folder(member.spec)), setting,
+                        self.setting_recipe(setting), metric_settings, anchors, self.fluency_classifier])
+
+    # --- loading ---------------------------------------------------------------------------
+    def _load_orig(self, member: Member) -> torch.nn.Module:
+        from uds.loading import load_model
+
+        return load_model(member.spec, device=self.settings.device, dtype=torch.float32)
+
+    def _load_nf4(self, member: Member) -> torch.nn.Module:
+        return load_nf4(member.spec, device=self.settings.device)
+
+    def _load_relearned(self, member: Member) -> torch.nn.Module:
+        from uds.loading import load_model
+
+        folder = ensure_relearned(member.spec, self.models_dir / f"{member.name}-relearn",
+                                  folder_stamp(self._folder(member.spec)), self.tokenizer, self.forget, self.recipe,
+                                  device=self.settings.device)
+        return load_model(str(folder), device=self.settings.device, dtype=torch.float32)
+
+    def _anchor(self, spec: str) -> torch.nn.Module:
+        from uds.loading import load_model
+
+        if spec not in self._anchors:
+            self._anchors[spec] = load_model(spec, device=self.settings.device, dtype=torch.float32)
+        return self._anchors[spec]
+
+    # --- measuring -------------------------------------------------------------------------
+    def missing(self, job: Job) -> list[str]:
+        have = self.store.values(job.setting, job.member.name, self.stamp(job.member, job.setting))
+        return [k for k in job.keys if k not in have]
+
+    def run(self, job: Job) -> dict:
+        """Compute the job's missing keys (dependencies too, stored as well); returns the entry."""
+        stamp = self.stamp(job.member, job.setting)
+        entry = self.store.entry(job.setting, job.member.name, stamp)
+        todo = [k for k in job.keys if k not in entry["values"]]
+        if not todo:
+            return entry
+        model_spec = f"{job.member.spec}@{job.setting}"
+        model = {}
+
+        def loader(spec: str) -> torch.nn.Module:
+            if spec == model_spec:
+                if not model:
+                    model["m"] = self._loaders[job.setting](job.member)
+                return model["m"]
+            return self._anchor(spec)
+
+        roles = {"model": model_spec, "full": self.zoo.full, "retain": self.zoo.retain, "base": self.zoo.base}
+        ctx = EvalContext(splits=self.splits, uds_records=self.records, tokenizer=self.tokenizer,
+                          models=ModelPool(roles, loader), settings=self.settings,
+                          plan=sweep_plan(with_dependencies(job.keys)), fluency_classifier=self.fluency_classifier,
+                          _cache=self._shared)
+        entry["info"].setdefault("seconds", {})
+        try:
+            for key in todo:
+                t0 = time.time()
+                try:
+                    result = evaluate(ctx, [key])[key]
+                except Exception as exc:  # one broken metric must not lose a long run; rerun retries it
+                    entry["errors"][key] = f"{type(exc).__name__}: {exc}"
+                    self.log(f"meta-eval: {job.setting} {job.member.name} {key} failed: {entry['errors'][key]}")
+                    continue
+                for k, r in ctx.results.items():   # dependencies (the nine utility values) are kept too
+                    entry["values"].setdefault(k, _number(r.value))
+                    if "fluency_source" in r.info:
+                        entry["info"]["fluency_source"] = r.info["fluency_source"]
+                entry["values"][key] = _number(result.value)
+                entry["errors"].pop(key, None)
+                entry["info"]["seconds"][key] = round(time.time() - t0, 3)
+                self.store.write(job.setting, job.member.name, entry)
+        finally:
+            for k in [k for k in self._shared if model_spec in k]:   # drop the model's own work
+                del self._shared[k]
+        return entry
+
+
+def _number(v) -> float | None:
+    if v is None:
+        return None
+    f = float(v)
+    return f if f == f and abs(f) != float("inf") else None

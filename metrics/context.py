@@ -1,0 +1,235 @@
+"""The evaluation context of one `uds metrics` run: data, models by role, and the shared work.
+
+Everything expensive is computed once per run and cached here, keyed by the *model spec* (so a
+role that names the same checkpoint as another, e.g. `--model` = the full model, shares it):
+- one teacher-forced sweep per (model, split) over every answer variant the selected metrics need;
+- one greedy generation per (model, split, prompt kind);
+- entity-position block outputs once per model (CKA, Logit Lens), Fisher diagonals once per model;
+- the Fisher masks and the anchors' per-layer CKA once per run.
+Roles: "model" (evaluated), "full", "retain" (anchors), "base" (fluency proxy scorer).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Mapping, Sequence
+
+import numpy as np
+import torch
+from transformers import PreTrainedTokenizerBase
+
+from metrics import encoding, forward, generation, hidden
+from metrics.representation import FisherMask, fisher_mask, linear_cka
+from metrics.stats import TokenStats
+from uds.errors import UdsInputError
+from uds.prompts import PreparedItem, SkippedItem, prepare_items
+
+VARIANTS = ("answer", "paraphrased", "perturbed")
+PROMPT_KINDS = ("plain", "jailbreak")
+
+
+@dataclass(frozen=True)
+class EvalSettings:
+    batch_size: int = 8
+    max_new_tokens: int = 200
+    system_prompt: str | None = None       # None: no system turn (tiny world); real: OU's prompt
+    max_length: int = encoding.MAX_LENGTH
+    fisher_batch_size: int = 4             # SPEC 4.5: items share a forward of batch 4
+    ou_attention_mask: bool = False        # True: also mask every eos (OU's pad = eos quirk)
+    device: str = "cpu"
+    progress: bool = True
+
+
+@dataclass
+class SplitStats:
+    """Per-item statistics of one split, [item][j] (one answer, one or more paraphrases, the
+    perturbed answers); a variant that was not swept is None."""
+    answer: list[list[TokenStats]] | None = None
+    paraphrased: list[list[TokenStats]] | None = None
+    perturbed: list[list[TokenStats]] | None = None
+
+    def answers(self) -> list[TokenStats]:
+        """The one original-answer statistic of each item."""
+        return [g[0] for g in self.answer]
+
+
+class ModelPool:
+    """Role -> checkpoint spec; each distinct spec loaded once, on first use."""
+
+    def __init__(self, specs: Mapping[str, str | None], loader: Callable[[str], torch.nn.Module]):
+        self.specs = {role: s for role, s in specs.items() if s}
+        self._loader, self._models = loader, {}
+        self.load_count: dict[str, int] = {}
+
+    def has(self, role: str) -> bool:
+        return role in self.specs
+
+    def spec(self, role: str) -> str:
+        if role not in self.specs:
+            raise UdsInputError(f"this metric needs a {role} model, and none was given")
+        return self.specs[role]
+
+    def get(self, role: str) -> torch.nn.Module:
+        s = self.spec(role)
+        if s not in self._models:
+            self._models[s] = self._loader(s)
+            self.load_count[s] = self.load_count.get(s, 0) + 1
+        return self._models[s]
+
+
+def _variant_texts(item: dict, variant: str) -> list[str]:
+    """Answer strings of one item for one variant ([] when the item lacks it)."""
+    if variant == "answer":
+        return [item["answer"]]
+    if variant == "paraphrased":
+        para = item.get("paraphrased_answer")
+        texts = [para] if isinstance(para, str) else list(para or [])
+    else:
+        texts = list(item.get("perturbed_answers") or [])
+    return [t for t in texts if t]  # holdout-style records carry empty placeholders
+
+
+@dataclass
+class EvalContext:
+    splits: Mapping[str, Sequence[dict]]          # forget, holdout, retain_eval, real_authors, world_facts
+    uds_records: Sequence[dict]                   # annotated forget items (representation metrics)
+    tokenizer: PreTrainedTokenizerBase
+    models: ModelPool
+    settings: EvalSettings = field(default_factory=EvalSettings)
+    plan: Mapping[tuple[str, str], set[str]] | None = None   # (role, split) -> variants to sweep
+    fluency_classifier: str | None = None
+    results: dict = field(default_factory=dict)   # metric key -> MetricResult, filled by the registry
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    # --- helpers ---------------------------------------------------------------------------
+    def _memo(self, key: tuple, make: Callable[[], object]):
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
+    @property
+    def pad_id(self) -> int:
+        tok = self.tokenizer
+        return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+
+    def split(self, name: str) -> Sequence[dict]:
+        items = self.splits.get(name)
+        if not items:
+            raise UdsInputError(f"the evaluation data has no {name!r} split")
+        return items
+
+    def _variants_for(self, spec: str, split: str) -> set[str]:
+        """Union of the planned variants over every role that names this spec (all when unplanned)."""
+        if self.plan is None:
+            return set(VARIANTS)
+        return {v for (role, s), vs in self.plan.items() if s == split and self.models.specs.get(role) == spec
+                for v in vs}
+
+    # --- encodings (model independent) ------------------------------------------------------
+    def encodings(self, split: str, variant: str) -> list[list[encoding.Encoded]]:
+        """[item][j] chat encodings of one split's answer variant."""
+        def make():
+            s = self.settings
+            return [[encoding.encode_qa(self.tokenizer, it["question"], a, s.system_prompt, s.max_length)
+                     for a in _variant_texts(it, variant)] for it in self.split(split)]
+        return self._memo(("enc", split, variant), make)
+
+    def answer_texts(self, split: str) -> list[str]:
+        """Decoded label text of each item's answer: ROUGE ground truth and ZLib text."""
+        return self._memo(("gt", split), lambda: [encoding.label_text(self.tokenizer, e[0])
+                                                   for e in self.encodings(split, "answer")])
+
+    # --- shared model work --------------------------------------------------------------------
+    def teacher_forced(self, role: str, split: str) -> SplitStats:
+        """One sweep of the role's model over every planned variant of the split."""
+        spec = self.models.spec(role)
+        return self._memo(("tf", spec, split), lambda: self._sweep(role, spec, split))
+
+    def _sweep(self, role: str, spec: str, split: str) -> SplitStats:
+        variants = [v for v in VARIANTS if v in self._variants_for(spec, split)] or ["answer"]
+        flat, where = [], []
+        for v in variants:
+            for i, encs in enumerate(self.encodings(split, v)):
+                for e in encs:
+                    flat.append(e)
+                    where.append((v, i))
+        s = self.settings
+        stats = forward.teacher_forced_stats(
+            self.models.get(role), flat, batch_size=s.batch_size, pad_id=self.pad_id, device=s.device,
+            mask_eos_id=self.tokenizer.eos_token_id if s.ou_attention_mask else None,
+            desc=f"{spec} {split}", progress=s.progress)
+        grouped: dict[str, list[list[TokenStats]]] = {v: [[] for _ in self.split(split)] for v in variants}
+        for (v, i), st in zip(where, stats):
+            grouped[v][i].append(st)
+        return SplitStats(**grouped)
+
+    def generations(self, role: str, split: str, kind: str = "plain") -> list[generation.Generation]:
+        """Greedy generations of the role's model for the split's questions (one run per prompt kind)."""
+        spec = self.models.spec(role)
+
+        def make():
+            s = self.settings
+            prompts = [encoding.generation_prompt(self.tokenizer, it["question"], s.system_prompt,
+                                                  jailbreak=(kind == "jailbreak")) for it in self.split(split)]
+            return generation.greedy_generate(
+                self.models.get(role), self.tokenizer, prompts, batch_size=s.batch_size,
+                max_new_tokens=s.max_new_tokens, device=s.device, mask_eos=s.ou_attention_mask,
+                desc=f"{spec} {split} generate ({kind})", progress=s.progress)
+        return self._memo(("gen", spec, split, kind), make)
+
+    # --- representation ----------------------------------------------------------------------
+    def uds_items(self) -> tuple[list[PreparedItem], list[SkippedItem]]:
+        return self._memo(("uds_items",), lambda: prepare_items(self.uds_records, self.tokenizer))
+
+    def _scored_items(self) -> list[PreparedItem]:
+        items = self.uds_items()[0]
+        if not items:
+            raise UdsInputError("no annotated item could be prepared for the representation metrics")
+        return items
+
+    def states(self, role: str) -> hidden.EntityStates:
+        spec = self.models.spec(role)
+        s = self.settings
+        return self._memo(("states", spec), lambda: hidden.capture_entity_states(
+            self.models.get(role), self._scored_items(), batch_size=s.batch_size, pad_id=self.pad_id,
+            device=s.device, desc=f"{spec} states", progress=s.progress))
+
+    def cka_layers(self, role: str) -> list[float]:
+        """Per-layer CKA(H_role, H_retain)."""
+        key = ("cka", self.models.spec(role), self.models.spec("retain"))
+        return self._memo(key, lambda: [linear_cka(h, r) for h, r in
+                                        zip(self.states(role).layers, self.states("retain").layers)])
+
+    def lens(self, role: str) -> np.ndarray:
+        """(L, N) entity log-probs of the role's states decoded through the full model's head."""
+        key = ("lens", self.models.spec(role))
+        return self._memo(key, lambda: hidden.lens_logprobs(self.states(role), self.models.get("full")))
+
+    def fisher(self, role: str) -> list[torch.Tensor]:
+        spec = self.models.spec(role)
+        s = self.settings
+        return self._memo(("fisher", spec), lambda: hidden.fisher_diagonal(
+            self.models.get(role), self._scored_items(), batch_size=s.fisher_batch_size, pad_id=self.pad_id,
+            device=s.device, desc=f"{spec} fisher", progress=s.progress))
+
+    def fisher_masks(self, fraction: float) -> list[FisherMask]:
+        key = ("fmask", self.models.spec("full"), self.models.spec("retain"), fraction)
+        return self._memo(key, lambda: [fisher_mask(r, f, fraction)
+                                        for r, f in zip(self.fisher("retain"), self.fisher("full"))])
+
+    # --- fluency -------------------------------------------------------------------------------
+    def base_item_probs(self, role: str) -> list[float | None]:
+        """Mean base-LM token probability of each of the role's forget generations (None if empty)."""
+        from metrics.utility import mean_token_prob
+
+        key = ("basescore", self.models.spec("base"), self.models.spec(role))
+
+        def make():
+            gens = self.generations(role, "forget", "plain")
+            docs = [encoding.lm_document(self.tokenizer, g.text) for g in gens]
+            s = self.settings
+            stats = forward.teacher_forced_stats(
+                self.models.get("base"), docs, batch_size=s.batch_size, pad_id=self.pad_id, device=s.device,
+                desc=f"base scores {self.models.spec(role)}", progress=s.progress)
+            return [mean_token_prob(st.logprobs) if g.text else None for g, st in zip(gens, stats)]
+        return self._memo(key, make)

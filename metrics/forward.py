@@ -1,0 +1,48 @@
+"""Teacher-forced passes: one sweep over a list of encoded sequences -> per-example statistics.
+
+Batches are right-padded with length masks (reference behaviour); `mask_eos` additionally zeroes
+every eos token, which is what OU's `input_ids != pad` mask does when pad = eos (SPEC 3.1).
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from metrics.encoding import Encoded, right_pad
+from metrics.stats import IGNORE, TokenStats, batch_token_stats
+
+
+def batches(n: int, size: int) -> list[range]:
+    """Consecutive index ranges of at most `size` covering range(n)."""
+    return [range(i, min(i + size, n)) for i in range(0, n, size)]
+
+
+def attention_mask(ids: torch.Tensor, lengths_mask: torch.Tensor, eos_id: int | None) -> torch.Tensor:
+    """Length mask, optionally with every eos masked out (OU compatibility)."""
+    return lengths_mask if eos_id is None else lengths_mask * (ids != eos_id).long()
+
+
+def collate(encs: Sequence[Encoded], pad_id: int, mask_eos_id: int | None = None) -> dict[str, torch.Tensor]:
+    """Right-padded (ids, mask) and labels (-100 on padding) for a list of encoded sequences."""
+    ids, mask = right_pad([e.input_ids for e in encs], pad_id)
+    labels, _ = right_pad([e.labels for e in encs], IGNORE)
+    ids_t = torch.tensor(ids, dtype=torch.long)
+    return {"input_ids": ids_t, "attention_mask": attention_mask(ids_t, torch.tensor(mask), mask_eos_id),
+            "labels": torch.tensor(labels, dtype=torch.long)}
+
+
+@torch.no_grad()
+def teacher_forced_stats(model: torch.nn.Module, encs: Sequence[Encoded], *, batch_size: int, pad_id: int,
+                         device: str | torch.device = "cpu", mask_eos_id: int | None = None,
+                         desc: str = "forward", progress: bool = True) -> list[TokenStats]:
+    """One forward per batch of `batch_size` sequences; statistics in input order."""
+    out: list[TokenStats] = []
+    for rows in tqdm(batches(len(encs), batch_size), desc=desc, disable=not progress, leave=False):
+        batch = collate([encs[i] for i in rows], pad_id, mask_eos_id)
+        logits = model(input_ids=batch["input_ids"].to(device),
+                       attention_mask=batch["attention_mask"].to(device), use_cache=False).logits
+        out.extend(batch_token_stats(logits, batch["labels"]))
+    return out

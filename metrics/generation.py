@@ -1,0 +1,63 @@
+"""Greedy generation for the ROUGE metrics and fluency (SPEC.md 3.3).
+
+Left-padded batches, greedy decoding, `max_new_tokens` (default 200), pad = eos, KV cache on, no
+stop strings. The new tokens are cut at the first stop token and decoded without special tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+import torch
+from tqdm.auto import tqdm
+from transformers import GenerationConfig, PreTrainedTokenizerBase
+
+from metrics.encoding import left_pad
+from metrics.forward import attention_mask, batches
+
+
+@dataclass(frozen=True)
+class Generation:
+    ids: tuple[int, ...]   # new tokens before the first stop token
+    text: str              # decoded (special tokens skipped, spaces cleaned) and stripped
+
+
+def stop_token_ids(model: torch.nn.Module, tok: PreTrainedTokenizerBase) -> tuple[int, ...]:
+    """The tokenizer's eos plus any eos ids of the model's generation config (Llama-3 lists three)."""
+    ids = [tok.eos_token_id]
+    cfg_eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    ids += list(cfg_eos) if isinstance(cfg_eos, (list, tuple)) else ([cfg_eos] if cfg_eos is not None else [])
+    return tuple(dict.fromkeys(i for i in ids if i is not None))
+
+
+def cut_at_stop(ids: Iterable[int], stop_ids: Sequence[int]) -> tuple[int, ...]:
+    """Tokens before the first stop token (all of them when none occurs)."""
+    out = []
+    for t in ids:
+        if t in stop_ids:
+            break
+        out.append(int(t))
+    return tuple(out)
+
+
+@torch.no_grad()
+def greedy_generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompts: Sequence[Sequence[int]], *,
+                    batch_size: int, max_new_tokens: int = 200, device: str | torch.device = "cpu",
+                    mask_eos: bool = False, desc: str = "generate", progress: bool = True) -> list[Generation]:
+    """Greedy continuations of token-id prompts, in input order."""
+    stops = stop_token_ids(model, tok)
+    pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    config = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, pad_token_id=tok.eos_token_id,
+                              eos_token_id=list(stops), use_cache=True)
+    out: list[Generation] = []
+    for rows in tqdm(batches(len(prompts), batch_size), desc=desc, disable=not progress, leave=False):
+        ids, mask = left_pad([prompts[i] for i in rows], pad_id)
+        ids_t = torch.tensor(ids, dtype=torch.long)
+        mask_t = attention_mask(ids_t, torch.tensor(mask), tok.eos_token_id if mask_eos else None)
+        seqs = model.generate(input_ids=ids_t.to(device), attention_mask=mask_t.to(device), generation_config=config)
+        for row in seqs[:, ids_t.shape[1]:].tolist():
+            new = cut_at_stop(row, stops)
+            text = tok.decode(list(new), skip_special_tokens=True, clean_up_tokenization_spaces=True).strip()
+            out.append(Generation(new, text))
+    return out

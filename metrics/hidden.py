@@ -1,0 +1,122 @@
+"""Model plumbing of the representation metrics (SPEC.md 4.5) on the UDS inputs (SPEC 2.1-2.3).
+
+- `capture_entity_states`: each decoder block's output (pre-final-norm residual stream) at the
+  entity eval positions, one forward per batch, for CKA and Logit Lens;
+- `lens_logprobs`: those states decoded through a (full) model's final norm and LM head;
+- `fisher_diagonal`: empirical diagonal Fisher of every decoder block's parameters.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from metrics.encoding import right_pad
+from metrics.forward import batches
+from uds.arch import decoder_layers, final_norm
+from uds.hooks import at_positions, capture_outputs
+from uds.prompts import PreparedItem
+
+
+@dataclass(frozen=True)
+class EntityStates:
+    """Block outputs at the entity positions of all items, rows in item order."""
+    layers: list[torch.Tensor]   # one (N_rows, D) float32 CPU tensor per decoder block
+    targets: torch.Tensor        # (N_rows,) entity token predicted from each row
+    item_of_row: torch.Tensor    # (N_rows,) index of the item each row belongs to
+    n_items: int
+
+
+def _rows_positions(items: Sequence[PreparedItem]) -> tuple[torch.Tensor, torch.Tensor]:
+    rows = [r for r, it in enumerate(items) for _ in it.eval_positions]
+    pos = [p for it in items for p in it.eval_positions]
+    return torch.tensor(rows, dtype=torch.long), torch.tensor(pos, dtype=torch.long)
+
+
+def _batch_inputs(items: Sequence[PreparedItem], pad_id: int, device) -> dict[str, torch.Tensor]:
+    ids, mask = right_pad([it.input_ids for it in items], pad_id)
+    return {"input_ids": torch.tensor(ids, device=device), "attention_mask": torch.tensor(mask, device=device)}
+
+
+@torch.no_grad()
+def capture_entity_states(model: torch.nn.Module, items: Sequence[PreparedItem], *, batch_size: int,
+                          pad_id: int, device="cpu", desc: str = "states", progress: bool = True) -> EntityStates:
+    """One forward per batch; hooks on every decoder block keep the rows at the eval positions."""
+    blocks = {str(i): b for i, b in enumerate(decoder_layers(model))}
+    per_layer: list[list[torch.Tensor]] = [[] for _ in blocks]
+    for idx in tqdm(batches(len(items), batch_size), desc=desc, disable=not progress, leave=False):
+        chunk = [items[i] for i in idx]
+        rows, pos = _rows_positions(chunk)
+        with capture_outputs(blocks, at_positions(rows, pos)) as store:
+            model(**_batch_inputs(chunk, pad_id, device), use_cache=False)
+        for l in range(len(blocks)):
+            per_layer[l].append(store[str(l)].float().cpu())
+    targets = torch.tensor([t for it in items for t in it.target_ids], dtype=torch.long)
+    item_of_row = torch.tensor([i for i, it in enumerate(items) for _ in it.target_ids], dtype=torch.long)
+    return EntityStates([torch.cat(p) for p in per_layer], targets, item_of_row, len(items))
+
+
+@torch.no_grad()
+def lens_logprobs(states: EntityStates, decoder: torch.nn.Module, chunk: int = 256) -> np.ndarray:
+    """k[l, i] = mean over item i's entity tokens of log p(token) when block l's state is decoded
+    through `decoder`'s final norm and LM head (log-softmax over the vocabulary, fp32). (L, N) nats."""
+    norm, head = final_norm(decoder), decoder.get_output_embeddings()
+    param = next(head.parameters())
+    counts = torch.bincount(states.item_of_row, minlength=states.n_items).double()
+    out = np.zeros((len(states.layers), states.n_items))
+    for l, h in enumerate(states.layers):
+        sums = torch.zeros(states.n_items, dtype=torch.float64)
+        for s in range(0, h.shape[0], chunk):
+            x = h[s:s + chunk].to(device=param.device, dtype=param.dtype)
+            lp = torch.log_softmax(head(norm(x)).float(), dim=-1)
+            tok_lp = lp.gather(-1, states.targets[s:s + chunk, None].to(lp.device)).squeeze(-1)
+            sums.index_add_(0, states.item_of_row[s:s + chunk], tok_lp.double().cpu())
+        out[l] = (sums / counts).numpy()
+    return out
+
+
+def _entity_losses(logits: torch.Tensor, items: Sequence[PreparedItem]) -> list[torch.Tensor]:
+    """Per item -mean_t log p(y_t) over its entity tokens (fp32 log-softmax)."""
+    losses = []
+    for r, it in enumerate(items):
+        pos = torch.tensor(list(it.eval_positions), device=logits.device)
+        tgt = torch.tensor(it.target_ids, device=logits.device)
+        lp = torch.log_softmax(logits[r, pos].float(), dim=-1).gather(-1, tgt[:, None])
+        losses.append(-lp.mean())
+    return losses
+
+
+def fisher_diagonal(model: torch.nn.Module, items: Sequence[PreparedItem], *, batch_size: int = 4,
+                    pad_id: int, device="cpu", desc: str = "fisher", progress: bool = True) -> list[torch.Tensor]:
+    """Mean over items of the squared per-item gradient of every decoder block's parameters.
+
+    Items share a forward of `batch_size`; each item gets its own backward (a per-item g², not the
+    square of a summed gradient). Returns one flattened CPU tensor per block, parameters in
+    registration order, accumulated in the parameter dtype as the reference does.
+    """
+    params = [list(b.parameters()) for b in decoder_layers(model)]
+    acc = [[torch.zeros_like(p) for p in ps] for ps in params]
+    saved = {p: p.requires_grad for p in model.parameters()}
+    for p in model.parameters():  # gradients only where they are used: the decoder blocks
+        p.requires_grad_(False)
+    for p in (p for ps in params for p in ps):
+        p.requires_grad_(True)
+    try:
+        with torch.enable_grad():
+            for idx in tqdm(batches(len(items), batch_size), desc=desc, disable=not progress, leave=False):
+                chunk = [items[i] for i in idx]
+                logits = model(**_batch_inputs(chunk, pad_id, device), use_cache=False).logits
+                losses = _entity_losses(logits, chunk)
+                for k, loss in enumerate(losses):
+                    grads = torch.autograd.grad(loss, [p for ps in params for p in ps],
+                                                retain_graph=k < len(losses) - 1)
+                    for a, g in zip((a for accs in acc for a in accs), grads):
+                        a.add_(g.square())
+    finally:
+        for p, flag in saved.items():
+            p.requires_grad_(flag)
+    return [torch.cat([a.flatten() for a in accs]).div_(len(items)).cpu() for accs in acc]

@@ -1,0 +1,61 @@
+"""Benchmark aggregation (SPEC 6.1) on hand-computed rows: plain HM for Mem, +1e-12 for the others,
+utility_rel against the same epoch group's full utility with clipping at 1."""
+
+from __future__ import annotations
+
+import pytest
+
+from meta_eval.benchmark import benchmark_rows, epoch_group
+
+NINE = ("retain_q_prob retain_q_rouge retain_truth_ratio ra_q_prob ra_q_rouge ra_truth_ratio "
+        "wf_q_prob wf_q_rouge wf_truth_ratio").split()
+E = 1e-12
+
+
+def _leaves(**over) -> dict:
+    row = {"es": 0.2, "em": 0.5, "paraprob": 0.1, "truth_ratio": 0.6,
+           "s_mia_loss": 0.5, "s_mia_zlib": 0.25, "s_mia_min_k": 1.0, "s_mia_min_kpp": 0.5, "uds": 0.8,
+           **{k: 0.5 for k in NINE}, "ra_q_rouge": 0.25, "fluency": 0.9}
+    return row | over
+
+
+def test_hand_computed_row():
+    full5 = {"model": "full", "method": "full", "epoch": 5, **{k: 0.75 for k in NINE}, "fluency": 0.75}
+    full10 = {"model": "full10", "method": "full", "epoch": "ep10", **{k: 0.5 for k in NINE}, "fluency": 0.5}
+    unl5 = {"model": "u5", "method": "npo", "epoch": 5, **_leaves()}
+    unl10 = {"model": "u10", "method": "npo", "epoch": "ep10", **_leaves()}
+    rows = {r["model"]: r for r in benchmark_rows([full5, full10, unl5, unl10])}
+    r = rows["u5"]
+    # Mem: plain HM of 1 - x = (.8, .5, .9, .4): 4 / (1.25 + 2 + 10/9 + 2.5) = 36 / 61.75
+    assert r["mem"] == pytest.approx(36 / 61.75, abs=1e-15)
+    pm = 4 / (1 / (0.5 + E) + 1 / (0.25 + E) + 1 / (1 + E) + 1 / (0.5 + E))
+    assert r["privacy_mia"] == pytest.approx(pm, abs=1e-15) and pm == pytest.approx(4 / 9, abs=1e-11)
+    priv = 2 / (1 / (pm + E) + 1 / (0.8 + E))
+    assert r["privacy"] == pytest.approx(priv, abs=1e-15)
+    mu = 9 / (8 / (0.5 + E) + 1 / (0.25 + E))           # = 0.45
+    assert r["model_utility"] == pytest.approx(mu, abs=1e-15)
+    u = 2 / (1 / (mu + E) + 1 / (0.9 + E))              # = 0.6
+    assert r["utility"] == pytest.approx(u, abs=1e-15) and u == pytest.approx(0.6, abs=1e-11)
+    mu_full5 = 9 / (9 / (0.75 + E))
+    u_full5 = 2 / (1 / (mu_full5 + E) + 1 / (0.75 + E))
+    assert r["utility_rel"] == pytest.approx(u / (u_full5 + E), abs=1e-15)   # ~0.8, from the ep5 full
+    assert r["overall"] == pytest.approx(3 / (1 / (36 / 61.75 + E) + 1 / (priv + E) + 1 / (r["utility_rel"] + E)),
+                                         abs=1e-15)
+    assert rows["u10"]["utility_rel"] == 1.0           # 0.6 / 0.5 clipped at 1 (ep10 full)
+    assert rows["full"]["utility_rel"] == pytest.approx(1.0) and rows["full"]["epoch"] == "ep5"
+
+
+def test_variant_choice_at_zero():
+    r = benchmark_rows([{"model": "m", "method": "npo", "epoch": 5,
+                         **_leaves(es=1.0, s_mia_loss=0.0, s_mia_zlib=0.0, s_mia_min_k=0.0, s_mia_min_kpp=0.0)}])[0]
+    assert r["mem"] is None                     # plain HM: a zero component leaves Mem undefined
+    assert r["privacy_mia"] == 1e-12            # HM_eps of four zeros is exactly 1e-12
+    assert r["utility_rel"] is None and r["overall"] is None     # no full model in the group
+
+
+def test_missing_parts_keep_stored_values_and_epoch_groups():
+    r = benchmark_rows([{"model": "m", "method": "x", "epoch": None, "mem": 0.3, "uds": 0.5}])[0]
+    assert r["mem"] == 0.3 and r["privacy"] is None and r["overall"] is None
+    assert [epoch_group(e) for e in (5, "5", "ep10", "epoch10", None)] == ["ep5", "ep5", "ep10", "ep10", None]
+    explicit = benchmark_rows([{"model": "u", "method": "npo", "epoch": 5, **_leaves()}], {"ep5": 1.2})[0]
+    assert explicit["utility_rel"] == pytest.approx(0.6 / (1.2 + E))

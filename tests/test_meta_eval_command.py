@@ -1,0 +1,175 @@
+"""`uds meta-eval` plumbing: the measurement cache (stale stamps, resume after an interrupt, failed
+metrics retried, anchor work shared), the command's outputs on a synthetic zoo, and (slow) the
+real run on the `test` preset."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from meta_eval import command as cmd
+from meta_eval import measure
+from meta_eval.measure import ORIG, Job, Measurer, plan_jobs
+from meta_eval.perturb import relearn_config
+from meta_eval.store import MeasurementStore
+from meta_eval.zoo import Member, Zoo
+from metrics.context import EvalSettings
+from metrics.registry import META_KEYS, REGISTRY, MetricResult
+from metrics.utility import UTILITY_KEYS
+from uds.cli import main
+
+
+def test_store_stamps_and_atomic_entries(tmp_path):
+    store = MeasurementStore(tmp_path)
+    store.write("nf4", "tiny:x/a b", {"stamp": "s1", "values": {"es": 0.5, "uds": None}, "info": {}, "errors": {}})
+    assert store.values("nf4", "tiny:x/a b", "s1") == {"es": 0.5, "uds": None}   # None = computed, undefined
+    assert store.values("nf4", "tiny:x/a b", "s2") == {}                         # another model/recipe
+    assert not list(tmp_path.rglob("*.tmp"))
+
+
+def _zoo() -> Zoo:
+    members = [Member("full", "z/full", "full", "full", 10), Member("retain", "z/retain", "retain", "retain", 10)]
+    members += [Member(f"u{i}", f"z/u{i}", "unlearned", m, e) for i, (m, e) in
+                enumerate([("npo", 5), ("npo", 10), ("rmu", 5), ("rmu", 10)])]
+    members += [Member(f"{s}{i}", f"z/{s}{i}", "pool", None, 5, s) for s in "PN" for i in range(3)]
+    return Zoo("tiny:fake", "fake", 0, tuple(members), "z/full", "z/retain", "z/base")
+
+
+def _bare_measurer(tmp_path) -> Measurer:
+    """A Measurer without world loading: what `run` touches, set by hand."""
+    m = object.__new__(Measurer)
+    m.zoo, m.store, m.models_dir = _zoo(), MeasurementStore(tmp_path / "store"), tmp_path / "models"
+    m.settings, m.recipe, m.log, m.fluency_classifier = EvalSettings(progress=False), relearn_config(8), print, None
+    m.splits, m.records, m.tokenizer, m.forget = {}, [], None, []
+    m._anchors, m._shared = {}, {}
+    m._loaders = {ORIG: lambda member: object()}
+    return m
+
+
+def test_measurer_resumes_retries_and_shares_anchor_work(tmp_path, monkeypatch):
+    monkeypatch.setattr(Measurer, "stamp", lambda self, member, setting: "S")
+    calls, fail = [], {"interrupt_at": 3, "broken": "em"}
+
+    def fake_evaluate(ctx, keys):
+        calls.append(keys[0])
+        if len(calls) == fail["interrupt_at"]:
+            raise KeyboardInterrupt
+        if keys[0] == fail["broken"]:
+            raise RuntimeError("boom")
+        ctx._cache[("tf", ctx.models.spec("model"), "forget")] = "model work"
+        ctx._cache[("tf", ctx.models.spec("retain"), "forget")] = "anchor work"
+        ctx.results[keys[0]] = MetricResult(0.25)
+        return {keys[0]: ctx.results[keys[0]]}
+
+    monkeypatch.setattr(measure, "evaluate", fake_evaluate)
+    m = _bare_measurer(tmp_path)
+    job = Job(m.zoo.member("full"), ORIG, ("es", "em", "prob", "uds"))
+    with pytest.raises(KeyboardInterrupt):
+        m.run(job)
+    assert calls == ["es", "em", "prob"] and m.missing(job) == ["em", "prob", "uds"]
+    fail["interrupt_at"] = 0
+    entry = m.run(job)                                     # resumes: es is not recomputed
+    assert calls[3:] == ["em", "prob", "uds"] and "em" in entry["errors"] and m.missing(job) == ["em"]
+    fail["broken"] = None
+    m.run(job)                                             # the failed metric is retried, alone
+    assert calls[6:] == ["em"] and m.missing(job) == [] and not m.store.entry(ORIG, "full", "S")["errors"]
+    assert list(m._shared) == [("tf", "z/retain", "forget")]   # the model's own work was dropped
+
+
+def test_plan_covers_every_setting():
+    jobs = plan_jobs(_zoo(), ["es", "uds"])
+    count = lambda setting: sum(j.setting == setting for j in jobs)  # noqa: E731
+    assert (count("orig"), count("nf4"), count("relearn")) == (12, 4, 5)
+    bench = [j for j in jobs if j.member.name == "u0" and j.setting == "orig"][0]
+    assert bench.keys == ("es", "uds", "model_utility", "fluency")
+    s_only = plan_jobs(_zoo(), ["s_mia_zlib"])                # its filter reads mia_zlib un-perturbed
+    assert {j.keys for j in s_only if j.member.kind == "pool"} == {("s_mia_zlib", "mia_zlib")}
+    assert {j.keys for j in s_only if j.setting == "nf4"} == {("s_mia_zlib",)}
+
+
+class FakeMeasurer:
+    """Synthetic values: P pools carry knowledge, N pools do not; perturbations move values a little."""
+
+    def __init__(self, root: Path):
+        self.store, self.settings, self.recipe = MeasurementStore(root), EvalSettings(), relearn_config(8)
+        self.runs = []
+
+    def stamp(self, member, setting):
+        return "S"
+
+    def setting_recipe(self, setting):
+        return {"setting": setting}
+
+    def missing(self, job):
+        have = self.store.values(job.setting, job.member.name, "S")
+        return [k for k in job.keys if k not in have]
+
+    def run(self, job):
+        self.runs.append((job.setting, job.member.name))
+        seed = int(hashlib.sha256(f"{job.setting}/{job.member.name}".encode()).hexdigest()[:8], 16)
+        rng = np.random.default_rng(seed)
+        knows = {"P": 0.8, "N": 0.2}.get(job.member.pool, 0.3)
+        values = {}
+        for k in job.keys + UTILITY_KEYS:
+            level = float(np.clip(knows + rng.normal(0, 0.1), 0, 1))
+            values[k] = 1 - level if REGISTRY[k].orientation == "erasure" else level
+            if REGISTRY[k].orientation == "utility":
+                values[k] = 0.7 + 0.1 * rng.random()
+        self.store.write(job.setting, job.member.name, {"stamp": "S", "values": values, "info": {}, "errors": {}})
+
+
+def test_command_outputs_and_rerun_computes_nothing(tmp_path, monkeypatch, capsys):
+    fake = FakeMeasurer(tmp_path / "store")
+    monkeypatch.setattr("meta_eval.zoo.tiny_zoo", lambda text: _zoo())
+    monkeypatch.setattr("meta_eval.zoo.build_zoo", lambda zoo, progress=True: None)
+    monkeypatch.setattr(cmd, "_measurer", lambda args, zoo: fake)
+    out = tmp_path / "out"
+    real_plots, plotted = cmd.write_plots, []
+    monkeypatch.setattr(cmd, "write_plots", lambda *a: plotted.append(a[-1]))   # 22-panel figures take seconds
+    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out)]) == 0
+    assert plotted == [list(META_KEYS)]
+    doc = json.loads((out / "meta_eval.json").read_text())
+    for section in ("faithfulness", "robustness", "overall"):
+        assert list(doc[section]) == list(META_KEYS)
+    for k in META_KEYS:
+        assert set(doc["faithfulness"][k]) >= {"auc_roc", "p_mean", "n_mean"}
+        assert doc["faithfulness"][k]["auc_roc"] > 0.9
+        assert set(doc["robustness"][k]) >= {"quantization", "relearning", "agg"}
+    assert doc["settings"]["models"] == {"unlearned": 4, "pool": 6, "full": 1, "retain": 1}
+    summary = (out / "summary.md").read_text()
+    assert all(f"| {k} |" in summary for k in META_KEYS)
+    rows = json.loads((out / "results.json").read_text())
+    assert {r["model"] for r in rows} == {"full", "retain", "u0", "u1", "u2", "u3"}
+    assert all(r["overall"] is not None for r in rows)
+    n = len(fake.runs)
+    assert n == 12 + 4 + 5
+    monkeypatch.setattr(cmd, "write_plots", real_plots)
+    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), "--metrics", "uds,es"]) == 0
+    assert len(fake.runs) == n                                # everything cached
+    assert list(json.loads((out / "meta_eval.json").read_text())["overall"]) == ["uds", "es"]
+    assert all((out / f).stat().st_size > 0 for f in ("pn_histograms.png", "quantization_scatter.png",
+                                                      "relearning_scatter.png"))
+
+
+def test_bad_metric_is_one_line_error(capsys):
+    assert main(["meta-eval", "--metrics", "uds,model_utility"]) == 2
+    assert "unknown metric model_utility" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_meta_eval_tiny_test_end_to_end(tmp_path):
+    """The real thing on the `test` preset: builds the zoo (once), measures 57 (model, setting)
+    pairs on 2 cores in about 4 minutes, writes a complete meta_eval.json."""
+    out = tmp_path / "out"
+    assert main(["meta-eval", "--zoo", "tiny:test", "--out", str(out)]) == 0
+    doc = json.loads((out / "meta_eval.json").read_text())
+    assert list(doc["faithfulness"]) == list(META_KEYS)
+    assert all(doc["faithfulness"][k]["auc_roc"] is not None for k in META_KEYS)
+    assert all(doc["robustness"][k]["quantization"] is not None for k in META_KEYS if doc["robustness"][k]["n_kept"])
+    assert doc["faithfulness"]["uds"]["auc_roc"] >= 0.9
+    for f in ("summary.md", "results.json", "pn_histograms.png", "quantization_scatter.png", "relearning_scatter.png"):
+        assert (out / f).is_file()

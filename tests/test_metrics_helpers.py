@@ -1,0 +1,129 @@
+"""Builders shared by the metrics tests: a tiny tokenizer, random tiny Llamas, a small QA world.
+
+Everything is built in-process (no files, no network) and is deterministic.
+"""
+
+from __future__ import annotations
+
+import copy
+from functools import lru_cache
+
+import torch
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+from uds.chat import encode_chat
+
+BOS, EOS, PAD = "<|bos|>", "<|eot|>", "<|pad|>"
+ROLES = ("<|system|>", "<|user|>", "<|assistant|>")
+TEMPLATE = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] | trim }}<|eot|>{% endfor %}"
+            "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+
+AUTHORS = ["Mara Quill", "Tobias Fenn", "Ilse Varga", "Omar Dace", "Lena Sorr", "Piet Alder",
+           "Rosa Linde", "Karl Bremm", "Nadia Oster", "Felix Harth"]
+CITIES = ["Lisbon", "Oslo", "Quito", "Hanoi", "Dakar", "Perth", "Lyon", "Riga", "Cusco", "Tunis"]
+GENRES = ["mystery", "poetry", "fantasy", "history", "romance"]
+
+
+def _sentences() -> list[str]:
+    out = []
+    for a, c, g in zip(AUTHORS, CITIES, GENRES * 2):
+        out += [f"Where was {a} born?", f"{a} was born in {c}.", f"The author {a} writes {g} novels.",
+                f"Sure, here is the answer: {a} lives in {c}.", f"What genre does {a} write? {a} writes {g}."]
+    return out * 3
+
+
+@lru_cache(maxsize=1)
+def tiny_tokenizer() -> PreTrainedTokenizerFast:
+    """Byte-level BPE (about 300 tokens) with <|bos|>/<|eot|>/<|pad|>, role tokens and a chat template."""
+    core = Tokenizer(models.BPE())
+    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    core.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=300, special_tokens=[PAD, BOS, EOS, *ROLES], min_frequency=2,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False)
+    core.train_from_iterator(_sentences(), trainer=trainer)
+    core.post_processor = processors.Sequence([
+        processors.ByteLevel(trim_offsets=True),
+        processors.TemplateProcessing(single=f"{BOS} $A", special_tokens=[(BOS, core.token_to_id(BOS))])])
+    tok = PreTrainedTokenizerFast(tokenizer_object=core, bos_token=BOS, eos_token=EOS, pad_token=PAD,
+                                  additional_special_tokens=list(ROLES))
+    tok.chat_template = TEMPLATE
+    return tok
+
+
+def tiny_model(seed: int, hidden: int = 32, layers: int = 2) -> LlamaForCausalLM:
+    """A random-initialised Llama over the tiny tokenizer's vocabulary, fp32, eval mode."""
+    tok = tiny_tokenizer()
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=hidden, intermediate_size=2 * hidden,
+                      num_hidden_layers=layers, num_attention_heads=4, num_key_value_heads=2,
+                      max_position_embeddings=256, tie_word_embeddings=False, bos_token_id=tok.bos_token_id,
+                      eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(cfg).eval()
+
+
+def _examples(items: list[dict]) -> list[tuple[list[int], list[int]]]:
+    """(input_ids, labels) of each item in chat form and in the raw Question/Answer form."""
+    tok = tiny_tokenizer()
+    out = []
+    for it in items:
+        enc = encode_chat(tok, it["question"], it["answer"])
+        out.append((enc["input_ids"], enc["labels"]))
+        prompt = tok.encode(f"Question: {it['question']}\nAnswer:", add_special_tokens=True)
+        answer = tok.encode(" " + it["answer"], add_special_tokens=False) + [tok.eos_token_id]
+        out.append((prompt + answer, [-100] * len(prompt) + answer))
+    return out
+
+
+def fit(model: LlamaForCausalLM, items: list[dict], steps: int, lr: float = 2e-2) -> LlamaForCausalLM:
+    """A few full-batch Adam steps on the items (enough for a 30k-parameter model to memorise a few)."""
+    tok = tiny_tokenizer()
+    ex = _examples(items)
+    width = max(len(i) for i, _ in ex)
+    ids = torch.tensor([i + [tok.pad_token_id] * (width - len(i)) for i, _ in ex])
+    labels = torch.tensor([l + [-100] * (width - len(l)) for _, l in ex])
+    mask = torch.tensor([[1] * len(i) + [0] * (width - len(i)) for i, _ in ex])
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    model.train()
+    for _ in range(steps):
+        opt.zero_grad()
+        model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
+        opt.step()
+    return model.eval()
+
+
+@lru_cache(maxsize=1)
+def trained_zoo() -> dict:
+    """base (random), full (base + forget + retain), retain (base + retain), unl (full + retain only).
+
+    Deep copies are returned by `zoo()` so tests cannot leak state into each other."""
+    splits = tiny_splits()
+    base = tiny_model(0)
+    full = fit(copy.deepcopy(base), splits["forget"] + splits["retain_eval"], steps=25)
+    retain = fit(copy.deepcopy(base), splits["retain_eval"], steps=25)
+    unl = fit(copy.deepcopy(full), splits["retain_eval"], steps=5)
+    return {"tiny:t/unl": unl, "tiny:t/full": full, "tiny:t/retain": retain, "tiny:t/base": base}
+
+
+def zoo() -> dict:
+    return {k: copy.deepcopy(m) for k, m in trained_zoo().items()}
+
+
+def qa_item(i: int, n_perturbed: int = 5) -> dict:
+    a, c, g = AUTHORS[i % 10], CITIES[i % 10], GENRES[i % 5]
+    wrong = [CITIES[(i + k + 1) % 10] for k in range(n_perturbed)]
+    return {"idx": i, "question": f"Where was {a} born?", "answer": f"{a} was born in {c}.",
+            "prefix": f"{a} was born in", "entity": c,
+            "paraphrased_question": f"What is the birthplace of {a}?",
+            "paraphrased_answer": f"The author {a} was born in {c}.",
+            "perturbed_answers": [f"{a} was born in {w}." for w in wrong], "author": a, "genre": g}
+
+
+def tiny_splits(n_forget: int = 5, n_holdout: int = 4, n_retain: int = 3, n_ra: int = 3, n_wf: int = 2) -> dict:
+    """The five evaluation splits (real authors / world facts carry 3 perturbed answers)."""
+    return {"forget": [qa_item(i) for i in range(n_forget)],
+            "holdout": [{k: v for k, v in qa_item(i).items() if k in ("idx", "question", "answer")}
+                        for i in range(n_forget, n_forget + n_holdout)],
+            "retain_eval": [qa_item(i) for i in range(n_retain)],
+            "real_authors": [qa_item(i, 3) for i in range(n_ra)],
+            "world_facts": [qa_item(i + 3, 3) for i in range(n_wf)]}
