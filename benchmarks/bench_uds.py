@@ -376,6 +376,19 @@ def report(setup: Setup, settings: EngineSettings, times, results, memory, s: Sh
     return speedup, d_uds if same else float("inf"), d_delta
 
 
+def float64_check(setup: Setup, settings: dict[str, EngineSettings], n: int, device: str) -> None:
+    """Both algorithms on the first n items against the straightforward one in float64: how far
+    each float32 result is from the exact value (the scale of float32 rounding noise)."""
+    items = setup.items[:n]
+    exact_models = [copy.deepcopy(m).double() for m in (setup.full, setup.retain, setup.unlearned)]
+    exact = timed_run(Setup(*exact_models, items, setup.pad_id, ""), settings["naive"], device)[1]
+    part = Setup(setup.full, setup.retain, setup.unlearned, items, setup.pad_id, "")
+    runs = {alg: timed_run(part, settings[alg], device)[1] for alg in ALGORITHMS}
+    print(f"float64 reference, first {len(items)} examples: max |delta - exact| " + ", ".join(
+        f"{alg} {delta_diff(runs[alg], exact):.3g}" for alg in ALGORITHMS)
+        + f"; max |delta fast - naive| {delta_diff(runs['naive'], runs['fast']):.3g}")
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--preset", choices=("test", "small", "tofu", "llama1b"), default="small")
@@ -387,6 +400,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--no-memory", action="store_true", help="skip the (untimed) peak-memory runs")
+    p.add_argument("--float64-check", type=int, default=0, metavar="N",
+                   help="also compare both algorithms on the first N items with a float64 run")
     return p.parse_args(argv)
 
 
@@ -415,6 +430,8 @@ def main(argv=None) -> int:
     times, results = run_rounds(setup, settings, args.device, rounds)
     memory = peak_memories(setup, settings, args.device) if not args.no_memory else {alg: 0 for alg in ALGORITHMS}
     speedup, d_uds, d_delta = report(setup, settings["fast"], times, results, memory, s)
+    if args.float64_check:
+        float64_check(setup, settings, args.float64_check, args.device)
     print(f"speedup={speedup:.2f} max_abs_uds_diff={d_uds:.3g} max_abs_delta_diff={d_delta:.3g}")
     exact_enough = d_uds <= 1e-5 and d_delta <= 1e-5
     return 0 if exact_enough or args.dtype != "float32" else 1
