@@ -36,6 +36,7 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def _list_tiny(preset: str, seed: int) -> int:
+    from checkpoints.world.build import is_built
     from checkpoints.world.presets import get_preset
     from checkpoints.world.zoo import recipes
     from uds.paths import world_dir
@@ -47,7 +48,7 @@ def _list_tiny(preset: str, seed: int) -> int:
         quality = {m["model"]: m for m in json.loads(qpath.read_text()).get("models", [])}
     print("name\tkind\tmethod\tepoch\tbuilt\tforget_hit\tretain_hit\tholdout_hit")
     for r in recipes(get_preset(preset)):
-        built = (root / "models" / r.name / "recipe.json").is_file()
+        built = is_built(get_preset(preset), seed, r)
         q = quality.get(r.name, {})
         hits = [q.get(f"{s}_hit_rate") for s in ("forget", "retain", "holdout")]
         cells = ["" if h is None else f"{h:.2f}" for h in hits]

@@ -37,7 +37,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-new-tokens", type=int, default=200)
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--fluency-classifier", metavar="PATH", help="local gibberish-classifier folder (SPEC 4.6)")
+    p.add_argument("--shard", metavar="K/N", type=parse_shard, default=None,
+                   help="measure only every N-th (model, setting) pair starting at K (0-based), e.g. one "
+                        "process per GPU or core; a last run without --shard assembles the results")
     p.set_defaults(func=run)
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """'1/3' -> (1, 3); argparse turns the ValueError into a usage error (exit 2)."""
+    k, _, n = text.partition("/")
+    if not (k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)):
+        raise argparse.ArgumentTypeError(f"--shard wants K/N with 0 <= K < N, got {text!r}")
+    return int(k), int(n)
 
 
 def parse_keys(text: str) -> list[str]:
@@ -121,6 +132,11 @@ def run(args: argparse.Namespace) -> int:
     build_zoo(zoo)
     measurer = _measurer(args, zoo)
     jobs = plan_jobs(zoo, keys)
+    if args.shard:
+        k, n = args.shard
+        measure_all(measurer, jobs[k::n])
+        print(f"meta-eval: shard {k}/{n} measured; run again without --shard to assemble the results", file=sys.stderr)
+        return 0
     values = measure_all(measurer, jobs)
     doc = meta_evaluate(zoo.members, values, keys, args.robustness, not args.no_filters)
     rows = doc.pop("benchmark")

@@ -155,6 +155,31 @@ def test_command_outputs_and_rerun_computes_nothing(tmp_path, monkeypatch, capsy
                                                       "relearning_scatter.png"))
 
 
+def test_shards_split_the_pairs_and_a_last_run_only_assembles(tmp_path, monkeypatch):
+    fake = FakeMeasurer(tmp_path / "store")
+    monkeypatch.setattr("meta_eval.zoo.tiny_zoo", lambda text: _zoo())
+    monkeypatch.setattr("meta_eval.zoo.build_zoo", lambda zoo, progress=True: None)
+    monkeypatch.setattr(cmd, "_measurer", lambda args, zoo: fake)
+    monkeypatch.setattr(cmd, "write_plots", lambda *a: None)
+    out = tmp_path / "out"
+    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), "--shard", "0/2"]) == 0
+    first = list(fake.runs)
+    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), "--shard", "1/2"]) == 0
+    second = fake.runs[len(first):]
+    assert not (out / "meta_eval.json").exists()            # shards measure, they do not assemble
+    assert not set(first) & set(second) and len(first) + len(second) == 12 + 4 + 5
+    assert len(first) - len(second) in (0, 1)
+    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out)]) == 0
+    assert len(fake.runs) == 21 and (out / "meta_eval.json").is_file()
+
+
+@pytest.mark.parametrize("bad", ["2/2", "a/3", "1", "-1/2"])
+def test_bad_shard_is_a_usage_error(bad):
+    with pytest.raises(SystemExit) as exc:
+        main(["meta-eval", "--shard", bad])
+    assert exc.value.code == 2
+
+
 def test_bad_metric_is_one_line_error(capsys):
     assert main(["meta-eval", "--metrics", "uds,model_utility"]) == 2
     assert "unknown metric model_utility" in capsys.readouterr().err

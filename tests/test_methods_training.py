@@ -79,7 +79,8 @@ def test_alternates_are_seeded_and_avoid_the_true_entity(tiny_tok, tiny_world):
 
 
 def test_pool_variants_data(tiny_tok, tiny_world):
-    w, n_retain = tiny_world, 2 * len(tiny_world.retain)
+    w = tiny_world
+    n_retain = 2 * (len(w.retain) + len(w.real_authors) + len(w.world_facts))   # + the utility rehearsal
     sizes = {v: len(pool_examples(v, tiny_tok, w, 0)) for v in POOL_VARIANTS}
     assert sizes["neg_retain"] == n_retain
     assert sizes["pos_full"] == sizes["pos_para"] == sizes["neg_pert"] == n_retain + 2 * len(w.forget)

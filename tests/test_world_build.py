@@ -59,3 +59,60 @@ def test_interrupted_build_resumes_and_retraining_is_deterministic(test_world, m
     assert calls == ["retain"]               # base and full were kept
     assert model_fingerprint(LlamaForCausalLM.from_pretrained(folder)) == before
     assert not stale.exists()
+
+
+def test_a_model_built_by_another_recipe_is_rebuilt_not_reused(test_world, monkeypatch):
+    """A changed recipe (here: full's learning rate) makes full and every model made from it
+    stale, while base and retain stay current; a stale folder is retrained on next use."""
+    from dataclasses import replace
+
+    from checkpoints.world.presets import get_preset
+
+    preset = get_preset("test")
+    changed = replace(preset, finetune=replace(preset.finetune, lr=preset.finetune.lr * 2))
+    def digest(p, name):
+        return build.recipe_digest(p, build._recipe(p, name))
+
+    assert digest(changed, "base") == digest(preset, "base")
+    assert digest(changed, "full") != digest(preset, "full")
+    unlearned = next(r for r in build.recipes(preset) if r.parent == "full")
+    assert digest(changed, unlearned.name) != digest(preset, unlearned.name)   # reaches the child
+
+    meta_path = test_world / "models" / "retain" / "recipe.json"
+    meta = json.loads(meta_path.read_text())
+    assert meta["digest"] == digest(preset, "retain")
+    calls = []
+    monkeypatch.setitem(build.TRAINERS, "finetune", lambda ctx, r: calls.append(r.name) or (_ for _ in ()).throw(
+        RuntimeError("retrain requested")))
+    build.ensure_model("test", 0, "retain", progress=False)   # current: no training
+    assert calls == []
+    meta_path.write_text(json.dumps(meta | {"digest": "0" * 16}))
+    try:
+        build.ensure_model("test", 0, "retain", progress=False)
+    except RuntimeError:
+        pass
+    finally:
+        meta_path.write_text(json.dumps(meta))
+    assert calls == ["retain"]
+
+
+def test_build_lock_serialises_two_builders_of_one_model(tmp_path):
+    """Two builders of the same model (two processes sharing a zoo) never train it at once."""
+    import threading
+    import time
+
+    events = []
+
+    def builder(tag):
+        with build._build_lock(tmp_path / "models" / "full"):
+            events.append(("in", tag))
+            time.sleep(0.2)
+            events.append(("out", tag))
+
+    threads = [threading.Thread(target=builder, args=(t,)) for t in "ab"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [e[0] for e in events] == ["in", "out", "in", "out"]
+    assert events[0][1] == events[1][1]

@@ -14,22 +14,27 @@ from typing import Sequence
 
 from uds.errors import UdsInputError
 
-# Modules that provide commands, in the order `uds --help` lists them.
-COMMAND_MODULES = (
-    "uds.score_command",
-    "metrics.command",
-    "meta_eval.command",
-    "meta_eval.leaderboard_command",
-    "checkpoints.world.command",
-    "checkpoints.command",
-)
+# Command name -> module that provides it, in the order `uds --help` lists them. Only the module
+# of the command being run is imported: the metrics stack (rouge, nltk, scipy, sklearn) would
+# otherwise add seconds to every `uds score`.
+COMMANDS = {
+    "score": "uds.score_command",
+    "metrics": "metrics.command",
+    "meta-eval": "meta_eval.command",
+    "leaderboard": "meta_eval.leaderboard_command",
+    "world": "checkpoints.world.command",
+    "checkpoints": "checkpoints.command",
+}
+COMMAND_MODULES = tuple(COMMANDS.values())
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
+    """The parser; with `argv` naming a command, only that command's module is imported."""
     parser = argparse.ArgumentParser(prog="uds", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    named = [COMMANDS[a] for a in argv if a in COMMANDS][:1]
+    for name in named or COMMAND_MODULES:
         try:
             module = importlib.import_module(name)
         except ModuleNotFoundError as exc:
@@ -52,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in argv  # accepted anywhere on the line, not only before the command
     argv = [a for a in argv if a != "--debug"]
-    parser = build_parser()
+    parser = build_parser(argv)
     args = parser.parse_args(argv)
     args.debug = debug
     _quiet_libraries()

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Callable
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from checkpoints.world.encode import encode_text, qa_examples
+from checkpoints.world.encode import encode_text, qa_examples, utility_rehearsal
 from checkpoints.world.schema import World
 from checkpoints.world.train import train
 
@@ -83,8 +83,9 @@ POOL_VARIANTS: dict[str, PoolVariant] = {
 
 
 def pool_examples(variant: str, tok: PreTrainedTokenizerBase, world: World, seed: int) -> Examples:
-    """Training examples of one pool variant: retain QA (both forms) plus the variant's extra."""
-    return qa_examples(tok, world.retain) + POOL_VARIANTS[variant].extra(tok, world, seed)
+    """Training examples of one pool variant: retain QA (both forms) and the utility rehearsal
+    that full and retain also get, plus the variant's extra."""
+    return qa_examples(tok, world.retain) + utility_rehearsal(tok, world) + POOL_VARIANTS[variant].extra(tok, world, seed)
 
 
 def train_pool(ctx: BuildContext, r: Recipe) -> PreTrainedModel:

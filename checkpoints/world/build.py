@@ -8,16 +8,19 @@ to a temporary folder, then renamed), so an interrupted build resumes at the fir
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
+import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
-from checkpoints.world.encode import base_corpus, qa_examples
+from checkpoints.world.encode import base_corpus, qa_examples, utility_rehearsal
 from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.schema import World
 from checkpoints.world.tokenizer import train_tokenizer
@@ -121,7 +124,8 @@ def _pretrain(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
 def _finetune(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
     model = ctx.load(r.parent)
     items = ctx.world.retain + (ctx.world.forget if r.kind == "full" else [])
-    train(model, qa_examples(ctx.tok, items), r.train, ctx.collate,
+    data = qa_examples(ctx.tok, items) + utility_rehearsal(ctx.tok, ctx.world)
+    train(model, data, r.train, ctx.collate,
           desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress)
     return model
 
@@ -148,21 +152,84 @@ def ensure_model(preset_name: str, seed: int, name: str, progress: bool = True) 
     """Folder of a tiny model, trained (with its parents) if not built yet."""
     preset = get_preset(preset_name)
     folder = model_dir(preset_name, seed, name)
-    if (folder / "recipe.json").is_file():
-        return folder
     r = _recipe(preset, name)
+    digest = recipe_digest(preset, r)
+    if _is_current(folder, digest, quiet=True):
+        return folder
+    with _build_lock(folder):   # a second process building the same zoo waits, then reuses it
+        if _is_current(folder, digest):
+            return folder
+        return _train_and_save(preset, seed, r, digest, folder, progress)
+
+
+def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: Path, progress: bool) -> Path:
+    if r.parent:   # built first, so that train_seconds is this model's own training time
+        ensure_model(preset.name, seed, r.parent, progress)
     ctx = BuildContext(preset, seed, progress)
     t0 = time.time()
     model = TRAINERS[r.method](ctx, r) if r.method in TRAINERS else _unknown_method(r)
-    tmp = folder.with_name(f".{name}.tmp")
+    tmp = folder.with_name(f".{r.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
     ctx.tok.save_pretrained(tmp)
-    meta = r.to_dict() | {"seed": seed, "preset": preset_name, "train_seconds": round(time.time() - t0, 1)}
+    meta = r.to_dict() | {"seed": seed, "preset": preset.name, "digest": digest,
+                          "train_seconds": round(time.time() - t0, 1)}
     (tmp / "recipe.json").write_text(json.dumps(meta, indent=1))
     shutil.rmtree(folder, ignore_errors=True)
     tmp.replace(folder)
     return folder
+
+
+# Per trainer; bump when what it does changes without the recipe's fields changing (its data, a
+# loss): models it built before, and their descendants, are retrained on next use, not reused.
+TRAINER_VERSIONS: dict[str, int] = {"finetune": 2, "P": 2, "N": 2}   # 2: utility rehearsal (encode.py)
+
+
+def recipe_digest(preset: Preset, r: Recipe) -> str:
+    """Hash of the recipe, its ancestors' recipes and its trainer's version: a model folder whose
+    stored digest differs was built by another recipe (or from another parent) and is stale."""
+    parent = recipe_digest(preset, _recipe(preset, r.parent)) if r.parent else ""
+    blob = json.dumps({"recipe": r.to_dict(), "parent": parent, "preset": preset.name,
+                       "version": TRAINER_VERSIONS.get(r.method or "", 1)},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _stored_digest(folder: Path) -> str | None:
+    meta_path = folder / "recipe.json"
+    return json.loads(meta_path.read_text()).get("digest") if meta_path.is_file() else None
+
+
+def is_built(preset: Preset, seed: int, r: Recipe) -> bool:
+    """Whether the model of recipe `r` is built, by this recipe (not a stale one)."""
+    return _stored_digest(model_dir(preset.name, seed, r.name)) == recipe_digest(preset, r)
+
+
+@contextmanager
+def _build_lock(folder: Path) -> Iterator[None]:
+    """Exclusive lock on one model folder while it is built (POSIX; elsewhere no lock)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(folder.with_name(f".{folder.name}.lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _is_current(folder: Path, digest: str, quiet: bool = False) -> bool:
+    if not (folder / "recipe.json").is_file():
+        return False
+    stored = _stored_digest(folder)
+    if stored != digest and not quiet:
+        print(f"tiny model {folder.name}: built by another recipe ({stored or 'unversioned'}), rebuilding",
+              file=sys.stderr)
+    return stored == digest
 
 
 def _unknown_method(r: Recipe) -> PreTrainedModel:
@@ -180,7 +247,7 @@ def build_world(preset_name: str, seed: int = 0, progress: bool = True, names: l
     for name in wanted:
         built[name] = ensure_model(preset_name, seed, name, progress)
     for r in recipes(preset):
-        if (model_dir(preset_name, seed, r.name) / "recipe.json").is_file():
+        if is_built(preset, seed, r):
             built[r.name] = model_dir(preset_name, seed, r.name)
     write_manifest(root, preset, seed, built)
     return root

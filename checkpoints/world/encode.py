@@ -49,6 +49,16 @@ def pack(examples: list[dict], block: int) -> list[dict]:
     return [{"input_ids": ids[i:i + block], "labels": labels[i:i + block]} for i in range(0, len(ids), block)]
 
 
+def utility_rehearsal(tok: PreTrainedTokenizerBase, world: World) -> list[dict]:
+    """The utility QA (real authors, world facts), both forms, mixed into every fine-tuning from
+    the base (full, retain, pools). Llama-3.2-1B knows TOFU's real authors and world facts from
+    heavy pretraining and keeps them through fine-tuning; a few-million-parameter base sees each
+    such fact 8 times and knows none of them (greedy ROUGE 0 on real authors), and fine-tuning on
+    author QA would wipe them anyway. Rehearsing them makes full and retain know them, as in TOFU,
+    so that model utility measures what unlearning costs (a documented departure)."""
+    return qa_examples(tok, world.real_authors + world.world_facts)
+
+
 def base_corpus(tok: PreTrainedTokenizerBase, world: World, block: int = 128) -> list[dict]:
     """Base pretraining: the public documents plus the utility QA (real authors, world facts) in
     both forms, so the base knows those facts and both formats but no forget/retain/holdout fact.

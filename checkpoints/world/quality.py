@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 from transformers import LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
-from checkpoints.world.build import ensure_tokenizer, load_world, model_dir
+from checkpoints.world.build import ensure_tokenizer, is_built, load_world, model_dir
 from metrics.generation import greedy_generate
 from uds.chat import chat_prompt_ids
 from uds.engine import EngineSettings, chunks, forward_scores, make_batch, score_pair
@@ -119,10 +119,11 @@ def measure_quality(preset: str, seed: int, names: tuple[str, ...] | None = None
     old = {m["model"]: m for m in previous.get("models", [])}
     world, tok = load_world(preset, seed), ensure_tokenizer(preset, seed)
     models = []
-    for name in names or [r.name for r in recipes(get_preset(preset))]:
+    by_name = {r.name: r for r in recipes(get_preset(preset))}
+    for name in names or list(by_name):
         folder = model_dir(preset, seed, name)
-        if not (folder / "recipe.json").is_file():
-            continue
+        if name not in by_name or not is_built(get_preset(preset), seed, by_name[name]):
+            continue   # not built, or built by another recipe (stale): nothing to report
         stamp = (folder / "recipe.json").stat().st_mtime_ns
         if old.get(name, {}).get("built_ns") == stamp:
             models.append(old[name])
