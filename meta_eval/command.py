@@ -25,7 +25,12 @@ DEFAULT_OUT = Path("out") / "meta_eval"
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("meta-eval", help="faithfulness and robustness of every metric on a model zoo",
                        description=__doc__.splitlines()[0])
-    p.add_argument("--zoo", default=DEFAULT_ZOO, help=f"tiny:<preset>[-<seed>] (default {DEFAULT_ZOO})")
+    p.add_argument("--zoo", default=DEFAULT_ZOO,
+                   help=f"tiny:<preset>[-<seed>], or ou:tofu for Open-Unlearning's TOFU checkpoints "
+                        f"(default {DEFAULT_ZOO})")
+    p.add_argument("--models-dir", metavar="DIR",
+                   help="ou:tofu: folder of local copies, one sub-folder per registry alias (others: hub)")
+    p.add_argument("--tofu-dir", metavar="DIR", help="ou:tofu: folder of the TOFU JSON files (or UDS_TOFU_DIR)")
     p.add_argument("--metrics", default="all", help="all (the 22 keys) or comma-separated keys")
     p.add_argument("--out", metavar="DIR", help=f"output folder (default {DEFAULT_OUT}/<zoo>)")
     p.add_argument("--robustness", choices=sorted(FORMS), default="symmetric",
@@ -79,7 +84,7 @@ def _measurer(args: argparse.Namespace, zoo):
         raise UdsInputError(f"--relearn-lr must be positive, got {lr}")
     cache = uds_home() / "meta_eval" / zoo.slug
     settings = EvalSettings(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
-                            device=resolve_device(args.device), progress=False)
+                            system_prompt=zoo.system_prompt, device=resolve_device(args.device), progress=False)
     # the forget-set batch the unlearning grid uses for this preset (SPEC 5.3: effective 32 of 400)
     recipe = relearn_config(UNLEARN_BATCH.get(zoo.preset, RELEARN_BATCH), lr)
     return Measurer(zoo, MeasurementStore(cache / "store"), cache / "relearned", settings, recipe,
@@ -124,14 +129,17 @@ def run(args: argparse.Namespace) -> int:
     from meta_eval.assemble import meta_evaluate
     from meta_eval.measure import plan_jobs
     from meta_eval.summary import summary_markdown
-    from meta_eval.zoo import build_zoo, tiny_zoo
+    from meta_eval.zoo import build_zoo, parse_zoo
 
     t0 = time.time()
     keys = parse_keys(args.metrics)
-    zoo = tiny_zoo(args.zoo)
+    zoo = parse_zoo(args.zoo, args.models_dir, args.tofu_dir)
     build_zoo(zoo)
     measurer = _measurer(args, zoo)
-    jobs = plan_jobs(zoo, keys)
+    fluency = bool(args.fluency_classifier or zoo.base)
+    if not fluency:
+        print("meta-eval: fluency left out (no base LM for the proxy; pass --fluency-classifier PATH)", file=sys.stderr)
+    jobs = plan_jobs(zoo, keys, fluency)
     if args.shard:
         k, n = args.shard
         measure_all(measurer, jobs[k::n])

@@ -21,7 +21,7 @@ import torch
 
 from meta_eval.perturb import RelearnRecipe, ensure_relearned, load_nf4, nf4_description
 from meta_eval.store import MeasurementStore
-from meta_eval.zoo import FULL, POOL, RETAIN, UNLEARNED, Member, Zoo, folder_stamp
+from meta_eval.zoo import FULL, POOL, RETAIN, UNLEARNED, Member, Zoo, model_identity
 from metrics.context import EvalContext, EvalSettings, ModelPool
 from metrics.registry import evaluate, sweep_plan, with_dependencies
 
@@ -39,18 +39,19 @@ class Job:
     keys: tuple[str, ...]
 
 
-def plan_jobs(zoo: Zoo, keys: Sequence[str]) -> list[Job]:
+def plan_jobs(zoo: Zoo, keys: Sequence[str], fluency: bool = True) -> list[Job]:
     """Every (model, setting) the meta-evaluation and the benchmark read, with the keys each needs:
     pools un-perturbed (faithfulness, filter thresholds); unlearned, full and retain un-perturbed
     plus utility (benchmark, utility filter, "before" values); unlearned quantised; unlearned and
-    retain relearned."""
+    retain relearned. `fluency=False` (no classifier and no base LM for the proxy) leaves it out."""
     from meta_eval.assemble import FILTER_SOURCE
 
     keys = tuple(keys)
     # an s_* metric is filtered by its raw MIA metric, so that one is measured un-perturbed too
     sources = [FILTER_SOURCE[k] for k in keys if k in FILTER_SOURCE]
     before = keys + tuple(dict.fromkeys(k for k in sources if k not in keys))
-    with_utility = before + tuple(k for k in BENCHMARK_EXTRA if k not in before)
+    extra = [k for k in BENCHMARK_EXTRA if fluency or k != "fluency"]
+    with_utility = before + tuple(k for k in extra if k not in before)
     jobs = [Job(m, ORIG, before) for m in zoo.of_kind(POOL)]
     jobs += [Job(m, ORIG, with_utility) for m in zoo.members if m.kind in (UNLEARNED, FULL, RETAIN)]
     jobs += [Job(m, NF4, keys) for m in zoo.of_kind(UNLEARNED)]
@@ -68,33 +69,22 @@ class Measurer:
     def __init__(self, zoo: Zoo, store: MeasurementStore, models_dir: Path, settings: EvalSettings,
                  relearn_recipe: RelearnRecipe, fluency_classifier: str | None = None,
                  log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)):
-        from checkpoints.world.build import load_world
         from uds.data import load_annotated
         from uds.loading import load_tokenizer
-        from uds.specs import default_references
 
         self.zoo, self.store, self.models_dir = zoo, store, Path(models_dir)
         self.settings, self.recipe, self.log = settings, relearn_recipe, log
         self.fluency_classifier = fluency_classifier
-        world = load_world(zoo.preset, zoo.seed)
+        world, records_path = _zoo_data(zoo)
         self.splits = {name: getattr(world, name) for name in SPLITS}
         self.forget = world.forget
-        self.records = load_annotated(default_references(zoo.full)[2])
+        self.records = load_annotated(records_path)
         self.tokenizer = load_tokenizer(zoo.full)
         self._anchors: dict[str, torch.nn.Module] = {}
         self._shared: dict = {}   # EvalContext cache entries of anchor work, kept across jobs
         self._loaders = {ORIG: self._load_orig, NF4: self._load_nf4, RELEARN: self._load_relearned}
 
     # --- identities ------------------------------------------------------------------------
-    def _folder(self, spec: str) -> Path:
-        """The model's folder, located without building anything (the command builds first)."""
-        from uds.errors import UdsInputError
-        from uds.specs import resolve_spec
-
-        folder = Path(resolve_spec(spec).location)
-        if not (folder / "config.json").is_file():
-            raise UdsInputError(f"{spec} is not built (no model folder at {folder})")
-        return folder
 
     def setting_recipe(self, setting: str) -> dict:
         return {ORIG: {}, NF4: nf4_description(self.settings.device),
@@ -103,9 +93,9 @@ class Measurer:
     def stamp(self, member: Member, setting: str) -> str:
         """Model identity + setting recipe + metric settings + anchors: a change in any of them
         invalidates the cached values of this (model, setting)."""
-        anchors = [folder_stamp(self._folder(s)) for s in (self.zoo.full, self.zoo.retain, self.zoo.base) if s]
+        anchors = [model_identity(s) for s in (self.zoo.full, self.zoo.retain, self.zoo.base) if s]
         metric_settings = {k: v for k, v in asdict(self.settings).items() if k != "progress"}
-        return _digest([MEASURE_VERSION, folder_stamp(self._folder(member.spec)), setting,
+        return _digest([MEASURE_VERSION, model_identity(member.spec), setting,
                         self.setting_recipe(setting), metric_settings, anchors, self.fluency_classifier])
 
     # --- loading ---------------------------------------------------------------------------
@@ -121,7 +111,7 @@ class Measurer:
         from uds.loading import load_model
 
         folder = ensure_relearned(member.spec, self.models_dir / f"{member.name}-relearn",
-                                  folder_stamp(self._folder(member.spec)), self.tokenizer, self.forget, self.recipe,
+                                  model_identity(member.spec), self.tokenizer, self.forget, self.recipe,
                                   device=self.settings.device)
         return load_model(str(folder), device=self.settings.device, dtype=torch.float32)
 
@@ -181,6 +171,20 @@ class Measurer:
             for k in [k for k in self._shared if model_spec in k]:   # drop the model's own work
                 del self._shared[k]
         return entry
+
+
+def _zoo_data(zoo: Zoo):
+    """(world, annotated forget file) a zoo is measured on: its tiny world, or the TOFU files."""
+    from checkpoints.world.build import load_world
+    from uds.specs import default_references
+
+    if zoo.preset is not None:
+        return load_world(zoo.preset, zoo.seed), default_references(zoo.full)[2]
+    from checkpoints.world.tofu import read_tofu
+    from uds.specs import default_tofu_annotated
+
+    path = Path(zoo.tofu_dir) / "forget10_annotated.json" if zoo.tofu_dir else default_tofu_annotated()
+    return read_tofu(zoo.tofu_dir), str(path)
 
 
 def _number(v) -> float | None:

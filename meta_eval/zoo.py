@@ -2,6 +2,8 @@
 
 `--zoo tiny:<preset>` (optionally `tiny:<preset>-<seed>`) reads the tiny world's recipes, so
 whatever the world builds (core models, unlearning grids, pools) is picked up by kind.
+`--zoo ou:tofu` is Open-Unlearning's TOFU Llama-3.2-1B-Instruct population of SPEC.md 7 (150
+unlearned, 60 pool models, full and retain90), from the hub or from a folder of local copies.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from uds.errors import UdsInputError
 from uds.specs import DEFAULT_SEED
 
 UNLEARNED, POOL, FULL, RETAIN = "unlearned", "pool", "full", "retain"
+OU_ZOO = "ou:tofu"
 
 
 @dataclass(frozen=True)
@@ -30,12 +33,14 @@ class Member:
 @dataclass(frozen=True)
 class Zoo:
     tag: str                  # as given, e.g. "tiny:test"
-    preset: str
+    preset: str | None        # tiny-world preset; None for real checkpoints (data: the TOFU files)
     seed: int
     members: tuple[Member, ...]
     full: str                 # spec of the full anchor
     retain: str
     base: str | None          # scorer of the fluency proxy
+    tofu_dir: str | None = None        # real checkpoints: folder of the TOFU files (None: default)
+    system_prompt: str | None = None   # chat system turn of the output metrics (real: OU's)
 
     @property
     def slug(self) -> str:
@@ -53,7 +58,7 @@ def parse_zoo_tag(text: str) -> tuple[str, int]:
     """`tiny:small` -> ("small", 0); `tiny:small-3` -> ("small", 3)."""
     m = re.fullmatch(r"tiny:(\w+?)(?:-(\d+))?", text.strip())
     if not m:
-        raise UdsInputError(f"unknown zoo {text!r}: expected tiny:<preset>, e.g. tiny:small or tiny:test")
+        raise UdsInputError(f"unknown zoo {text!r}: expected tiny:<preset> (e.g. tiny:small, tiny:test) or {OU_ZOO}")
     return m.group(1), int(m.group(2)) if m.group(2) else DEFAULT_SEED
 
 
@@ -78,11 +83,57 @@ def tiny_zoo(text: str) -> Zoo:
     return zoo
 
 
-def build_zoo(zoo: Zoo, progress: bool = True) -> Path:
-    """Build whatever of the tiny world is missing (resumable); returns the world folder."""
+def ou_zoo(models_dir: str | None = None, tofu_dir: str | None = None) -> Zoo:
+    """Open-Unlearning's TOFU population (registry of SPEC.md 7). A member is read from
+    `models_dir/<alias>` where that folder holds a saved model, else from the hub."""
+    from checkpoints import registry
+    from metrics.encoding import OU_SYSTEM_PROMPT
+
+    local = Path(models_dir).expanduser() if models_dir else None
+    if local is not None and not local.is_dir():
+        raise UdsInputError(f"--models-dir {models_dir}: no such folder")
+
+    def spec(alias: str) -> str:
+        return str(local / alias) if local is not None and (local / alias / "config.json").is_file() else alias
+
+    members = [Member("full", spec("full"), FULL, FULL, 10), Member("retain", spec("retain"), RETAIN, RETAIN, 10)]
+    members += [Member(c.alias, spec(c.alias), UNLEARNED, c.method, c.epoch) for c in registry.UNLEARNED]
+    members += [Member(c.alias, spec(c.alias), POOL, None, c.epoch, c.method) for c in registry.POOLS]
+    return Zoo(OU_ZOO, None, DEFAULT_SEED, tuple(members), spec("full"), spec("retain"), None,
+               tofu_dir, OU_SYSTEM_PROMPT)
+
+
+def parse_zoo(text: str, models_dir: str | None = None, tofu_dir: str | None = None) -> Zoo:
+    """`tiny:<preset>[-<seed>]` or `ou:tofu`."""
+    if text.strip() == OU_ZOO:
+        return ou_zoo(models_dir, tofu_dir)
+    if models_dir:
+        raise UdsInputError("--models-dir applies to --zoo ou:tofu only (tiny models live in the world folder)")
+    return tiny_zoo(text)
+
+
+def build_zoo(zoo: Zoo, progress: bool = True) -> Path | None:
+    """Build whatever of the tiny world is missing (resumable); returns the world folder. Real
+    checkpoints are not built: each loads from the hub or its local folder when measured."""
     from checkpoints.world.build import build_world
 
+    if zoo.preset is None:
+        return None
     return build_world(zoo.preset, zoo.seed, progress=progress)
+
+
+def model_identity(spec: str) -> str:
+    """What a cached measurement of `spec` is tied to: the folder stamp of a tiny or local model,
+    the hub ID of a hub model (a hub checkpoint is treated as immutable)."""
+    from uds.specs import resolve_spec
+
+    resolved = resolve_spec(spec)
+    if resolved.kind == "hub":
+        return f"hub:{resolved.location}"
+    folder = Path(resolved.location)
+    if not (folder / "config.json").is_file():
+        raise UdsInputError(f"{spec} is not built (no model folder at {folder})")
+    return folder_stamp(folder)
 
 
 def folder_stamp(folder: Path) -> str:
