@@ -48,7 +48,8 @@ PRESETS: dict[str, Preset] = {
     "tofu": Preset(
         "tofu", "tofu", ModelShape(192, 8, 6, 6, 768, max_positions=1024), 4000,
         base=TrainConfig(lr=2e-3, epochs=8, batch_size=64),
-        finetune=TrainConfig(lr=1e-3, epochs=10, batch_size=32),
+        # 10 epochs left full at 0.83 / 0.68 and retain at 0.40 on the retain split (long answers)
+        finetune=TrainConfig(lr=1e-3, epochs=14, batch_size=32),
         world=dict(n_retain_authors=40)),
 }
 
