@@ -94,3 +94,13 @@ def test_score_command_does_not_import_the_metrics_stack():
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_output_piped_into_a_reader_that_stops_early_is_not_an_error():
+    """`uds checkpoints list | head -1`: no BrokenPipeError traceback, exit 0."""
+    proc = subprocess.Popen([sys.executable, "-m", "uds", "checkpoints", "list"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    proc.stdout.readline()
+    proc.stdout.close()   # the reader leaves after one line of the ~270
+    err = proc.stderr.read().decode()
+    assert proc.wait() == 0 and "Traceback" not in err, err

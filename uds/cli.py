@@ -71,6 +71,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"uds {args.command}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:   # `uds ... | head`: the reader left; not an error of ours
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print(f"uds {args.command}: interrupted; finished work is kept and a rerun resumes", file=sys.stderr)
         return 130
