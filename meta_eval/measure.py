@@ -176,15 +176,12 @@ class Measurer:
 def _zoo_data(zoo: Zoo):
     """(world, annotated forget file) a zoo is measured on: its tiny world, or the TOFU files."""
     from checkpoints.world.build import load_world
-    from uds.specs import default_references
+    from checkpoints.world.tofu import read_tofu
+    from uds.specs import default_references, default_tofu_annotated
 
     if zoo.preset is not None:
         return load_world(zoo.preset, zoo.seed), default_references(zoo.full)[2]
-    from checkpoints.world.tofu import read_tofu
-    from uds.specs import default_tofu_annotated
-
-    path = Path(zoo.tofu_dir) / "forget10_annotated.json" if zoo.tofu_dir else default_tofu_annotated()
-    return read_tofu(zoo.tofu_dir), str(path)
+    return read_tofu(zoo.tofu_dir), str(default_tofu_annotated(zoo.tofu_dir))
 
 
 def _number(v) -> float | None:

@@ -88,9 +88,9 @@ def default_references(unlearned: str) -> tuple[str, str, str]:
     return "full", "retain", str(default_tofu_annotated())
 
 
-def default_tofu_annotated() -> Path:
-    """The annotated forget10 file: `$UDS_TOFU_DIR/forget10_annotated.json`, else ../shared/data/tofu."""
-    env = os.environ.get("UDS_TOFU_DIR")
-    if env:
-        return Path(env) / "forget10_annotated.json"
+def default_tofu_annotated(tofu_dir: str | None = None) -> Path:
+    """The annotated forget10 file in `tofu_dir`, else `$UDS_TOFU_DIR`, else ../shared/data/tofu."""
+    folder = tofu_dir or os.environ.get("UDS_TOFU_DIR")
+    if folder:
+        return Path(folder) / "forget10_annotated.json"
     return Path(__file__).resolve().parents[2] / "shared" / "data" / "tofu" / "forget10_annotated.json"

@@ -119,10 +119,11 @@ def measure_quality(preset: str, seed: int, names: tuple[str, ...] | None = None
     old = {m["model"]: m for m in previous.get("models", [])}
     world, tok = load_world(preset, seed), ensure_tokenizer(preset, seed)
     models = []
-    by_name = {r.name: r for r in recipes(get_preset(preset))}
+    preset_obj = get_preset(preset)
+    by_name = {r.name: r for r in recipes(preset_obj)}
     for name in names or list(by_name):
         folder = model_dir(preset, seed, name)
-        if name not in by_name or not is_built(get_preset(preset), seed, by_name[name]):
+        if name not in by_name or not is_built(preset_obj, seed, by_name[name]):
             continue   # not built, or built by another recipe (stale): nothing to report
         stamp = (folder / "recipe.json").stat().st_mtime_ns
         if old.get(name, {}).get("built_ns") == stamp:
