@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--models-dir", metavar="DIR",
                    help="ou:tofu: folder of local copies, one sub-folder per registry alias (others: hub)")
     p.add_argument("--tofu-dir", metavar="DIR", help="ou:tofu: folder of the TOFU JSON files (or UDS_TOFU_DIR)")
+    p.add_argument("--built-only", action="store_true",
+                   help="use only the models that exist now (tiny: built; ou:tofu: local copies) instead "
+                        "of building or downloading the rest; the outputs list what was left out")
     p.add_argument("--metrics", default="all", help="all (the 22 keys) or comma-separated keys")
     p.add_argument("--out", metavar="DIR", help=f"output folder (default {DEFAULT_OUT}/<zoo>)")
     p.add_argument("--robustness", choices=sorted(FORMS), default="symmetric",
@@ -129,12 +132,17 @@ def run(args: argparse.Namespace) -> int:
     from meta_eval.assemble import meta_evaluate
     from meta_eval.measure import plan_jobs
     from meta_eval.summary import summary_markdown
-    from meta_eval.zoo import build_zoo, parse_zoo
+    from meta_eval.zoo import available_members, build_zoo, parse_zoo
 
     t0 = time.time()
     keys = parse_keys(args.metrics)
     zoo = parse_zoo(args.zoo, args.models_dir, args.tofu_dir)
-    build_zoo(zoo)
+    left_out: list[str] = []
+    if args.built_only:
+        zoo, left_out = available_members(zoo)
+        print(f"meta-eval: --built-only: {len(zoo.members)} models, {len(left_out)} left out", file=sys.stderr)
+    else:
+        build_zoo(zoo)
     measurer = _measurer(args, zoo)
     fluency = bool(args.fluency_classifier or zoo.base)
     if not fluency:
@@ -145,6 +153,7 @@ def run(args: argparse.Namespace) -> int:
         measure_all(measurer, jobs[k::n])
         print(f"meta-eval: shard {k}/{n} measured; run again without --shard to assemble the results", file=sys.stderr)
         return 0
+    fresh = sum(1 for j in jobs if measurer.missing(j))
     values = measure_all(measurer, jobs)
     doc = meta_evaluate(zoo.members, values, keys, args.robustness, not args.no_filters)
     rows = doc.pop("benchmark")
@@ -158,13 +167,16 @@ def run(args: argparse.Namespace) -> int:
         "nf4": measurer.setting_recipe("nf4"), "relearn": measurer.setting_recipe("relearn"),
         "metric_settings": {"batch_size": args.batch_size, "max_new_tokens": args.max_new_tokens,
                             "device": measurer.settings.device},
-        "fluency_source": sorted(fluency), "cache": str(measurer.store.root.parent),
+        "left_out": left_out, "fluency_source": sorted(fluency), "cache": str(measurer.store.root.parent),
         "wall_seconds": round(time.time() - t0, 1)}
     (out / "meta_eval.json").write_text(json.dumps(doc, indent=1, allow_nan=False))
     (out / "results.json").write_text(json.dumps(rows, indent=1, allow_nan=False))
     notes = [f"zoo {args.zoo}: {doc['settings']['models']}", f"robustness {args.robustness}, filters "
              f"{'on' if not args.no_filters else 'off'}, relearning lr {measurer.recipe.train.lr:g}",
-             f"wall time {doc['settings']['wall_seconds']:.0f} s"]
+             f"wall time {doc['settings']['wall_seconds']:.0f} s, measuring {fresh} of {len(jobs)} (model, setting) "
+             "pairs (the rest read from the cache)"]
+    if left_out:
+        notes.append(f"partial zoo (--built-only): left out {len(left_out)} model(s) not built yet")
     md = summary_markdown(doc, keys, f"Meta-evaluation on {args.zoo}", notes)
     (out / "summary.md").write_text(md)
     write_plots(out, doc, zoo, values, keys)

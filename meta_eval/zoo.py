@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from uds.errors import UdsInputError
@@ -110,6 +110,27 @@ def parse_zoo(text: str, models_dir: str | None = None, tofu_dir: str | None = N
     if models_dir:
         raise UdsInputError("--models-dir applies to --zoo ou:tofu only (tiny models live in the world folder)")
     return tiny_zoo(text)
+
+
+def available_members(zoo: Zoo) -> tuple[Zoo, list[str]]:
+    """The zoo cut to the models that exist now, and the names left out: built tiny models (by
+    their current recipe), or real checkpoints with a local copy. Full and retain must exist."""
+    if zoo.preset is not None:
+        from checkpoints.world.build import is_built
+        from checkpoints.world.presets import get_preset
+        from checkpoints.world.zoo import recipes
+
+        preset = get_preset(zoo.preset)
+        built = {r.name for r in recipes(preset) if is_built(preset, zoo.seed, r)}
+        present = lambda m: m.name in built  # noqa: E731
+    else:
+        present = lambda m: (Path(m.spec) / "config.json").is_file()  # noqa: E731
+    for kind in (FULL, RETAIN):
+        if not present(zoo.member(kind)):
+            raise UdsInputError(f"zoo {zoo.tag}: the {kind} model is not available "
+                                f"({'build the world first' if zoo.preset else 'no local copy'})")
+    kept = tuple(m for m in zoo.members if present(m))
+    return replace(zoo, members=kept), [m.name for m in zoo.members if not present(m)]
 
 
 def build_zoo(zoo: Zoo, progress: bool = True) -> Path | None:

@@ -109,7 +109,7 @@ def _roles(args: argparse.Namespace):
     from uds.specs import default_references, resolve_spec
 
     spec = resolve_spec(args.model)
-    full_d, retain_d, data_d = default_references(args.model)
+    full_d, retain_d, data_d = default_references(args.model, args.tofu_dir)
     roles = {"model": args.model, "full": args.full or full_d, "retain": args.retain or retain_d,
              "base": args.fluency_base or _default_base(spec)}
     for role in ("full", "retain", "base"):
@@ -165,17 +165,19 @@ def run(args: argparse.Namespace) -> int:
     results = {k: results[k] if k in results else missing[k] for k in keys}
     out = Path(args.out) if args.out else DEFAULT_OUT / re.sub(r"[^\w.-]+", "_", args.model)
     out.mkdir(parents=True, exist_ok=True)
-    doc = report(args.model, results, _settings_record(ctx, roles, args, dtype, time.time() - t0))
+    doc = report(args.model, results, _settings_record(ctx, roles, args, dtype, time.time() - t0, data_path))
     (out / "metrics.json").write_text(json.dumps(doc, indent=1, allow_nan=False))
     print(out / "metrics.json")
     return 0
 
 
-def _settings_record(ctx: EvalContext, roles: dict, args: argparse.Namespace, dtype, seconds: float) -> dict:
+def _settings_record(ctx: EvalContext, roles: dict, args: argparse.Namespace, dtype, seconds: float,
+                     data_path: str) -> dict:
     s = ctx.settings
     skipped = [{"idx": it.idx, "reason": it.reason} for it in ctx.uds_items()[1]] if ctx.uds_records else []
     return {"references": {r: roles[r] for r in ("full", "retain", "base")},
             "n_items": {name: len(items) for name, items in ctx.splits.items()},
+            "representation_data": str(data_path) if ctx.uds_records else None,
             "representation_items": len(ctx.uds_records) - len(skipped) if ctx.uds_records else 0,
             "representation_skipped": skipped,
             "batch_size": s.batch_size, "max_new_tokens": s.max_new_tokens, "system_prompt": s.system_prompt,

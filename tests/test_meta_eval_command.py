@@ -173,6 +173,24 @@ def test_shards_split_the_pairs_and_a_last_run_only_assembles(tmp_path, monkeypa
     assert len(fake.runs) == 21 and (out / "meta_eval.json").is_file()
 
 
+def test_built_only_run_reports_what_it_left_out(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    fake = FakeMeasurer(tmp_path / "store")
+    monkeypatch.setattr("meta_eval.zoo.tiny_zoo", lambda text: _zoo())
+    monkeypatch.setattr("meta_eval.zoo.build_zoo", lambda zoo, progress=True: pytest.fail("built"))
+    cut = lambda zoo: (replace(zoo, members=tuple(m for m in zoo.members if m.name != "u3")), ["u3"])  # noqa: E731
+    monkeypatch.setattr("meta_eval.zoo.available_members", cut)
+    monkeypatch.setattr(cmd, "_measurer", lambda args, zoo: fake)
+    monkeypatch.setattr(cmd, "write_plots", lambda *a: None)
+    out = tmp_path / "out"
+    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), "--built-only", "--metrics", "es"]) == 0
+    doc = json.loads((out / "meta_eval.json").read_text())
+    assert doc["settings"]["left_out"] == ["u3"] and doc["settings"]["models"]["unlearned"] == 3
+    assert "u3" not in {name for _, name in fake.runs}
+    assert "left out 1 model(s) not built yet" in (out / "summary.md").read_text()
+
+
 @pytest.mark.parametrize("bad", ["2/2", "a/3", "1", "-1/2"])
 def test_bad_shard_is_a_usage_error(bad):
     with pytest.raises(SystemExit) as exc:
@@ -183,6 +201,23 @@ def test_bad_shard_is_a_usage_error(bad):
 def test_bad_metric_is_one_line_error(capsys):
     assert main(["meta-eval", "--metrics", "uds,model_utility"]) == 2
     assert "unknown metric model_utility" in capsys.readouterr().err
+
+
+def test_built_only_cuts_a_tiny_zoo_to_its_built_models(test_world, capsys):
+    from checkpoints.world.build import is_built
+    from checkpoints.world.presets import get_preset
+    from checkpoints.world.zoo import recipes
+    from meta_eval.zoo import available_members, tiny_zoo
+
+    full_zoo = tiny_zoo("tiny:test")
+    zoo, left_out = available_members(full_zoo)
+    built = {r.name for r in recipes(get_preset("test")) if is_built(get_preset("test"), 0, r)}
+    assert {"full", "retain"} <= {m.name for m in zoo.members}
+    assert {m.name for m in zoo.members} == built & {m.name for m in full_zoo.members}
+    assert sorted(left_out) == sorted({m.name for m in full_zoo.members} - built)
+    # a world never built (seed 7) has no references: one-line error, nothing trained
+    assert main(["meta-eval", "--zoo", "tiny:test-7", "--built-only"]) == 2
+    assert "full model is not available" in capsys.readouterr().err
 
 
 @pytest.mark.slow

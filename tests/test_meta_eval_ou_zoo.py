@@ -12,10 +12,11 @@ from checkpoints import registry
 from meta_eval.measure import ORIG, Job, Measurer, plan_jobs
 from meta_eval.perturb import relearn_config
 from meta_eval.store import MeasurementStore
-from meta_eval.zoo import OU_ZOO, POOL, UNLEARNED, ou_zoo, parse_zoo
+from meta_eval.zoo import OU_ZOO, POOL, UNLEARNED, available_members, ou_zoo, parse_zoo
 from metrics.context import EvalSettings
 from metrics.encoding import OU_SYSTEM_PROMPT
 from uds.cli import main
+from uds.errors import UdsInputError
 
 NPO = registry.UNLEARNED[0].alias
 
@@ -69,3 +70,12 @@ def test_ou_zoo_bad_input(tmp_path, capsys):
     assert "ou:tofu only" in capsys.readouterr().err
     assert main(["meta-eval", "--zoo", "hub:whatever"]) == 2
     assert "ou:tofu" in capsys.readouterr().err
+
+
+def test_built_only_keeps_the_local_copies_and_names_the_rest(local_copies, tmp_path):
+    zoo, left_out = available_members(parse_zoo(OU_ZOO, str(local_copies)))
+    assert [m.name for m in zoo.members] == ["full", "retain", NPO]
+    assert len(left_out) == 150 - 1 + 60 and NPO not in left_out and "full" not in left_out
+    (local_copies / "retain").unlink()                # a reference missing is an error, not a cut
+    with pytest.raises(UdsInputError, match="retain model is not available"):
+        available_members(parse_zoo(OU_ZOO, str(local_copies)))

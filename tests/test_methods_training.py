@@ -92,3 +92,49 @@ def test_pool_variants_data(tiny_tok, tiny_world):
     assert {v.sign for v in POOL_VARIANTS.values()} == {"P", "N"}
     for it, wrong in zip(w.forget, perturbed_items(w.forget, 0)):
         assert wrong["question"] == it["question"] and wrong["answer"] in it["perturbed_answers"]
+
+
+@pytest.mark.parametrize("method", ["npo", "idknll"])
+def test_interrupted_training_resumes_to_the_same_weights(tiny_tok, tiny_world, method, tmp_path, monkeypatch):
+    """Killed mid-epoch, a run started again with the same checkpoint file continues from the last
+    finished epoch and ends with exactly the weights and losses of an uninterrupted run (the
+    optimiser, schedule and the data's own pairing generator are restored too)."""
+    from checkpoints.methods import trainer
+
+    cfg = TrainConfig(lr=1e-3, epochs=3, batch_size=8)
+    steps = (2 * len(tiny_world.forget) + 7) // 8
+    real = trainer.collate_views
+
+    def run(checkpoint=None, stop_at=None):
+        model, calls = random_model(tiny_tok, seed=4), [0]
+
+        def collate(items, pad):
+            calls[0] += 1
+            if calls[0] == stop_at:
+                raise KeyboardInterrupt
+            return real(items, pad)
+        monkeypatch.setattr(trainer, "collate_views", collate)
+        losses = unlearn(model, tiny_tok, tiny_world.forget, tiny_world.retain, method, cfg, idk=tiny_world.idk,
+                         progress=False, checkpoint=checkpoint)
+        return model, losses
+
+    straight, straight_losses = run()
+    ckpt = tmp_path / "state.pt"
+    with pytest.raises(KeyboardInterrupt):
+        run(ckpt, stop_at=steps + 2)                           # dies in epoch 2
+    assert torch.load(ckpt, weights_only=True)["epoch"] == 1
+    resumed, resumed_losses = run(ckpt)
+    assert resumed_losses == straight_losses and len(straight_losses) == 3 * steps
+    for (name, a), b in zip(straight.state_dict().items(), resumed.state_dict().values()):
+        assert torch.equal(a, b), name
+    # the check can fail: a resume that did not restore the pairing generator draws other pairs
+    monkeypatch.setattr("checkpoints.world.train._data_generator", lambda data: None)
+    ckpt.unlink()
+    with pytest.raises(KeyboardInterrupt):
+        run(ckpt, stop_at=steps + 2)
+    assert run(ckpt)[1][steps:] != straight_losses[steps:]
+
+
+def test_builder_leaves_no_training_state_behind(test_world):
+    assert (test_world / "models" / "full" / "config.json").is_file()
+    assert not list((test_world / "models").glob(".*.resume-*.pt"))

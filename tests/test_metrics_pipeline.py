@@ -156,7 +156,7 @@ def patched_cli(zoo, tmp_path, monkeypatch):
     data = tmp_path / "uds_data.json"
     data.write_text(json.dumps(splits["forget"]))
     world = World(kind="synthetic", **splits)
-    monkeypatch.setattr(specs, "default_references", lambda m: ("tiny:t/full", "tiny:t/retain", str(data)))
+    monkeypatch.setattr(specs, "default_references", lambda m, tofu_dir=None: ("tiny:t/full", "tiny:t/retain", str(data)))
     monkeypatch.setattr(build, "load_world_for_spec", lambda spec, tofu_dir=None: world)
     monkeypatch.setattr(loading, "load_model", lambda s, device="cpu", dtype=None: zoo[s])
     monkeypatch.setattr(loading, "load_tokenizer", lambda s: tiny_tokenizer())

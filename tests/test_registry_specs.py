@@ -72,3 +72,18 @@ def test_default_references_for_real_checkpoints():
     full, retain, data = default_references("npo_lr5e5_b01_a2_ep10")
     assert (full, retain) == ("full", "retain")
     assert data.endswith("forget10_annotated.json")
+
+
+def test_tofu_dir_moves_the_default_annotated_file(tmp_path):
+    """`uds metrics --tofu-dir X` on a real checkpoint reads X's annotated file for the
+    representation metrics, not the default folder's."""
+    import argparse
+
+    from metrics.command import _roles
+
+    want = str(tmp_path / "forget10_annotated.json")
+    assert default_references("npo_lr5e5_b01_a2_ep10", str(tmp_path))[2] == want
+    args = argparse.Namespace(model="npo_lr5e5_b01_a2_ep10", full=None, retain=None, fluency_base=None,
+                              data=None, tofu_dir=str(tmp_path))
+    assert _roles(args)[2] == want
+    assert _roles(argparse.Namespace(**{**vars(args), "data": "mine.json"}))[2] == "mine.json"

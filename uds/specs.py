@@ -72,11 +72,12 @@ def resolve_spec(spec: str) -> CheckpointSpec:
     return CheckpointSpec(spec, "hub", spec)
 
 
-def default_references(unlearned: str) -> tuple[str, str, str]:
+def default_references(unlearned: str, tofu_dir: str | None = None) -> tuple[str, str, str]:
     """(full spec, retain spec, UDS data path) that go with an unlearned model (DESIGN.md defaults).
 
     A tiny-world model takes its own preset's full, retain and forget set; anything else the
-    Open-Unlearning TOFU full and retain90 models and the annotated forget10 file.
+    Open-Unlearning TOFU full and retain90 models and the annotated forget10 file (of `tofu_dir`
+    when given, see `default_tofu_annotated`).
     """
     if unlearned.startswith("tiny:"):
         from checkpoints.world.build import ensure_world_data
@@ -85,7 +86,7 @@ def default_references(unlearned: str) -> tuple[str, str, str]:
         data = ensure_world_data(preset, seed) / "uds_data.json"
         tag = preset if seed == DEFAULT_SEED else f"{preset}-{seed}"
         return f"tiny:{tag}/full", f"tiny:{tag}/retain", str(data)
-    return "full", "retain", str(default_tofu_annotated())
+    return "full", "retain", str(default_tofu_annotated(tofu_dir))
 
 
 def default_tofu_annotated(tofu_dir: str | None = None) -> Path:

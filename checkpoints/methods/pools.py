@@ -92,6 +92,7 @@ def train_pool(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
     """Builder trainer for P/N pool models: fine-tune `r.parent` (base) on the variant's data."""
     model = ctx.load(r.parent)
     data = pool_examples(r.hparams["variant"], ctx.tok, ctx.world, r.train.seed)
-    train(model, data, r.train, ctx.collate, desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress)
+    train(model, data, r.train, ctx.collate, desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress,
+          checkpoint=ctx.checkpoint)
     return model
 

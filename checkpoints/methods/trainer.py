@@ -8,6 +8,7 @@ this module registers it (and the P/N pool trainer) in `build.TRAINERS`.
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Mapping, Sequence
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -32,7 +33,8 @@ def frozen_copy(model: PreTrainedModel) -> PreTrainedModel:
 def unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: list[dict], retain: list[dict],
             method: str, cfg: TrainConfig, hparams: Mapping[str, float] | None = None,
             idk: Sequence[str] = (), alternates: Mapping[int, Sequence[str]] | None = None,
-            forms: Sequence[str] = ("chat", "raw"), progress: bool = True, desc: str | None = None) -> list[float]:
+            forms: Sequence[str] = ("chat", "raw"), progress: bool = True, desc: str | None = None,
+            checkpoint: Path | None = None) -> list[float]:
     """Unlearn `forget` from `model` in place with `method`; returns the loss of every step.
 
     forget, retain: QA items ({"idx", "question", "answer", ...}); idk: "I don't know" replies
@@ -40,6 +42,7 @@ def unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: list[d
     before training when not given); forms: the encodings each forget item is trained in (the
     tiny world uses both; OU trains real models on the chat form only: pass ("chat",)). The
     reference, where the method needs one, is a frozen copy of `model` as it is on entry.
+    checkpoint: training-state file, resumed from when present (see `train`).
     """
     m = get_method(method)
     hp = m.hparams(hparams)
@@ -49,7 +52,8 @@ def unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: list[d
     data = PairedData(tok, forget, retain, m.views, seed=cfg.seed, idk=idk, alternates=alternates, forms=forms)
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     return train(model, data, cfg, lambda items: collate_views(items, pad),
-                 lambda mdl, views: m.loss(mdl, ref, views, hp), desc=desc or method, progress=progress)
+                 lambda mdl, views: m.loss(mdl, ref, views, hp), desc=desc or method, progress=progress,
+                 checkpoint=checkpoint)
 
 
 def train_unlearned(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
@@ -60,7 +64,8 @@ def train_unlearned(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
         path = ctx.root / "alternates" / f"{r.parent}-seed{r.train.seed}.json"
         alternates = cached_alternates(path, lambda: model, ctx.tok, ctx.world.forget, seed=r.train.seed)
     unlearn(model, ctx.tok, ctx.world.forget, ctx.world.retain, r.method, r.train, r.hparams,
-            idk=ctx.world.idk, alternates=alternates, progress=ctx.progress, desc=f"{ctx.preset.name}/{r.name}")
+            idk=ctx.world.idk, alternates=alternates, progress=ctx.progress, desc=f"{ctx.preset.name}/{r.name}",
+            checkpoint=ctx.checkpoint)
     return model
 
 

@@ -101,8 +101,9 @@ def init_model(preset: Preset, tok: PreTrainedTokenizerBase, seed: int) -> PreTr
 class BuildContext:
     """What trainers need: the preset, seed, world, tokenizer and a way to load built models."""
 
-    def __init__(self, preset: Preset, seed: int, progress: bool):
+    def __init__(self, preset: Preset, seed: int, progress: bool, checkpoint: Path | None = None):
         self.preset, self.seed, self.progress = preset, seed, progress
+        self.checkpoint = checkpoint   # training-state file of the model being built (resumable)
         self.root = world_dir(preset.name, seed)
         self.world = load_world(preset.name, seed)
         self.tok = ensure_tokenizer(preset.name, seed)
@@ -117,7 +118,8 @@ class BuildContext:
 def _pretrain(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
     model = init_model(ctx.preset, ctx.tok, ctx.seed)
     data = base_corpus(ctx.tok, ctx.world)
-    train(model, data, r.train, ctx.collate, desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress)
+    train(model, data, r.train, ctx.collate, desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress,
+          checkpoint=ctx.checkpoint)
     return model
 
 
@@ -126,7 +128,7 @@ def _finetune(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
     items = ctx.world.retain + (ctx.world.forget if r.kind == "full" else [])
     data = qa_examples(ctx.tok, items) + utility_rehearsal(ctx.tok, ctx.world)
     train(model, data, r.train, ctx.collate,
-          desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress)
+          desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress, checkpoint=ctx.checkpoint)
     return model
 
 
@@ -165,7 +167,11 @@ def ensure_model(preset_name: str, seed: int, name: str, progress: bool = True) 
 def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: Path, progress: bool) -> Path:
     if r.parent:   # built first, so that train_seconds is this model's own training time
         ensure_model(preset.name, seed, r.parent, progress)
-    ctx = BuildContext(preset, seed, progress)
+    resume = folder.with_name(f".{r.name}.resume-{digest}.pt")
+    for stale in folder.parent.glob(f".{r.name}.resume-*.pt"):   # left by another recipe
+        if stale != resume:
+            stale.unlink()
+    ctx = BuildContext(preset, seed, progress, checkpoint=resume)
     t0 = time.time()
     model = TRAINERS[r.method](ctx, r) if r.method in TRAINERS else _unknown_method(r)
     tmp = folder.with_name(f".{r.name}.tmp")
@@ -177,6 +183,7 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
     (tmp / "recipe.json").write_text(json.dumps(meta, indent=1))
     shutil.rmtree(folder, ignore_errors=True)
     tmp.replace(folder)
+    resume.unlink(missing_ok=True)
     return folder
 
 
@@ -244,8 +251,13 @@ def build_world(preset_name: str, seed: int = 0, progress: bool = True, names: l
     ensure_tokenizer(preset_name, seed)
     wanted = names or [r.name for r in recipes(preset)]
     built = {}
-    for name in wanted:
+    for i, name in enumerate(wanted, 1):
+        fresh = not is_built(preset, seed, _recipe(preset, name))
+        t0 = time.time()
         built[name] = ensure_model(preset_name, seed, name, progress)
+        if fresh:   # one line per model trained, also where the progress bar is off (no terminal)
+            print(f"[{i}/{len(wanted)}] {preset_name}/{name}: ready after {time.time() - t0:.0f} s",
+                  file=sys.stderr, flush=True)
     for r in recipes(preset):
         if is_built(preset, seed, r):
             built[r.name] = model_dir(preset_name, seed, r.name)

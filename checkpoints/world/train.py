@@ -2,12 +2,15 @@
 
 Base pretraining, full/retain fine-tuning, unlearning and relearning all go through `train`:
 AdamW, linear warm-up then linear decay, gradient clipping, and a data order that depends only
-on the seed and the epoch. What differs between them is the data and the loss function.
+on the seed and the epoch. What differs between them is the data and the loss function. With a
+`checkpoint` path the loop saves its whole state after every epoch and, started again, resumes
+from the last saved epoch with the same result as an uninterrupted run.
 """
 
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Callable, Sequence
 
 import torch
@@ -57,13 +60,49 @@ def epoch_order(n: int, seed: int, epoch: int) -> list[int]:
     return torch.randperm(n, generator=g).tolist()
 
 
+def _data_generator(data: Sequence) -> torch.Generator | None:
+    """The generator a data object draws from while it is read (PairedData's `rng`), if any: its
+    state is part of the training state, or a resumed run would draw other pairs."""
+    rng = getattr(data, "rng", None)
+    return rng if isinstance(rng, torch.Generator) else None
+
+
+def save_train_state(path: Path, epoch: int, model: PreTrainedModel, opt, sched, losses: list[float],
+                     data: Sequence) -> None:
+    """Atomically write everything the loop needs to continue after `epoch` (1-based, done)."""
+    gen = _data_generator(data)
+    state = {"epoch": epoch, "model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
+             "losses": losses, "torch_rng": torch.get_rng_state(),
+             "data_rng": gen.get_state() if gen is not None else None}
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    tmp.replace(path)
+
+
+def load_train_state(path: Path, model: PreTrainedModel, opt, sched, data: Sequence) -> tuple[int, list[float]]:
+    """Restore a `save_train_state` file in place; returns (epochs done, losses so far)."""
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    model.load_state_dict(state["model"])
+    opt.load_state_dict(state["opt"])
+    sched.load_state_dict(state["sched"])
+    torch.set_rng_state(state["torch_rng"])
+    gen = _data_generator(data)
+    if (gen is None) != (state["data_rng"] is None):
+        raise RuntimeError(f"{path} was saved for other training data; delete it to start over")
+    if gen is not None:
+        gen.set_state(state["data_rng"])
+    return int(state["epoch"]), list(state["losses"])
+
+
 def train(model: PreTrainedModel, data: Sequence, cfg: TrainConfig,
           collate_fn: Callable[[Sequence], object], loss_fn: Callable[[PreTrainedModel, object], torch.Tensor] = lm_loss,
-          desc: str = "train", progress: bool = True) -> list[float]:
+          desc: str = "train", progress: bool = True, checkpoint: Path | None = None) -> list[float]:
     """Train `model` in place on `data` for `cfg.epochs`; returns the loss of every step.
 
     `collate_fn` turns a list of data items into whatever `loss_fn(model, batch)` takes, so the
-    unlearning methods can feed (forget, retain) pairs through the same loop.
+    unlearning methods can feed (forget, retain) pairs through the same loop. `checkpoint`: file
+    of the training state, written after each epoch and resumed from when it exists (the caller
+    ties it to one recipe and removes it once the trained model is saved).
     """
     torch.manual_seed(cfg.seed)
     steps_per_epoch = (len(data) + cfg.batch_size - 1) // cfg.batch_size
@@ -75,10 +114,13 @@ def train(model: PreTrainedModel, data: Sequence, cfg: TrainConfig,
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}], lr=cfg.lr)
     sched = get_linear_schedule_with_warmup(opt, int(cfg.warmup_ratio * total), total)
+    done, losses = 0, []
+    if checkpoint is not None and Path(checkpoint).is_file():
+        done, losses = load_train_state(Path(checkpoint), model, opt, sched, data)
     model.train()
-    losses: list[float] = []
-    bar = tqdm(total=total, desc=desc, disable=None if progress else True, leave=False, unit="step")
-    for epoch in range(cfg.epochs):
+    bar = tqdm(total=total, initial=done * steps_per_epoch, desc=desc, disable=None if progress else True,
+               leave=False, unit="step")
+    for epoch in range(done, cfg.epochs):
         order = epoch_order(len(data), cfg.seed, epoch)
         for start in range(0, len(order), cfg.batch_size):
             batch = collate_fn([data[i] for i in order[start:start + cfg.batch_size]])
@@ -91,6 +133,8 @@ def train(model: PreTrainedModel, data: Sequence, cfg: TrainConfig,
             losses.append(loss.item())
             bar.update(1)
             bar.set_postfix(loss=f"{losses[-1]:.3f}", epoch=epoch + 1)
+        if checkpoint is not None and epoch + 1 < cfg.epochs:
+            save_train_state(Path(checkpoint), epoch + 1, model, opt, sched, losses, data)
     bar.close()
     model.eval()
     return losses
