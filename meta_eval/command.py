@@ -94,8 +94,8 @@ def _measurer(args: argparse.Namespace, zoo):
                     args.fluency_classifier)
 
 
-def measure_all(measurer, jobs, log=lambda s: print(s, file=sys.stderr)) -> dict:
-    """Run every job with missing keys; returns {(setting, model): values}."""
+def measure_all(measurer, jobs, log=lambda s: print(s, file=sys.stderr)) -> tuple[dict, int]:
+    """Run every job with missing keys; returns ({(setting, model): values}, jobs run)."""
     todo = [j for j in jobs if measurer.missing(j)]
     log(f"meta-eval: {len(jobs)} (model, setting) pairs, {len(todo)} with missing values")
     for i, job in enumerate(todo, 1):
@@ -104,7 +104,7 @@ def measure_all(measurer, jobs, log=lambda s: print(s, file=sys.stderr)) -> dict
         measurer.run(job)
         log(f"[{i}/{len(todo)}] {job.setting:7s} {job.member.name}: {n} metric(s) in {time.time() - t0:.1f} s")
     return {(j.setting, j.member.name): measurer.store.values(j.setting, j.member.name,
-                                                              measurer.stamp(j.member, j.setting)) for j in jobs}
+                                                              measurer.stamp(j.member, j.setting)) for j in jobs}, len(todo)
 
 
 def write_plots(out: Path, doc: dict, zoo, values: dict, keys: list[str]) -> list[Path]:
@@ -153,8 +153,7 @@ def run(args: argparse.Namespace) -> int:
         measure_all(measurer, jobs[k::n])
         print(f"meta-eval: shard {k}/{n} measured; run again without --shard to assemble the results", file=sys.stderr)
         return 0
-    fresh = sum(1 for j in jobs if measurer.missing(j))
-    values = measure_all(measurer, jobs)
+    values, fresh = measure_all(measurer, jobs)
     doc = meta_evaluate(zoo.members, values, keys, args.robustness, not args.no_filters)
     rows = doc.pop("benchmark")
     out = Path(args.out) if args.out else DEFAULT_OUT / zoo.slug

@@ -125,12 +125,13 @@ def available_members(zoo: Zoo) -> tuple[Zoo, list[str]]:
         present = lambda m: m.name in built  # noqa: E731
     else:
         present = lambda m: (Path(m.spec) / "config.json").is_file()  # noqa: E731
+    have = {m.name: present(m) for m in zoo.members}
     for kind in (FULL, RETAIN):
-        if not present(zoo.member(kind)):
+        if not have[zoo.member(kind).name]:
             raise UdsInputError(f"zoo {zoo.tag}: the {kind} model is not available "
                                 f"({'build the world first' if zoo.preset else 'no local copy'})")
-    kept = tuple(m for m in zoo.members if present(m))
-    return replace(zoo, members=kept), [m.name for m in zoo.members if not present(m)]
+    kept = tuple(m for m in zoo.members if have[m.name])
+    return replace(zoo, members=kept), [m.name for m in zoo.members if not have[m.name]]
 
 
 def build_zoo(zoo: Zoo, progress: bool = True) -> Path | None:
