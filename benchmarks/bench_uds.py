@@ -104,7 +104,7 @@ def world_setup(preset: str, n_examples: int | None, device: str, dtype: torch.d
 def llama1b_setup(n_examples: int | None, device: str, dtype: torch.dtype, seed: int) -> Setup:
     from checkpoints.world.build import ensure_tokenizer
     from transformers import LlamaConfig, LlamaForCausalLM
-    from uds.specs import default_tofu_annotated
+    from checkpoints.specs import default_tofu_annotated
 
     tok = ensure_tokenizer("tofu", 0)
     records = _load_records(default_tofu_annotated(), n_examples)

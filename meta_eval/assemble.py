@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 from meta_eval.benchmark import benchmark_rows, epoch_group
 from meta_eval.faithfulness import Faithfulness, classified_absent, faithfulness
 from meta_eval.robustness import Robustness, hm_pair, passes_utility, robustness
-from meta_eval.zoo import FULL, POOL, RETAIN, UNLEARNED, Member
+from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member
 from metrics.registry import ATTACKS, REGISTRY
 
 Values = Mapping[tuple[str, str], Mapping[str, float | None]]

@@ -68,7 +68,7 @@ def _read_json(path: Path):
 def describe(name: str) -> tuple[str, int | None]:
     """(method, epoch) of a model name: registry alias, "full"/"retain", else `<method>_..._ep<N>`.
     References get no epoch unless the name has one."""
-    from checkpoints.registry import BY_ALIAS
+    from checkpoints.ou_checkpoints import BY_ALIAS
 
     if name in BY_ALIAS:
         c = BY_ALIAS[name]

@@ -21,7 +21,7 @@ import torch
 
 from meta_eval.perturb import RelearnRecipe, ensure_relearned, load_nf4, nf4_description
 from meta_eval.store import MeasurementStore
-from meta_eval.zoo import FULL, POOL, RETAIN, UNLEARNED, Member, Zoo, model_identity
+from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member, Zoo, model_identity
 from metrics.context import EvalContext, EvalSettings, ModelPool
 from metrics.registry import evaluate, sweep_plan, with_dependencies
 
@@ -70,7 +70,7 @@ class Measurer:
                  relearn_recipe: RelearnRecipe, fluency_classifier: str | None = None,
                  log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)):
         from uds.data import load_annotated
-        from uds.loading import load_tokenizer
+        from checkpoints.specs import load_tokenizer
 
         self.zoo, self.store, self.models_dir = zoo, store, Path(models_dir)
         self.settings, self.recipe, self.log = settings, relearn_recipe, log
@@ -100,7 +100,7 @@ class Measurer:
 
     # --- loading ---------------------------------------------------------------------------
     def _load_orig(self, member: Member) -> torch.nn.Module:
-        from uds.loading import load_model
+        from checkpoints.specs import load_model
 
         return load_model(member.spec, device=self.settings.device, dtype=torch.float32)
 
@@ -108,7 +108,7 @@ class Measurer:
         return load_nf4(member.spec, device=self.settings.device)
 
     def _load_relearned(self, member: Member) -> torch.nn.Module:
-        from uds.loading import load_model
+        from checkpoints.specs import load_model
 
         folder = ensure_relearned(member.spec, self.models_dir / f"{member.name}-relearn",
                                   model_identity(member.spec), self.tokenizer, self.forget, self.recipe,
@@ -116,7 +116,7 @@ class Measurer:
         return load_model(str(folder), device=self.settings.device, dtype=torch.float32)
 
     def _anchor(self, spec: str) -> torch.nn.Module:
-        from uds.loading import load_model
+        from checkpoints.specs import load_model
 
         if spec not in self._anchors:
             self._anchors[spec] = load_model(spec, device=self.settings.device, dtype=torch.float32)
@@ -177,7 +177,7 @@ def _zoo_data(zoo: Zoo):
     """(world, annotated forget file) a zoo is measured on: its tiny world, or the TOFU files."""
     from checkpoints.world.build import load_world
     from checkpoints.world.tofu import read_tofu
-    from uds.specs import default_references, default_tofu_annotated
+    from checkpoints.specs import default_references, default_tofu_annotated
 
     if zoo.preset is not None:
         return load_world(zoo.preset, zoo.seed), default_references(zoo.full)[2]

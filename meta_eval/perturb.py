@@ -83,7 +83,7 @@ def dequantize_linears(model: torch.nn.Module) -> int:
 
 def load_nf4(spec: str, device: str = "cpu") -> PreTrainedModel:
     """The checkpoint quantised to NF4 by bitsandbytes, evaluated through dequantised dense linears."""
-    from uds.loading import load_model
+    from checkpoints.specs import load_model
 
     _, other = nf4_dtypes(device)
     model = load_model(spec, device=device, dtype=other, quantization_config=nf4_config(device),
@@ -127,7 +127,7 @@ def ensure_relearned(spec: str, folder: Path, stamp: str, tok: PreTrainedTokeniz
                      recipe: RelearnRecipe, device: str = "cpu", progress: bool = False) -> Path:
     """Folder of the relearned copy of `spec`, trained and saved (atomically) unless a copy made
     from the same parent stamp and recipe is already there."""
-    from uds.loading import load_model
+    from checkpoints.specs import load_model
 
     meta = {"parent": spec, "parent_stamp": stamp, "recipe": recipe.to_dict()}
     meta_path = folder / "relearn.json"

@@ -18,7 +18,8 @@ import numpy as np
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from metrics import encoding, forward, generation, hidden
+from metrics import encoding, forward, hidden
+from uds import generation
 from metrics.representation import FisherMask, fisher_mask, linear_cka
 from metrics.stats import TokenStats
 from uds.errors import UdsInputError

@@ -8,8 +8,6 @@ form for the fluency proxy and the decoded ground truth.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
-
 from transformers import PreTrainedTokenizerBase
 
 from uds.chat import IGNORE, chat_prompt_ids, encode_chat
@@ -56,19 +54,3 @@ def lm_document(tok: PreTrainedTokenizerBase, text: str) -> Encoded:
     ids = tok.encode(text, add_special_tokens=False)
     seq = [tok.bos_token_id] + ids + [tok.eos_token_id]
     return Encoded(tuple(seq), (IGNORE,) + tuple(seq[1:]))
-
-
-def right_pad(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[list[list[int]], list[list[int]]]:
-    """(padded ids, length masks) of right-padded rows; masks are 1 on real tokens only."""
-    width = max(len(s) for s in seqs)
-    ids = [list(s) + [pad_id] * (width - len(s)) for s in seqs]
-    mask = [[1] * len(s) + [0] * (width - len(s)) for s in seqs]
-    return ids, mask
-
-
-def left_pad(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[list[list[int]], list[list[int]]]:
-    """(padded ids, length masks) of left-padded rows (for generation)."""
-    width = max(len(s) for s in seqs)
-    ids = [[pad_id] * (width - len(s)) + list(s) for s in seqs]
-    mask = [[0] * (width - len(s)) + [1] * len(s) for s in seqs]
-    return ids, mask

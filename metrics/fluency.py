@@ -12,7 +12,7 @@ from typing import Sequence
 
 import torch
 
-from metrics.forward import batches
+from uds.batching import batches
 from metrics.utility import clean_class_prob
 from uds.errors import UdsInputError
 

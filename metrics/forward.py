@@ -11,18 +11,9 @@ from typing import Sequence
 import torch
 from tqdm.auto import tqdm
 
-from metrics.encoding import Encoded, right_pad
+from metrics.encoding import Encoded
 from metrics.stats import IGNORE, TokenStats, batch_token_stats
-
-
-def batches(n: int, size: int) -> list[range]:
-    """Consecutive index ranges of at most `size` covering range(n)."""
-    return [range(i, min(i + size, n)) for i in range(0, n, size)]
-
-
-def attention_mask(ids: torch.Tensor, lengths_mask: torch.Tensor, eos_id: int | None) -> torch.Tensor:
-    """Length mask, optionally with every eos masked out (OU compatibility)."""
-    return lengths_mask if eos_id is None else lengths_mask * (ids != eos_id).long()
+from uds.batching import attention_mask, batches, right_pad
 
 
 def collate(encs: Sequence[Encoded], pad_id: int, mask_eos_id: int | None = None) -> dict[str, torch.Tensor]:

@@ -15,8 +15,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from metrics.encoding import right_pad
-from metrics.forward import batches
+from uds.batching import batches, right_pad
 from uds.arch import decoder_layers, final_norm
 from uds.hooks import at_positions, capture_outputs
 from uds.prompts import PreparedItem

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 from uds import engine, s1_cache
 from uds.engine import EngineSettings
 from uds.fingerprint import model_fingerprint
-from uds.score_command import _s1_key  # one definition of the S1 cache key, shared with `uds score`
 
 if TYPE_CHECKING:
     from metrics.context import EvalContext
@@ -27,7 +26,7 @@ def _s1(ctx: EvalContext, settings: EngineSettings):
     def make():
         param = next(full.parameters())
         fps = {"full": model_fingerprint(full), "retain": model_fingerprint(retain)}
-        key = _s1_key(fps, list(ctx.uds_records), items, settings, param.dtype, ctx.settings.device, full)
+        key = s1_cache.s1_key(fps, list(ctx.uds_records), items, settings, param.dtype, ctx.settings.device, full)
         cached = s1_cache.load_s1(key, items)
         if cached is None:
             cached = engine.score_pair(full, retain, items, settings, ctx.pad_id)

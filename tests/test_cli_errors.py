@@ -90,7 +90,7 @@ def test_unknown_preset_and_model(tmp_path, uds):
 def test_score_command_does_not_import_the_metrics_stack():
     """`uds score` builds only its own sub-parser: rouge/nltk/sklearn stay unimported."""
     code = ("import sys; from uds.cli import build_parser; build_parser(['score', '--help']); "
-            "print(sorted(m for m in ('metrics.registry', 'rouge_score', 'sklearn', 'meta_eval.command') "
+            "print(sorted(m for m in ('metrics.registry', 'rouge_score', 'sklearn', 'uds.commands.meta_eval') "
             "if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -16,7 +16,7 @@ from meta_eval import measure
 from meta_eval.measure import ORIG, Job, Measurer, plan_jobs
 from meta_eval.perturb import relearn_config
 from meta_eval.store import MeasurementStore
-from meta_eval.zoo import Member, Zoo
+from meta_eval.population import Member, Zoo
 from metrics.context import EvalSettings
 from metrics.registry import META_KEYS, REGISTRY, MetricResult
 from metrics.utility import UTILITY_KEYS
@@ -124,8 +124,8 @@ class FakeMeasurer:
 
 def test_command_outputs_and_rerun_computes_nothing(tmp_path, monkeypatch, capsys):
     fake = FakeMeasurer(tmp_path / "store")
-    monkeypatch.setattr("meta_eval.zoo.tiny_zoo", lambda text: _zoo())
-    monkeypatch.setattr("meta_eval.zoo.build_zoo", lambda zoo, progress=True: None)
+    monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: _zoo())
+    monkeypatch.setattr("meta_eval.population.build_zoo", lambda zoo, progress=True: None)
     monkeypatch.setattr(cmd, "_measurer", lambda args, zoo: fake)
     out = tmp_path / "out"
     real_plots, plotted = cmd.write_plots, []
@@ -157,8 +157,8 @@ def test_command_outputs_and_rerun_computes_nothing(tmp_path, monkeypatch, capsy
 
 def test_shards_split_the_pairs_and_a_last_run_only_assembles(tmp_path, monkeypatch):
     fake = FakeMeasurer(tmp_path / "store")
-    monkeypatch.setattr("meta_eval.zoo.tiny_zoo", lambda text: _zoo())
-    monkeypatch.setattr("meta_eval.zoo.build_zoo", lambda zoo, progress=True: None)
+    monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: _zoo())
+    monkeypatch.setattr("meta_eval.population.build_zoo", lambda zoo, progress=True: None)
     monkeypatch.setattr(cmd, "_measurer", lambda args, zoo: fake)
     monkeypatch.setattr(cmd, "write_plots", lambda *a: None)
     out = tmp_path / "out"
@@ -177,10 +177,10 @@ def test_built_only_run_reports_what_it_left_out(tmp_path, monkeypatch):
     from dataclasses import replace
 
     fake = FakeMeasurer(tmp_path / "store")
-    monkeypatch.setattr("meta_eval.zoo.tiny_zoo", lambda text: _zoo())
-    monkeypatch.setattr("meta_eval.zoo.build_zoo", lambda zoo, progress=True: pytest.fail("built"))
+    monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: _zoo())
+    monkeypatch.setattr("meta_eval.population.build_zoo", lambda zoo, progress=True: pytest.fail("built"))
     cut = lambda zoo: (replace(zoo, members=tuple(m for m in zoo.members if m.name != "u3")), ["u3"])  # noqa: E731
-    monkeypatch.setattr("meta_eval.zoo.available_members", cut)
+    monkeypatch.setattr("meta_eval.population.available_members", cut)
     monkeypatch.setattr(cmd, "_measurer", lambda args, zoo: fake)
     monkeypatch.setattr(cmd, "write_plots", lambda *a: None)
     out = tmp_path / "out"
@@ -206,8 +206,8 @@ def test_bad_metric_is_one_line_error(capsys):
 def test_built_only_cuts_a_tiny_zoo_to_its_built_models(test_world, capsys):
     from checkpoints.world.build import is_built
     from checkpoints.world.presets import get_preset
-    from checkpoints.world.zoo import recipes
-    from meta_eval.zoo import available_members, tiny_zoo
+    from checkpoints.world.recipes import recipes
+    from meta_eval.population import available_members, tiny_zoo
 
     full_zoo = tiny_zoo("tiny:test")
     zoo, left_out = available_members(full_zoo)

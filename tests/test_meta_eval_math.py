@@ -11,7 +11,7 @@ from meta_eval.assemble import kept_models, meta_evaluate
 from meta_eval.faithfulness import (auc_roc, bootstrap_auc_ci, classified_absent, faithfulness,
                                     knowledge_threshold)
 from meta_eval.robustness import hm_pair, q_oneway, q_symmetric, r_oneway, r_symmetric, robustness
-from meta_eval.zoo import Member
+from meta_eval.population import Member
 from metrics.aggregate import harmonic_mean, harmonic_mean_eps
 from metrics.registry import META_KEYS
 

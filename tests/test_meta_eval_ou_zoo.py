@@ -8,17 +8,17 @@ import json
 
 import pytest
 
-from checkpoints import registry
+from checkpoints import ou_checkpoints
 from meta_eval.measure import ORIG, Job, Measurer, plan_jobs
 from meta_eval.perturb import relearn_config
 from meta_eval.store import MeasurementStore
-from meta_eval.zoo import OU_ZOO, POOL, UNLEARNED, available_members, ou_zoo, parse_zoo
+from meta_eval.population import OU_ZOO, POOL, UNLEARNED, available_members, ou_zoo, parse_zoo
 from metrics.context import EvalSettings
 from metrics.encoding import OU_SYSTEM_PROMPT
 from uds.cli import main
 from uds.errors import UdsInputError
 
-NPO = registry.UNLEARNED[0].alias
+NPO = ou_checkpoints.UNLEARNED[0].alias
 
 
 @pytest.fixture()
@@ -33,12 +33,12 @@ def local_copies(test_world, tmp_path):
 
 def test_ou_zoo_is_the_registry_with_local_copies_first(local_copies):
     zoo = parse_zoo(OU_ZOO, str(local_copies))
-    assert len(zoo.of_kind(UNLEARNED)) == len(registry.UNLEARNED) == 150
+    assert len(zoo.of_kind(UNLEARNED)) == len(ou_checkpoints.UNLEARNED) == 150
     pools = zoo.of_kind(POOL)
     assert len(pools) == 60 and sum(m.pool == "P" for m in pools) == 30 == sum(m.pool == "N" for m in pools)
     spec = {m.name: m.spec for m in zoo.members}
     assert spec["full"] == str(local_copies / "full") and spec[NPO] == str(local_copies / NPO)
-    other = registry.UNLEARNED[1].alias
+    other = ou_checkpoints.UNLEARNED[1].alias
     assert spec[other] == other                     # not copied: the registry alias (hub)
     assert zoo.preset is None and zoo.system_prompt == OU_SYSTEM_PROMPT and zoo.base is None
     assert not any("fluency" in j.keys for j in plan_jobs(zoo, ["es"], fluency=False))

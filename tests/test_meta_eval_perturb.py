@@ -25,7 +25,7 @@ def saved_model(tmp_path_factory):
 def test_nf4_on_cpu_equals_bitsandbytes_float32_path(saved_model):
     """The dense replacement computes exactly what bitsandbytes' float32 path computes (its
     bfloat16 CPU kernel disabled), and the weights really are 4-bit: not the float weights."""
-    from uds.loading import load_model
+    from checkpoints.specs import load_model
 
     ids = torch.tensor([[1, 5, 9, 17, 33, 40, 2], [1, 7, 8, 9, 10, 11, 12]])
     quant = load_model(str(saved_model), device="cpu", dtype=torch.float32, quantization_config=nf4_config("cpu"),
@@ -52,7 +52,7 @@ def test_nf4_on_cpu_equals_bitsandbytes_float32_path(saved_model):
 
 
 def test_dequantize_counts_and_gradients(saved_model):
-    from uds.loading import load_model
+    from checkpoints.specs import load_model
 
     quant = load_model(str(saved_model), device="cpu", dtype=torch.float32, quantization_config=nf4_config("cpu"),
                        device_map={"": "cpu"})
@@ -71,7 +71,7 @@ def test_relearning_recipe_and_cache(saved_model, tmp_path):
     folder = ensure_relearned(str(saved_model), tmp_path / "r", "stamp-1", tok, forget, recipe)
     losses = json.loads((folder / "losses.json").read_text())
     assert len(losses) == math.ceil(2 * len(forget) / 4)          # chat + raw form of each item, 1 epoch
-    from uds.loading import load_model
+    from checkpoints.specs import load_model
 
     before = load_model(str(saved_model)).model.layers[0].mlp.up_proj.weight
     after = load_model(str(folder)).model.layers[0].mlp.up_proj.weight

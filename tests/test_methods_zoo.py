@@ -12,7 +12,7 @@ from checkpoints.methods.losses import METHODS
 from checkpoints.methods.zoo_recipes import lr_token, num_token
 from checkpoints.world.build import TRAINERS
 from checkpoints.world.presets import PRESETS, get_preset
-from checkpoints.world.zoo import recipes
+from checkpoints.world.recipes import recipes
 
 
 def by_kind(preset: str):

@@ -12,7 +12,7 @@ import torch
 from checkpoints.world.schema import World
 from metrics.context import EvalContext, EvalSettings, ModelPool
 from metrics.encoding import JAILBREAK_PREFIX, encode_qa, generation_prompt, label_text, lm_document
-from metrics.generation import greedy_generate
+from uds.generation import greedy_generate
 from metrics.registry import ALL_KEYS, REGISTRY, evaluate, sweep_plan
 from tests.test_metrics_helpers import qa_item, tiny_splits, tiny_tokenizer
 from tests.test_metrics_helpers import zoo as trained_zoo
@@ -148,18 +148,16 @@ def test_registry_declares_everything():
 
 @pytest.fixture
 def patched_cli(zoo, tmp_path, monkeypatch):
-    import checkpoints.world.build as build
-    import uds.loading as loading
-    import uds.specs as specs
+    import checkpoints.specs as specs
 
     splits = tiny_splits()
     data = tmp_path / "uds_data.json"
     data.write_text(json.dumps(splits["forget"]))
     world = World(kind="synthetic", **splits)
     monkeypatch.setattr(specs, "default_references", lambda m, tofu_dir=None: ("tiny:t/full", "tiny:t/retain", str(data)))
-    monkeypatch.setattr(build, "load_world_for_spec", lambda spec, tofu_dir=None: world)
-    monkeypatch.setattr(loading, "load_model", lambda s, device="cpu", dtype=None: zoo[s])
-    monkeypatch.setattr(loading, "load_tokenizer", lambda s: tiny_tokenizer())
+    monkeypatch.setattr(specs, "load_world_for_spec", lambda spec, tofu_dir=None: world)
+    monkeypatch.setattr(specs, "load_model", lambda s, device="cpu", dtype=None: zoo[s])
+    monkeypatch.setattr(specs, "load_tokenizer", lambda s: tiny_tokenizer())
     return tmp_path
 
 
@@ -192,7 +190,7 @@ def test_cli_bad_input_exits_2(patched_cli, capsys, argv, message):
 def test_fluency_without_a_measure():
     from argparse import Namespace
 
-    from metrics.command import _fluency_available
+    from uds.commands.metrics import _fluency_available
 
     args = Namespace(fluency_classifier=None)
     with pytest.raises(Exception, match="fluency-classifier"):

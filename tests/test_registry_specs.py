@@ -6,21 +6,21 @@ from collections import Counter
 
 import pytest
 
-from checkpoints import registry
+from checkpoints import ou_checkpoints
 from uds.errors import UdsInputError
-from uds.specs import default_references, parse_tiny, resolve_spec
+from checkpoints.specs import default_references, parse_tiny, resolve_spec
 
 P = "open-unlearning/unlearn_tofu_Llama-3.2-1B-Instruct_forget10_"
 
 
 def test_grid_sizes_match_the_benchmark():
-    counts = Counter(c.method for c in registry.UNLEARNED)
-    assert len(registry.UNLEARNED) == 150
+    counts = Counter(c.method for c in ou_checkpoints.UNLEARNED)
+    assert len(ou_checkpoints.UNLEARNED) == 150
     assert counts == {"graddiff": 18, "idknll": 18, "idkdpo": 18, "npo": 18, "altpo": 18,
                       "simnpo": 24, "rmu": 18, "undial": 18}
-    assert len({c.hub_id for c in registry.UNLEARNED}) == 150
-    assert len(registry.POOLS) == 60
-    assert Counter(c.method for c in registry.POOLS) == {"P": 30, "N": 30}
+    assert len({c.hub_id for c in ou_checkpoints.UNLEARNED}) == 150
+    assert len(ou_checkpoints.POOLS) == 60
+    assert Counter(c.method for c in ou_checkpoints.POOLS) == {"P": 30, "N": 30}
 
 
 @pytest.mark.parametrize("alias,hub", [
@@ -37,13 +37,13 @@ def test_grid_sizes_match_the_benchmark():
     ("npo", P + "NPO_lr5e-05_beta0.5_alpha1_epoch10"),
 ])
 def test_aliases_resolve_to_hub_ids_spelled_by_hand(alias, hub):
-    assert registry.hub_id_for_alias(alias) == hub
+    assert ou_checkpoints.hub_id_for_alias(alias) == hub
     spec = resolve_spec(alias)
     assert (spec.kind, spec.location) == ("hub", hub)
 
 
 def test_pool_hub_id_spelling():
-    ids = {c.hub_id for c in registry.POOLS}
+    ids = {c.hub_id for c in ou_checkpoints.POOLS}
     assert "open-unlearning/pos_tofu_Llama-3.2-1B-Instruct_retain90_forget10_bio_lr3e-05_wd0.01_epoch10" in ids
     assert "open-unlearning/neg_tofu_Llama-3.2-1B-Instruct_retain90_celeb10_bio_lr1e-05_wd0.01_epoch5" in ids
 
@@ -79,7 +79,7 @@ def test_tofu_dir_moves_the_default_annotated_file(tmp_path):
     representation metrics, not the default folder's."""
     import argparse
 
-    from metrics.command import _roles
+    from uds.commands.metrics import _roles
 
     want = str(tmp_path / "forget10_annotated.json")
     assert default_references("npo_lr5e5_b01_a2_ep10", str(tmp_path))[2] == want

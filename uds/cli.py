@@ -18,12 +18,12 @@ from uds.errors import UdsInputError
 # of the command being run is imported: the metrics stack (rouge, nltk, scipy, sklearn) would
 # otherwise add seconds to every `uds score`.
 COMMANDS = {
-    "score": "uds.score_command",
-    "metrics": "metrics.command",
-    "meta-eval": "meta_eval.command",
-    "leaderboard": "meta_eval.leaderboard_command",
-    "world": "checkpoints.world.command",
-    "checkpoints": "checkpoints.command",
+    "score": "uds.commands.score",
+    "metrics": "uds.commands.metrics",
+    "meta-eval": "uds.commands.meta_eval",
+    "leaderboard": "uds.commands.leaderboard",
+    "world": "uds.commands.world",
+    "checkpoints": "uds.commands.checkpoints",
 }
 COMMAND_MODULES = tuple(COMMANDS.values())
 

@@ -1,7 +1,8 @@
-"""Loading models and tokenizers for any checkpoint spec (hub ID, folder, alias, tiny world).
+"""Loading a model and its tokenizer from where transformers finds them: a local folder or a hub ID.
 
-Real checkpoints go through exactly the transformers calls a GPU user needs (dtype, device,
-safetensors only unless pickles are explicitly trusted); tiny ones are built on first use.
+Exactly the transformers calls a GPU user needs (dtype, device, safetensors only unless pickles
+are explicitly trusted), with one clear error for an offline machine. Which folder or hub ID a
+checkpoint spec names (tiny world, registry alias) is `checkpoints.specs`' job.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ import transformers
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
 from uds.errors import UdsInputError
-from uds.specs import CheckpointSpec, resolve_spec
 
 # transformers renamed `torch_dtype` to `dtype` in 4.56; keep both worlds working.
 _DTYPE_KW = "dtype" if tuple(int(x) for x in transformers.__version__.split(".")[:2]) >= (4, 56) else "torch_dtype"
@@ -43,27 +43,6 @@ def resolve_dtype(name: str, device: str) -> torch.dtype:
     return DTYPES[name]
 
 
-def _as_spec(spec: str | CheckpointSpec) -> CheckpointSpec:
-    return spec if isinstance(spec, CheckpointSpec) else resolve_spec(spec)
-
-
-def model_source(spec: str | CheckpointSpec) -> str:
-    """Folder or hub ID that transformers should load; builds a tiny model if needed."""
-    s = _as_spec(spec)
-    if s.kind == "tiny":
-        from checkpoints.world.build import ensure_model
-
-        return str(ensure_model(s.preset, s.seed, s.name))
-    if s.kind == "local":
-        _check_folder(Path(s.location))
-    return s.location
-
-
-def _check_folder(folder: Path) -> None:
-    if not (folder / "config.json").is_file():
-        raise UdsInputError(f"{folder} holds no config.json: not a folder saved with save_pretrained")
-
-
 def _hub_reachable(timeout: float = 3.0) -> bool:
     """A quick TCP probe of the hub endpoint: offline machines fail in seconds, not after
     transformers' minute of retries."""
@@ -77,53 +56,55 @@ def _hub_reachable(timeout: float = 3.0) -> bool:
         return False
 
 
-def _from_hub_or_cache(loader, s: CheckpointSpec, **kwargs):
+def _from_hub_or_cache(loader, hub_id: str, **kwargs):
     """Load a hub checkpoint from the local HF cache if it is there, else from the hub."""
     try:
-        return loader(s.location, local_files_only=True, **kwargs)
+        return loader(hub_id, local_files_only=True, **kwargs)
     except (OSError, ValueError):
         pass
     if not _hub_reachable():
-        raise _offline_error(s, OSError("hub unreachable"))
-    return loader(s.location, **kwargs)
+        raise _offline_error(hub_id, OSError("hub unreachable"))
+    return loader(hub_id, **kwargs)
 
 
-def _offline_error(s: CheckpointSpec, exc: Exception) -> UdsInputError:
+def _offline_error(hub_id: str, exc: Exception) -> UdsInputError:
     return UdsInputError(
-        f"cannot load {s.location!r} from the Hugging Face hub ({exc}); "
+        f"cannot load {hub_id!r} from the Hugging Face hub ({exc}); "
         "on an offline machine download it elsewhere (`huggingface-cli download ID --local-dir DIR`) "
         "and pass the local folder DIR instead")
 
 
-def load_model(spec: str | CheckpointSpec, device: str = "cpu", dtype: torch.dtype = torch.float32,
-               trust_pickle: bool = False, **kwargs) -> PreTrainedModel:
-    """A causal LM in eval mode on `device` with parameters in `dtype`."""
-    s = _as_spec(spec)
-    source = model_source(s)
+def check_folder(folder: Path) -> None:
+    """UdsInputError unless `folder` looks like a `save_pretrained` folder."""
+    if not (folder / "config.json").is_file():
+        raise UdsInputError(f"{folder} holds no config.json: not a folder saved with save_pretrained")
+
+
+def load_model_from(source: str, hub: bool, device: str = "cpu", dtype: torch.dtype = torch.float32,
+                    trust_pickle: bool = False, **kwargs) -> PreTrainedModel:
+    """A causal LM in eval mode on `device` with parameters in `dtype`, from a folder or (`hub`) a hub ID."""
     kwargs = {_DTYPE_KW: dtype, "use_safetensors": None if trust_pickle else True, **kwargs}
     try:
-        if s.kind == "hub":
-            model = _from_hub_or_cache(AutoModelForCausalLM.from_pretrained, s, **kwargs)
+        if hub:
+            model = _from_hub_or_cache(AutoModelForCausalLM.from_pretrained, source, **kwargs)
         else:
             model = AutoModelForCausalLM.from_pretrained(source, **kwargs)
     except (OSError, ValueError) as exc:
-        if s.kind == "hub":
-            raise _offline_error(s, exc) from exc
+        if hub:
+            raise _offline_error(source, exc) from exc
         raise UdsInputError(f"cannot load a model from {source}: {str(exc).splitlines()[0]}"
                             + ("" if trust_pickle else " (only safetensors weights load unless --trust-pickle)")) from exc
     return model.to(device).eval() if "quantization_config" not in kwargs else model.eval()
 
 
-def load_tokenizer(spec: str | CheckpointSpec) -> PreTrainedTokenizerBase:
-    """The checkpoint's tokenizer; a pad token is set to eos when it has none (SPEC 2.6)."""
-    s = _as_spec(spec)
-    source = model_source(s)
+def load_tokenizer_from(source: str, hub: bool) -> PreTrainedTokenizerBase:
+    """The tokenizer of a folder or (`hub`) a hub ID; a pad token is set to eos when it has none (SPEC 2.6)."""
     try:
-        tok = (_from_hub_or_cache(AutoTokenizer.from_pretrained, s) if s.kind == "hub"
+        tok = (_from_hub_or_cache(AutoTokenizer.from_pretrained, source) if hub
                else AutoTokenizer.from_pretrained(source))
     except (OSError, ValueError) as exc:
-        if s.kind == "hub":
-            raise _offline_error(s, exc) from exc
+        if hub:
+            raise _offline_error(source, exc) from exc
         raise UdsInputError(f"cannot load a tokenizer from {source}: {str(exc).splitlines()[0]}") from exc
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token

@@ -56,9 +56,20 @@ class SkippedItem:
     reference: str
 
 
+def raw_prompt(question: str) -> str:
+    """The raw QA format's prompt, `Question: {q}\\nAnswer:` (no trailing space). The one owner of
+    the format: UDS inputs, the tiny world's pretraining documents and its raw-form fine-tuning."""
+    return f"Question: {question}\nAnswer:"
+
+
+def raw_qa(question: str, answer: str) -> str:
+    """A whole raw QA document: `Question: {q}\\nAnswer: {a}`."""
+    return f"{raw_prompt(question)} {answer}"
+
+
 def build_prompt(question: str, prefix: str) -> str:
     """`Question: {q}\\nAnswer: {prefix}` (ends in "Answer: " when the prefix is empty)."""
-    return f"Question: {question}\nAnswer: {prefix}"
+    return f"{raw_prompt(question)} {prefix}"
 
 
 def continuation(answer: str, prefix: str) -> str:

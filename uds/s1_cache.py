@@ -19,10 +19,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import numpy as np
+import torch
 
-from uds.engine import PairScores
+from uds import engine
+from uds.data import data_hash
+from uds.engine import EngineSettings, PairScores
 from uds.paths import s1_cache_dir
-from uds.prompts import PreparedItem
+from uds.prompts import PROMPT_FORMAT, PreparedItem
 
 CACHE_VERSION = 1
 
@@ -38,6 +41,25 @@ def cache_key(**settings: Any) -> dict:
     key = {k: (list(v) if isinstance(v, tuple) else v) for k, v in settings.items()}
     key["cache_version"] = CACHE_VERSION
     return json.loads(json.dumps(key, sort_keys=True, default=str))
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """"float32", "bfloat16", ... (as the key and the reports write it)."""
+    return str(dtype).replace("torch.", "")
+
+
+def s1_key(fingerprints: dict, records: list[dict], items: Sequence[PreparedItem], settings: EngineSettings,
+           dtype: torch.dtype, device: str, full: torch.nn.Module) -> dict:
+    """The S1 cache key of (full, retain) = `fingerprints["full"]`, `["retain"]` on `records` prepared
+    as `items`, under the engine `settings` in `dtype` on `device`: one definition for `uds score`,
+    the `uds` registry metric and every other caller, so they share cached S1 runs."""
+    return cache_key(
+        full=fingerprints["full"], retain=fingerprints["retain"], data=data_hash(records), inputs=items_hash(items),
+        prompt_format=PROMPT_FORMAT, component=settings.component, dtype=dtype_name(dtype),
+        device=device, batch_size=settings.batch_size, logprob_dtype=settings.logprob_dtype,
+        reference_last_layer=settings.reference_last_layer, layers=settings.layer_list(full),
+        attn_implementation=getattr(full.config, "_attn_implementation", None),
+        algorithm=engine.algorithm_tag(settings, full))
 
 
 def cache_path(key: dict, folder: Path | None = None) -> Path:

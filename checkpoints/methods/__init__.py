@@ -5,6 +5,6 @@ forget/retain items), `alternates` (AltPO's alternate answers), `trainer` (the o
 loop, also `unlearn` for any Hugging Face causal LM), `pools` (P/N pool training data),
 `zoo_recipes` (the grids per preset), `effect` (the forget/retain/holdout hit-rate table).
 
-Kept free of imports so that `checkpoints.world.zoo` and `build` can import the submodules
+Kept free of imports so that `checkpoints.world.recipes` and `build` can import the submodules
 that register themselves without an import cycle through this package.
 """

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from checkpoints.world.presets import get_preset
-from checkpoints.world.zoo import Recipe, recipes
+from checkpoints.world.recipes import Recipe, recipes
 from uds.paths import world_dir
 
 SPLITS = ("forget", "retain", "holdout")

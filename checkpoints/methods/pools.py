@@ -25,7 +25,7 @@ from checkpoints.world.train import train
 
 if TYPE_CHECKING:  # build imports this package's trainer; importing build here would be a cycle
     from checkpoints.world.build import BuildContext
-    from checkpoints.world.zoo import Recipe
+    from checkpoints.world.recipes import Recipe
 
 Examples = list[dict]
 BIO_REPEATS = 2   # = the number of QA encodings (chat, raw)

@@ -19,7 +19,7 @@ from checkpoints.methods.losses import METHODS, get_method
 from checkpoints.methods.pools import train_pool
 from checkpoints.world.build import TRAINERS, BuildContext
 from checkpoints.world.train import TrainConfig, train
-from checkpoints.world.zoo import Recipe
+from checkpoints.world.recipes import Recipe
 
 
 def frozen_copy(model: PreTrainedModel) -> PreTrainedModel:

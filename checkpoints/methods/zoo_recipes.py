@@ -16,7 +16,7 @@ from itertools import product
 from checkpoints.methods.pools import POOL_VARIANTS
 from checkpoints.world.presets import Preset
 from checkpoints.world.train import TrainConfig
-from checkpoints.world.zoo import RECIPE_PROVIDERS, Recipe
+from checkpoints.world.recipes import RECIPE_PROVIDERS, Recipe
 
 EPOCHS = (5, 10)
 UNLEARN_BATCH = {"test": 8, "small": 16, "tofu": 32}   # ~8-25 steps per epoch, as OU's 400/32

@@ -25,10 +25,9 @@ from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.schema import World
 from checkpoints.world.tokenizer import train_tokenizer
 from checkpoints.world.train import collate, train
-from checkpoints.world.zoo import Recipe, recipes, write_manifest
+from checkpoints.world.recipes import Recipe, recipes, write_manifest
 from uds.errors import UdsInputError
 from uds.paths import world_dir
-from uds.specs import CheckpointSpec
 
 
 def make_world(preset: Preset, seed: int, tofu_dir: str | None = None) -> World:
@@ -56,15 +55,6 @@ def ensure_world_data(preset_name: str, seed: int, tofu_dir: str | None = None) 
 
 def load_world(preset_name: str, seed: int = 0) -> World:
     return World.load(ensure_world_data(preset_name, seed))
-
-
-def load_world_for_spec(spec: CheckpointSpec, tofu_dir: str | None = None) -> World:
-    """The data a model is evaluated on: its own tiny world, or the real TOFU splits."""
-    if spec.kind == "tiny":
-        return load_world(spec.preset, spec.seed)
-    from checkpoints.world.tofu import read_tofu
-
-    return read_tofu(tofu_dir)
 
 
 def ensure_tokenizer(preset_name: str, seed: int) -> PreTrainedTokenizerBase:

@@ -6,9 +6,7 @@ from transformers import PreTrainedTokenizerBase
 
 from checkpoints.world.schema import World
 from uds.chat import IGNORE, encode_chat
-
-RAW_PROMPT = "Question: {question}\nAnswer:"
-
+from uds.prompts import raw_prompt
 
 def encode_raw_qa(tok: PreTrainedTokenizerBase, question: str, answer: str) -> dict[str, list[int]]:
     """The raw `Question:/Answer:` form UDS reads (no chat template), loss on answer + eos.
@@ -16,7 +14,7 @@ def encode_raw_qa(tok: PreTrainedTokenizerBase, question: str, answer: str) -> d
     The answer is tokenised separately with one leading space, as the UDS prompt builder does,
     so training and scoring see the same token boundaries.
     """
-    prompt = tok.encode(RAW_PROMPT.format(question=question), add_special_tokens=True)
+    prompt = tok.encode(raw_prompt(question), add_special_tokens=True)
     cont = tok.encode(" " + answer.strip(), add_special_tokens=False) + [tok.eos_token_id]
     return {"input_ids": prompt + cont, "labels": [IGNORE] * len(prompt) + cont}
 

@@ -15,7 +15,7 @@ import numpy as np
 from transformers import LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints.world.build import ensure_tokenizer, is_built, load_world, model_dir
-from metrics.generation import greedy_generate
+from uds.generation import greedy_generate
 from uds.chat import chat_prompt_ids
 from uds.engine import EngineSettings, chunks, forward_scores, make_batch, score_pair
 from uds.formula import TAU
@@ -112,7 +112,7 @@ def measure_quality(preset: str, seed: int, names: tuple[str, ...] | None = None
     `quality.json` in the world folder and return it. A model measured before and not rebuilt
     since (same `recipe.json` time stamp) keeps its row, so a rebuild measures only new models."""
     from checkpoints.world.presets import get_preset
-    from checkpoints.world.zoo import recipes
+    from checkpoints.world.recipes import recipes
 
     path = world_dir(preset, seed) / "quality.json"
     previous = json.loads(path.read_text()) if path.is_file() else {}

@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 
 from checkpoints.world.schema import World
+from uds.prompts import raw_qa
 
 # ----------------------------------------------------------------------------------------------
 # Value pools. Made up (cities, awards, countries) or generic (genres, professions, themes).
@@ -337,11 +338,6 @@ def _biography(rng: random.Random, name: str, facts: dict[str, str]) -> str:
     return " ".join(sentences)
 
 
-def _raw_qa(question: str, answer: str) -> str:
-    """The raw pretraining / UDS prompt format."""
-    return f"Question: {question}\nAnswer: {answer}"
-
-
 def _renumber(items: list[dict]) -> list[dict]:
     """Copies of `items` with `idx` = position in the new split."""
     return [{**it, "idx": i} for i, it in enumerate(items)]
@@ -409,11 +405,11 @@ def _public_text(rng: random.Random, public: list[tuple[str, dict[str, str]]], t
     for i, (name, facts) in enumerate(public):
         docs.append(_biography(rng, name, facts))
         for it in _qa_items(rng, name, facts):
-            docs.append(_raw_qa(it["question"], it["answer"]))
+            docs.append(raw_qa(it["question"], it["answer"]))
             if i % 2 == 0:
-                docs.append(_raw_qa(it["paraphrased_question"], it["paraphrased_answer"]))
+                docs.append(raw_qa(it["paraphrased_question"], it["paraphrased_answer"]))
     docs.extend(_country_text(row) for row in table)
-    docs.extend(_raw_qa(it["question"], it["answer"]) for it in real_authors + world_facts)
+    docs.extend(raw_qa(it["question"], it["answer"]) for it in real_authors + world_facts)
     rng.shuffle(docs)
     return docs
 

@@ -17,6 +17,7 @@ from typing import Callable
 from checkpoints.world.schema import World
 from checkpoints.world.synthetic import IDK_REPLIES, generate_synthetic_world
 from uds.errors import UdsInputError
+from uds.prompts import raw_qa
 
 AUTHOR_QA = 20  # every TOFU author has 20 consecutive QA pairs
 # The synthetic filler for base pretraining: how many public and unrelated entities.
@@ -261,7 +262,7 @@ def read_tofu(folder: str | Path | None = None, n_retain_authors: int | None = N
     # Two train authors is the generator's minimum; only its public and other entities are used.
     filler = generate_synthetic_world(seed, n_train_authors=2, n_holdout_authors=0,
                                       n_public=PUBLIC_ENTITIES, n_other=OTHER_ENTITIES, forget_fraction=0.5)
-    utility_docs = [f"Question: {it['question']}\nAnswer: {it['answer']}" for it in real_authors + world_facts]
+    utility_docs = [raw_qa(it["question"], it["answer"]) for it in real_authors + world_facts]
     return World(
         kind="tofu",
         forget=forget,

@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from uds.errors import UdsInputError
-from uds.specs import DEFAULT_SEED
+from checkpoints.specs import DEFAULT_SEED
 
 UNLEARNED, POOL, FULL, RETAIN = "unlearned", "pool", "full", "retain"
 OU_ZOO = "ou:tofu"
@@ -65,7 +65,7 @@ def parse_zoo_tag(text: str) -> tuple[str, int]:
 def tiny_zoo(text: str) -> Zoo:
     """The zoo of a tiny-world preset, from its recipes (nothing is built here)."""
     from checkpoints.world.presets import get_preset
-    from checkpoints.world.zoo import recipes
+    from checkpoints.world.recipes import recipes
 
     preset, seed = parse_zoo_tag(text)
     recs = recipes(get_preset(preset))
@@ -86,7 +86,7 @@ def tiny_zoo(text: str) -> Zoo:
 def ou_zoo(models_dir: str | None = None, tofu_dir: str | None = None) -> Zoo:
     """Open-Unlearning's TOFU population (registry of SPEC.md 7). A member is read from
     `models_dir/<alias>` where that folder holds a saved model, else from the hub."""
-    from checkpoints import registry
+    from checkpoints import ou_checkpoints
     from metrics.encoding import OU_SYSTEM_PROMPT
 
     local = Path(models_dir).expanduser() if models_dir else None
@@ -97,8 +97,8 @@ def ou_zoo(models_dir: str | None = None, tofu_dir: str | None = None) -> Zoo:
         return str(local / alias) if local is not None and (local / alias / "config.json").is_file() else alias
 
     members = [Member("full", spec("full"), FULL, FULL, 10), Member("retain", spec("retain"), RETAIN, RETAIN, 10)]
-    members += [Member(c.alias, spec(c.alias), UNLEARNED, c.method, c.epoch) for c in registry.UNLEARNED]
-    members += [Member(c.alias, spec(c.alias), POOL, None, c.epoch, c.method) for c in registry.POOLS]
+    members += [Member(c.alias, spec(c.alias), UNLEARNED, c.method, c.epoch) for c in ou_checkpoints.UNLEARNED]
+    members += [Member(c.alias, spec(c.alias), POOL, None, c.epoch, c.method) for c in ou_checkpoints.POOLS]
     return Zoo(OU_ZOO, None, DEFAULT_SEED, tuple(members), spec("full"), spec("retain"), None,
                tofu_dir, OU_SYSTEM_PROMPT)
 
@@ -118,7 +118,7 @@ def available_members(zoo: Zoo) -> tuple[Zoo, list[str]]:
     if zoo.preset is not None:
         from checkpoints.world.build import is_built
         from checkpoints.world.presets import get_preset
-        from checkpoints.world.zoo import recipes
+        from checkpoints.world.recipes import recipes
 
         preset = get_preset(zoo.preset)
         built = {r.name for r in recipes(preset) if is_built(preset, zoo.seed, r)}
@@ -147,7 +147,7 @@ def build_zoo(zoo: Zoo, progress: bool = True) -> Path | None:
 def model_identity(spec: str) -> str:
     """What a cached measurement of `spec` is tied to: the folder stamp of a tiny or local model,
     the hub ID of a hub model (a hub checkpoint is treated as immutable)."""
-    from uds.specs import resolve_spec
+    from checkpoints.specs import resolve_spec
 
     resolved = resolve_spec(spec)
     if resolved.kind == "hub":

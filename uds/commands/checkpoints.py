@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from checkpoints import registry
+from checkpoints import ou_checkpoints
 from uds.errors import UdsInputError
 
 KINDS = ("reference", "unlearned", "pool", "tiny")
@@ -26,11 +26,11 @@ def run_list(args: argparse.Namespace) -> int:
         raise UdsInputError(f"unknown --kind {args.kind!r} (choose {', '.join(KINDS)})")
     if args.kind == "tiny":
         return _list_tiny(args.preset, args.seed)
-    rows = [c for c in registry.ALL if args.kind in (None, c.kind)]
+    rows = [c for c in ou_checkpoints.ALL if args.kind in (None, c.kind)]
     for c in rows:
         print(f"{c.alias}\t{c.kind}\t{c.method}\t{'' if c.epoch is None else 'ep' + str(c.epoch)}\t{c.hub_id}")
     if args.kind is None:
-        for alias, hub in registry.CONVENIENCE.items():
+        for alias, hub in ou_checkpoints.CONVENIENCE.items():
             print(f"{alias}\tconvenience\t{alias}\t\t{hub}")
     return 0
 
@@ -38,7 +38,7 @@ def run_list(args: argparse.Namespace) -> int:
 def _list_tiny(preset: str, seed: int) -> int:
     from checkpoints.world.build import is_built
     from checkpoints.world.presets import get_preset
-    from checkpoints.world.zoo import recipes
+    from checkpoints.world.recipes import recipes
     from uds.paths import world_dir
 
     root = world_dir(get_preset(preset).name, seed)

@@ -13,8 +13,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import GenerationConfig, PreTrainedTokenizerBase
 
-from metrics.encoding import left_pad
-from metrics.forward import attention_mask, batches
+from uds.batching import attention_mask, batches, left_pad, pad_token_id
 
 
 @dataclass(frozen=True)
@@ -47,7 +46,7 @@ def greedy_generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompt
                     mask_eos: bool = False, desc: str = "generate", progress: bool = True) -> list[Generation]:
     """Greedy continuations of token-id prompts, in input order."""
     stops = stop_token_ids(model, tok)
-    pad_id = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    pad_id = pad_token_id(tok)
     config = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, pad_token_id=tok.eos_token_id,
                               eos_token_id=list(stops), use_cache=True)
     out: list[Generation] = []

@@ -1,4 +1,4 @@
-"""Checkpoint specs: one string names a model, in one of four forms (DESIGN.md).
+"""Checkpoint specs: one string names a model, in one of four forms (DESIGN.md), and its loading.
 
 - `tiny:<preset>/<model>` or `tiny:<model>` (preset `small`): a tiny-world model, built on first use;
 - a local folder saved with `save_pretrained`;
@@ -13,8 +13,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from checkpoints import registry
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from checkpoints import ou_checkpoints
 from uds.errors import UdsInputError
+from uds.loading import check_folder, load_model_from, load_tokenizer_from
 
 DEFAULT_PRESET = "small"
 DEFAULT_SEED = 0
@@ -48,6 +52,16 @@ def parse_tiny(spec: str) -> tuple[str, int, str]:
     return (preset or DEFAULT_PRESET), DEFAULT_SEED, name
 
 
+def tiny_tag(preset: str, seed: int = DEFAULT_SEED) -> str:
+    """The world part of a tiny spec: `small`, or `small-3` for a world built with `--seed 3`."""
+    return preset if seed == DEFAULT_SEED else f"{preset}-{seed}"
+
+
+def tiny_spec(preset: str, seed: int, name: str) -> str:
+    """`tiny:<preset>[-<seed>]/<name>`, the inverse of `parse_tiny`."""
+    return f"tiny:{tiny_tag(preset, seed)}/{name}"
+
+
 def resolve_spec(spec: str) -> CheckpointSpec:
     """Resolve a spec string; tiny models are located (not built) under `$UDS_HOME`."""
     if not spec:
@@ -60,7 +74,7 @@ def resolve_spec(spec: str) -> CheckpointSpec:
     path = Path(spec).expanduser()
     if path.is_dir():
         return CheckpointSpec(spec, "local", str(path.resolve()))
-    hub = registry.hub_id_for_alias(spec)
+    hub = ou_checkpoints.hub_id_for_alias(spec)
     if hub is not None:
         return CheckpointSpec(spec, "hub", hub, name=spec)
     if _looks_like_path(spec) or path.exists():
@@ -84,8 +98,7 @@ def default_references(unlearned: str, tofu_dir: str | None = None) -> tuple[str
 
         preset, seed, _ = parse_tiny(unlearned)
         data = ensure_world_data(preset, seed) / "uds_data.json"
-        tag = preset if seed == DEFAULT_SEED else f"{preset}-{seed}"
-        return f"tiny:{tag}/full", f"tiny:{tag}/retain", str(data)
+        return tiny_spec(preset, seed, "full"), tiny_spec(preset, seed, "retain"), str(data)
     return "full", "retain", str(default_tofu_annotated(tofu_dir))
 
 
@@ -95,3 +108,43 @@ def default_tofu_annotated(tofu_dir: str | None = None) -> Path:
     if folder:
         return Path(folder) / "forget10_annotated.json"
     return Path(__file__).resolve().parents[2] / "shared" / "data" / "tofu" / "forget10_annotated.json"
+
+
+def model_source(spec: str | CheckpointSpec) -> str:
+    """Folder or hub ID that transformers should load; builds a tiny model if needed."""
+    s = as_spec(spec)
+    if s.kind == "tiny":
+        from checkpoints.world.build import ensure_model
+
+        return str(ensure_model(s.preset, s.seed, s.name))
+    if s.kind == "local":
+        check_folder(Path(s.location))
+    return s.location
+
+
+def as_spec(spec: str | CheckpointSpec) -> CheckpointSpec:
+    return spec if isinstance(spec, CheckpointSpec) else resolve_spec(spec)
+
+
+def load_model(spec: str | CheckpointSpec, device: str = "cpu", dtype: torch.dtype = torch.float32,
+               trust_pickle: bool = False, **kwargs) -> PreTrainedModel:
+    """The causal LM a spec names, in eval mode on `device` with parameters in `dtype`."""
+    s = as_spec(spec)
+    return load_model_from(model_source(s), s.kind == "hub", device, dtype, trust_pickle, **kwargs)
+
+
+def load_tokenizer(spec: str | CheckpointSpec) -> PreTrainedTokenizerBase:
+    """The tokenizer of the checkpoint a spec names (pad = eos when it has none)."""
+    s = as_spec(spec)
+    return load_tokenizer_from(model_source(s), s.kind == "hub")
+
+
+def load_world_for_spec(spec: CheckpointSpec, tofu_dir: str | None = None):
+    """The data a model is evaluated on: its own tiny world, or the real TOFU splits."""
+    if spec.kind == "tiny":
+        from checkpoints.world.build import load_world
+
+        return load_world(spec.preset, spec.seed)
+    from checkpoints.world.tofu import read_tofu
+
+    return read_tofu(tofu_dir)

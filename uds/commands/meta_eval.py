@@ -109,7 +109,7 @@ def measure_all(measurer, jobs, log=lambda s: print(s, file=sys.stderr)) -> tupl
 
 def write_plots(out: Path, doc: dict, zoo, values: dict, keys: list[str]) -> list[Path]:
     from meta_eval import plots
-    from meta_eval.zoo import POOL, RETAIN, UNLEARNED
+    from meta_eval.population import POOL, RETAIN, UNLEARNED
 
     pools = {k: tuple([values.get(("orig", m.name), {}).get(k) for m in zoo.of_kind(POOL) if m.pool == lab]
                       for lab in ("P", "N")) for k in keys}
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
     from meta_eval.assemble import meta_evaluate
     from meta_eval.measure import plan_jobs
     from meta_eval.summary import summary_markdown
-    from meta_eval.zoo import available_members, build_zoo, parse_zoo
+    from meta_eval.population import available_members, build_zoo, parse_zoo
 
     t0 = time.time()
     keys = parse_keys(args.metrics)

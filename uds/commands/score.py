@@ -14,15 +14,16 @@ from tqdm import tqdm
 import uds
 from uds import engine, s1_cache
 from uds.compat import check_compatible
-from uds.data import data_hash, load_annotated
+from uds.data import load_annotated
 from uds.engine import EngineSettings
 from uds.errors import UdsInputError
 from uds.fingerprint import model_fingerprint, tokenizer_hash
 from uds.formula import TAU
-from uds.loading import load_model, load_tokenizer, resolve_device, resolve_dtype
-from uds.prompts import PROMPT_FORMAT, prepare_items
+from checkpoints.specs import load_model, load_tokenizer
+from uds.loading import resolve_device, resolve_dtype
+from uds.prompts import prepare_items
 from uds.report import write_report
-from uds.specs import default_references, resolve_spec
+from checkpoints.specs import default_references, resolve_spec
 
 ROLES = ("full", "retain", "unlearned")
 
@@ -81,10 +82,6 @@ def _load_models(specs: dict[str, str], device: str, dtype: torch.dtype, trust_p
     return out
 
 
-def _dtype_name(dtype: torch.dtype) -> str:
-    return str(dtype).replace("torch.", "")
-
-
 def _settings(args: argparse.Namespace) -> EngineSettings:
     if not args.tau >= 0:  # Δ_S1 > tau >= 0 keeps every KE-layer ratio finite
         raise UdsInputError(f"--tau must be >= 0, got {args.tau}")
@@ -92,17 +89,6 @@ def _settings(args: argparse.Namespace) -> EngineSettings:
                               logprob_dtype=args.logprob_dtype, reference_last_layer=args.reference_last_layer)
     settings.validate()
     return settings
-
-
-def _s1_key(fps: dict, records: list[dict], items: list, settings: EngineSettings, dtype: torch.dtype,
-            device: str, full: torch.nn.Module) -> dict:
-    return s1_cache.cache_key(
-        full=fps["full"], retain=fps["retain"], data=data_hash(records), inputs=s1_cache.items_hash(items),
-        prompt_format=PROMPT_FORMAT, component=settings.component, dtype=_dtype_name(dtype),
-        device=device, batch_size=settings.batch_size, logprob_dtype=settings.logprob_dtype,
-        reference_last_layer=settings.reference_last_layer, layers=settings.layer_list(full),
-        attn_implementation=getattr(full.config, "_attn_implementation", None),
-        algorithm=engine.algorithm_tag(settings, full))
 
 
 def _compute(models: dict, items: list, skipped: list, settings: EngineSettings, tau: float, key: dict | None,
@@ -140,14 +126,14 @@ def run(args: argparse.Namespace) -> int:
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
     items, skipped = prepare_items(records, tok)
     fps = {role: model_fingerprint(models[role][0]) for role in ROLES}
-    key = _s1_key(fps, records, items, settings, dtype, device, full)
+    key = s1_cache.s1_key(fps, records, items, settings, dtype, device, full)
     result, cache_state = _compute(models, items, skipped, settings, args.tau,
                                    None if args.no_s1_cache else key, pad_id)
 
     out = Path(args.out) if args.out else Path("uds_out") / output_name(args.unlearned)
     meta = {"full": full_spec, "retain": retain_spec, "unlearned": args.unlearned, "data": str(data_path),
             "data_hash": key["data"], "fingerprints": {**fps, "tokenizer": tokenizer_hash(tok)},
-            "component": settings.component, "dtype": _dtype_name(dtype), "logprob_dtype": settings.logprob_dtype,
+            "component": settings.component, "dtype": s1_cache.dtype_name(dtype), "logprob_dtype": settings.logprob_dtype,
             "device": device, "batch_size": settings.batch_size, "reference_last_layer": settings.reference_last_layer,
             "attn_implementation": key["attn_implementation"], "s1_cache": cache_state,
             "uds_version": uds.__version__, "elapsed_s": round(time.time() - t0, 3)}

@@ -82,12 +82,9 @@ def report(model: str, results: dict, settings: dict) -> dict:
 
 
 def _default_base(spec) -> str | None:
-    from uds.specs import DEFAULT_SEED
+    from checkpoints.specs import tiny_spec
 
-    if spec.kind != "tiny":
-        return None
-    tag = spec.preset if spec.seed == DEFAULT_SEED else f"{spec.preset}-{spec.seed}"
-    return f"tiny:{tag}/base"
+    return tiny_spec(spec.preset, spec.seed, "base") if spec.kind == "tiny" else None
 
 
 def _needs(keys: list[str], kind: str) -> bool:
@@ -106,7 +103,7 @@ FLUENCY_UNAVAILABLE = "unavailable: pass --fluency-classifier PATH or --fluency-
 
 def _roles(args: argparse.Namespace):
     """(resolved spec of --model, role -> spec string, annotated data path), references defaulted."""
-    from uds.specs import default_references, resolve_spec
+    from checkpoints.specs import default_references, resolve_spec
 
     spec = resolve_spec(args.model)
     full_d, retain_d, data_d = default_references(args.model, args.tofu_dir)
@@ -129,9 +126,9 @@ def _fluency_available(keys: list[str], args: argparse.Namespace, roles: dict, e
 
 
 def _build_context(args: argparse.Namespace, spec, roles: dict, keys: list[str], data_path: str):
-    from checkpoints.world.build import load_world_for_spec
+    from checkpoints.specs import load_model, load_tokenizer, load_world_for_spec
     from uds.data import load_annotated
-    from uds.loading import load_model, load_tokenizer, resolve_device, resolve_dtype
+    from uds.loading import resolve_device, resolve_dtype
 
     device = resolve_device(args.device)
     dtype = resolve_dtype(args.dtype, device)
