@@ -91,3 +91,28 @@ def count_calls(module: nn.Module) -> Iterator[list[int]]:
         yield counter
     finally:
         handle.remove()
+
+
+class _StopForward(Exception):
+    """Raised by `output_until`'s hook once the module it waits for has run."""
+
+
+def output_until(model: nn.Module, module: nn.Module, **inputs: Any) -> torch.Tensor:
+    """`module`'s activation in a forward of `model` on `inputs`, with its autograd graph.
+
+    Nothing after `module` runs: its hook ends the forward by raising, the one way PyTorch
+    offers to stop a module's forward part-way (RMU steers one layer and needs no layer above)."""
+    store: dict[str, torch.Tensor] = {}
+
+    def hook(_module, _inputs, output):
+        store["act"] = activation_of(output)
+        raise _StopForward
+
+    handle = module.register_forward_hook(hook)
+    try:
+        model(**inputs)
+    except _StopForward:
+        pass
+    finally:
+        handle.remove()
+    return store["act"]

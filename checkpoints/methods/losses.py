@@ -25,7 +25,7 @@ from transformers import PreTrainedModel
 from checkpoints.world.train import IGNORE, Batch
 from uds.arch import component_module
 from uds.errors import UdsInputError
-from uds.hooks import activation_of
+from uds.hooks import output_until
 
 Views = Mapping[str, Batch]
 Hparams = Mapping[str, float]
@@ -101,26 +101,10 @@ def control_vector(hidden: int, steer: float, seed: int) -> Tensor:
 
 # --- model-level pieces ------------------------------------------------------------------------
 
-class _StopForward(Exception):
-    """Raised by the block hook: layers above the steering layer are not needed for RMU."""
-
-
 def block_output(model: PreTrainedModel, layer: int, batch: Batch) -> Tensor:
     """Output of decoder block `layer` (B, T, H), the tensor UDS patches, with its graph."""
-    store: dict[str, Tensor] = {}
-
-    def hook(_module, _inputs, output):
-        store["h"] = activation_of(output)
-        raise _StopForward
-
-    handle = component_module(model, layer, "block").register_forward_hook(hook)
-    try:
-        model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
-    except _StopForward:
-        pass
-    finally:
-        handle.remove()
-    return store["h"]
+    return output_until(model, component_module(model, layer, "block"),
+                        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])
 
 
 def retain_nll(model: PreTrainedModel, views: Views, hp: Hparams) -> Tensor:
