@@ -82,7 +82,7 @@ def perturbed_sharing(model: nn.Module, scale: float, seed: int, keep: Callable[
 
 
 def world_setup(preset: str, n_examples: int | None, device: str, dtype: torch.dtype, seed: int) -> Setup:
-    from checkpoints.world.build import ensure_tokenizer, ensure_world_data, init_model, model_dir
+    from checkpoints.world.store import ensure_tokenizer, ensure_world_data, init_model, model_dir
     from checkpoints.world.presets import get_preset
     from transformers import LlamaForCausalLM
 
@@ -102,7 +102,7 @@ def world_setup(preset: str, n_examples: int | None, device: str, dtype: torch.d
 
 
 def llama1b_setup(n_examples: int | None, device: str, dtype: torch.dtype, seed: int) -> Setup:
-    from checkpoints.world.build import ensure_tokenizer
+    from checkpoints.world.store import ensure_tokenizer
     from transformers import LlamaConfig, LlamaForCausalLM
     from checkpoints.specs import default_tofu_annotated
 

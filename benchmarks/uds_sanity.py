@@ -1,5 +1,5 @@
 """UDS sanity on a tiny-world preset: the world's alignment, the identities and the
-interpolation curve (issue 3, item 8). Prints a report and writes it as JSON.
+interpolation curve. Prints a report and writes it as JSON.
 
     python benchmarks/uds_sanity.py --preset small [--out sanity_small.json]
 """
@@ -12,8 +12,9 @@ import time
 
 from transformers import AutoTokenizer, LlamaForCausalLM
 
-from checkpoints.world.build import build_world, load_world
+from checkpoints.world.build import build_world
 from checkpoints.world.quality import alignment
+from checkpoints.world.store import load_world
 from uds.data import load_annotated
 from uds.engine import EngineSettings, compute_uds
 from uds.prompts import prepare_items

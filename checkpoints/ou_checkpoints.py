@@ -29,8 +29,9 @@ class Checkpoint:
     hparams: tuple[tuple[str, float], ...] = ()
 
 
-def _lr_token(lr: float) -> str:
-    """1e-05 -> '1e5', 0.0001 -> '1e4', 0.0003 -> '3e4' (the reference's alias spelling)."""
+def ou_lr_token(lr: float) -> str:
+    """The learning rate as Open-Unlearning's aliases spell it, without the exponent's sign:
+    1e-05 -> '1e5', 0.0001 -> '1e4', 0.0003 -> '3e4' (tiny model names keep it: `zoo_recipes.lr_token`)."""
     mantissa, exponent = f"{lr:.0e}".split("e")
     return f"{mantissa}e{int(exponent[1:])}"
 
@@ -44,7 +45,7 @@ def _dpo_like(method: str, tag: str) -> list[Checkpoint]:
     out = []
     for lr, a, e in product(LRS, (1, 2, 5), EPOCHS):
         out.append(Checkpoint(
-            f"{method}_lr{_lr_token(lr)}_b01_a{a}_ep{e}",
+            f"{method}_lr{ou_lr_token(lr)}_b01_a{a}_ep{e}",
             f"{UNLEARN_PREFIX}{tag}_lr{lr}_beta0.1_alpha{a}_epoch{e}",
             "unlearned", method, e, (("lr", lr), ("beta", 0.1), ("alpha", a))))
     return out
@@ -52,7 +53,7 @@ def _dpo_like(method: str, tag: str) -> list[Checkpoint]:
 
 def _nll_like(method: str, tag: str) -> list[Checkpoint]:
     return [Checkpoint(
-        f"{method}_lr{_lr_token(lr)}_a{a}_ep{e}",
+        f"{method}_lr{ou_lr_token(lr)}_a{a}_ep{e}",
         f"{UNLEARN_PREFIX}{tag}_lr{lr}_alpha{a}_epoch{e}",
         "unlearned", method, e, (("lr", lr), ("alpha", a)))
         for lr, a, e in product(LRS, (1, 2, 5), EPOCHS)]
@@ -60,7 +61,7 @@ def _nll_like(method: str, tag: str) -> list[Checkpoint]:
 
 def _simnpo() -> list[Checkpoint]:
     return [Checkpoint(
-        f"simnpo_lr{_lr_token(lr)}_b{_num_token(b)}_a1_d1_g{_num_token(g)}_ep{e}",
+        f"simnpo_lr{ou_lr_token(lr)}_b{_num_token(b)}_a1_d1_g{_num_token(g)}_ep{e}",
         f"{UNLEARN_PREFIX}SimNPO_lr{lr}_b{b}_a1_d1_g{g}_ep{e}",
         "unlearned", "simnpo", e, (("lr", lr), ("beta", b), ("alpha", 1), ("delta", 1), ("gamma", g)))
         for lr, b, g, e in product(LRS, (3.5, 4.5), (0.125, 0.25), EPOCHS)]
@@ -68,7 +69,7 @@ def _simnpo() -> list[Checkpoint]:
 
 def _rmu() -> list[Checkpoint]:
     return [Checkpoint(
-        f"rmu_lr{_lr_token(lr)}_l{layer}_s10_ep{e}",
+        f"rmu_lr{ou_lr_token(lr)}_l{layer}_s10_ep{e}",
         f"{UNLEARN_PREFIX}RMU_lr{lr}_layer{layer}_scoeff10_epoch{e}",
         "unlearned", "rmu", e, (("lr", lr), ("layer", layer), ("steering_coeff", 10)))
         for lr, layer, e in product(LRS, (5, 10, 15), EPOCHS)]
@@ -76,7 +77,7 @@ def _rmu() -> list[Checkpoint]:
 
 def _undial() -> list[Checkpoint]:
     return [Checkpoint(
-        f"undial_lr{_lr_token(lr)}_b10_a{a}_ep{e}",
+        f"undial_lr{ou_lr_token(lr)}_b10_a{a}_ep{e}",
         f"{UNLEARN_PREFIX}UNDIAL_lr{lr}_beta10_alpha{a}_epoch{e}",
         "unlearned", "undial", e, (("lr", lr), ("beta", 10), ("alpha", a)))
         for lr, a, e in product(UNDIAL_LRS, (1, 2, 5), EPOCHS)]
@@ -87,7 +88,7 @@ def _pools() -> list[Checkpoint]:
     for sign, variants in (("pos", P_VARIANTS), ("neg", N_VARIANTS)):
         for v, lr, e in product(variants, POOL_LRS, EPOCHS):
             hub = f"open-unlearning/{sign}_tofu_{ARCH}_{v}_lr{lr}_wd0.01_epoch{e}"
-            out.append(Checkpoint(f"{sign}_{v}_lr{_lr_token(lr)}_ep{e}", hub, "pool",
+            out.append(Checkpoint(f"{sign}_{v}_lr{ou_lr_token(lr)}_ep{e}", hub, "pool",
                                   "P" if sign == "pos" else "N", e, (("lr", lr),)))
     return out
 

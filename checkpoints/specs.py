@@ -62,6 +62,13 @@ def tiny_spec(preset: str, seed: int, name: str) -> str:
     return f"tiny:{tiny_tag(preset, seed)}/{name}"
 
 
+def parse_tiny_zoo(text: str) -> tuple[str, int] | None:
+    """A whole tiny world, `tiny:<preset>[-<seed>]`: `tiny:small` -> ("small", 0), `tiny:small-3` ->
+    ("small", 3); None when `text` is not of that form."""
+    m = re.fullmatch(r"tiny:(\w+?)(?:-(\d+))?", text.strip())
+    return (m.group(1), int(m.group(2)) if m.group(2) else DEFAULT_SEED) if m else None
+
+
 def resolve_spec(spec: str) -> CheckpointSpec:
     """Resolve a spec string; tiny models are located (not built) under `$UDS_HOME`."""
     if not spec:
@@ -94,7 +101,7 @@ def default_references(unlearned: str, tofu_dir: str | None = None) -> tuple[str
     when given, see `default_tofu_annotated`).
     """
     if unlearned.startswith("tiny:"):
-        from checkpoints.world.build import ensure_world_data
+        from checkpoints.world.store import ensure_world_data
 
         preset, seed, _ = parse_tiny(unlearned)
         data = ensure_world_data(preset, seed) / "uds_data.json"
@@ -142,7 +149,7 @@ def load_tokenizer(spec: str | CheckpointSpec) -> PreTrainedTokenizerBase:
 def load_world_for_spec(spec: CheckpointSpec, tofu_dir: str | None = None):
     """The data a model is evaluated on: its own tiny world, or the real TOFU splits."""
     if spec.kind == "tiny":
-        from checkpoints.world.build import load_world
+        from checkpoints.world.store import load_world
 
         return load_world(spec.preset, spec.seed)
     from checkpoints.world.tofu import read_tofu

@@ -2,8 +2,8 @@
 
 Pure math: `faithfulness` (P/N AUC, bootstrap interval, threshold filter), `robustness` (Q, R,
 filters, HM), `benchmark` (Mem, Privacy, Utility, Overall). From measurements to documents:
-`assemble`, `summary`, `plots`. Model work: `perturb` (NF4, relearning), `zoo` (which models),
-`store` (on-disk cache), `measure` (metrics per model and setting). Leaderboard:
-`leaderboard_inputs`, `leaderboard`. Commands: `command` (`uds meta-eval`), `leaderboard_command`
-(`uds leaderboard`).
+`assemble`, `summary`, `plots`. Model work: `perturb` (the settings: NF4, relearning),
+`population` (which models), `store` (on-disk cache), `measure` (metrics per model and setting).
+Leaderboard: `leaderboard_inputs`, `leaderboard`. The commands live in `uds/commands/meta_eval.py`
+(`uds meta-eval`) and `uds/commands/leaderboard.py` (`uds leaderboard`).
 """

@@ -11,12 +11,12 @@ from typing import Mapping, Sequence
 
 from meta_eval.benchmark import benchmark_rows, epoch_group
 from meta_eval.faithfulness import Faithfulness, classified_absent, faithfulness
+from meta_eval.perturb import NF4, ORIG, RELEARN
 from meta_eval.robustness import Robustness, hm_pair, passes_utility, robustness
 from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member
 from metrics.registry import ATTACKS, REGISTRY
 
 Values = Mapping[tuple[str, str], Mapping[str, float | None]]
-ORIG, NF4, RELEARN = "orig", "nf4", "relearn"
 
 # SPEC 5.5: an s_* metric keeps the models its raw MIA metric keeps.
 FILTER_SOURCE: dict[str, str] = {f"s_mia_{a}": f"mia_{a}" for a in ATTACKS}

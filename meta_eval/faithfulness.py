@@ -13,6 +13,9 @@ from typing import Sequence
 
 import numpy as np
 
+from metrics.mia import roc_auc, roc_auc_rows
+from uds.numbers import finite_or_none
+
 MIN_POOL = 2          # models per pool below which the AUC is N/A (SPEC 5.2)
 N_BOOT = 2000
 CI_LEVEL = 0.95
@@ -20,14 +23,7 @@ CI_LEVEL = 0.95
 
 def finite(values: Sequence[float | None]) -> np.ndarray:
     """The values that are present and finite, as float64 (missing models are dropped)."""
-    arr = np.array([np.nan if v is None else v for v in values], dtype=np.float64)
-    return arr[np.isfinite(arr)]
-
-
-def auc_roc(pos: np.ndarray, neg: np.ndarray) -> float:
-    """P(score_P > score_N) + 0.5 P(tie): the ROC AUC of labels P = 1, N = 0 (Mann-Whitney form)."""
-    diff = np.asarray(pos, dtype=np.float64)[:, None] - np.asarray(neg, dtype=np.float64)[None, :]
-    return float(np.mean((diff > 0) + 0.5 * (diff == 0)))
+    return np.array([f for f in map(finite_or_none, values) if f is not None], dtype=np.float64)
 
 
 def bootstrap_auc_ci(pos: np.ndarray, neg: np.ndarray, n_boot: int = N_BOOT, seed: int = 0,
@@ -36,8 +32,7 @@ def bootstrap_auc_ci(pos: np.ndarray, neg: np.ndarray, n_boot: int = N_BOOT, see
     rng = np.random.default_rng(seed)
     p = np.asarray(pos, dtype=np.float64)[rng.integers(0, len(pos), size=(n_boot, len(pos)))]
     n = np.asarray(neg, dtype=np.float64)[rng.integers(0, len(neg), size=(n_boot, len(neg)))]
-    diff = p[:, :, None] - n[:, None, :]
-    aucs = np.mean((diff > 0) + 0.5 * (diff == 0), axis=(1, 2))
+    aucs = roc_auc_rows(p, n)
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(aucs, [alpha, 1.0 - alpha])
     return float(lo), float(hi)
@@ -89,6 +84,6 @@ def faithfulness(p_raw: Sequence[float | None], n_raw: Sequence[float | None], i
     mean = lambda a: float(a.mean()) if a.size else None  # noqa: E731
     enough = p.size >= MIN_POOL and n.size >= MIN_POOL
     return Faithfulness(
-        auc_roc=auc_roc(kp, kn) if enough else None, p_mean=mean(p), n_mean=mean(n),
+        auc_roc=roc_auc(kp, kn) if enough else None, p_mean=mean(p), n_mean=mean(n),
         ci95=bootstrap_auc_ci(kp, kn, n_boot, seed) if enough else None, n_p=int(p.size), n_n=int(n.size),
         threshold=knowledge_threshold(kp, kn) if p.size and n.size else None)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import csv
 import html
 import io
-import math
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from meta_eval.benchmark import AGGREGATE_KEYS, benchmark_rows, epoch_group
 from metrics.registry import META_KEYS
 from metrics.utility import UTILITY_KEYS
+from uds.numbers import finite_or_none
 
 REFERENCES = ("full", "retain")
 SHOWN = ("overall",) + tuple(k for k in AGGREGATE_KEYS if k != "overall") + ("uds", "model_utility", "fluency",
@@ -61,7 +61,8 @@ def best_values(rows: Sequence[Mapping], columns: Sequence[str]) -> dict[str, fl
 
 
 def _num(v) -> float | None:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) else None
+    """A finite int or float as a float; None for anything else (bools, strings, NaN, missing)."""
+    return finite_or_none(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
 def _cell(v) -> str:

@@ -1,10 +1,11 @@
 """Measuring metrics of zoo models under a setting, cached per (model, setting) on disk.
 
-Settings: "orig" (the checkpoint as built), "nf4" (quantised, SPEC 5.3), "relearn" (one epoch on
-the forget set, SPEC 5.3). Which (model, setting) pairs are needed is `plan_jobs`; `Measurer`
-computes the missing metric keys of one job through the metrics registry, writing each value as
-soon as it exists. Anchor work (the retain model's MIA statistics, the full/retain states and
-Fisher diagonals, S1, the full model's generations for the fluency proxy) is shared by all jobs.
+Settings (named in `perturb`): ORIG (the checkpoint as built), NF4 (quantised, SPEC 5.3), RELEARN
+(one epoch on the forget set, SPEC 5.3). Which (model, setting) pairs are needed is `plan_jobs`;
+`Measurer` computes the missing metric keys of one job through the metrics registry, writing each
+value as soon as it exists. Anchor work (the retain model's MIA statistics, the full/retain states
+and Fisher diagonals, S1, the full model's generations for the fluency proxy) stays in one work
+cache shared by all jobs; each job's own model work is dropped from it when the job ends.
 """
 
 from __future__ import annotations
@@ -19,16 +20,18 @@ from typing import Callable, Sequence
 
 import torch
 
-from meta_eval.perturb import RelearnRecipe, ensure_relearned, load_nf4, nf4_description
+from checkpoints.specs import default_references, load_model, load_tokenizer, load_world_for_spec, resolve_spec
+from meta_eval.assemble import FILTER_SOURCE
+from meta_eval.perturb import NF4, ORIG, RELEARN, RelearnRecipe, ensure_relearned, load_nf4, nf4_description
 from meta_eval.store import MeasurementStore
 from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member, Zoo, model_identity
-from metrics.context import EvalContext, EvalSettings, ModelPool
+from metrics.context import EvalContext, EvalSettings, ModelPool, eval_splits
 from metrics.registry import evaluate, sweep_plan, with_dependencies
+from metrics.work import WorkCache
+from uds.data import load_annotated
+from uds.numbers import finite_or_none
 
-ORIG, NF4, RELEARN = "orig", "nf4", "relearn"
-SETTINGS = (ORIG, NF4, RELEARN)
 BENCHMARK_EXTRA = ("model_utility", "fluency")   # what the utility filter and the benchmark need
-SPLITS = ("forget", "holdout", "retain_eval", "real_authors", "world_facts")
 MEASURE_VERSION = 1   # bump when a change here alters measured values
 
 
@@ -44,8 +47,6 @@ def plan_jobs(zoo: Zoo, keys: Sequence[str], fluency: bool = True) -> list[Job]:
     pools un-perturbed (faithfulness, filter thresholds); unlearned, full and retain un-perturbed
     plus utility (benchmark, utility filter, "before" values); unlearned quantised; unlearned and
     retain relearned. `fluency=False` (no classifier and no base LM for the proxy) leaves it out."""
-    from meta_eval.assemble import FILTER_SOURCE
-
     keys = tuple(keys)
     # an s_* metric is filtered by its raw MIA metric, so that one is measured un-perturbed too
     sources = [FILTER_SOURCE[k] for k in keys if k in FILTER_SOURCE]
@@ -69,19 +70,16 @@ class Measurer:
     def __init__(self, zoo: Zoo, store: MeasurementStore, models_dir: Path, settings: EvalSettings,
                  relearn_recipe: RelearnRecipe, fluency_classifier: str | None = None,
                  log: Callable[[str], None] = lambda s: print(s, file=sys.stderr)):
-        from uds.data import load_annotated
-        from checkpoints.specs import load_tokenizer
-
         self.zoo, self.store, self.models_dir = zoo, store, Path(models_dir)
         self.settings, self.recipe, self.log = settings, relearn_recipe, log
         self.fluency_classifier = fluency_classifier
         world, records_path = _zoo_data(zoo)
-        self.splits = {name: getattr(world, name) for name in SPLITS}
+        self.splits = eval_splits(world)
         self.forget = world.forget
         self.records = load_annotated(records_path)
         self.tokenizer = load_tokenizer(zoo.full)
         self._anchors: dict[str, torch.nn.Module] = {}
-        self._shared: dict = {}   # EvalContext cache entries of anchor work, kept across jobs
+        self.shared_work = WorkCache()   # the contexts' work cache: anchor work is kept across jobs
         self._loaders = {ORIG: self._load_orig, NF4: self._load_nf4, RELEARN: self._load_relearned}
 
     # --- identities ------------------------------------------------------------------------
@@ -100,24 +98,18 @@ class Measurer:
 
     # --- loading ---------------------------------------------------------------------------
     def _load_orig(self, member: Member) -> torch.nn.Module:
-        from checkpoints.specs import load_model
-
         return load_model(member.spec, device=self.settings.device, dtype=torch.float32)
 
     def _load_nf4(self, member: Member) -> torch.nn.Module:
         return load_nf4(member.spec, device=self.settings.device)
 
     def _load_relearned(self, member: Member) -> torch.nn.Module:
-        from checkpoints.specs import load_model
-
         folder = ensure_relearned(member.spec, self.models_dir / f"{member.name}-relearn",
                                   model_identity(member.spec), self.tokenizer, self.forget, self.recipe,
                                   device=self.settings.device)
         return load_model(str(folder), device=self.settings.device, dtype=torch.float32)
 
     def _anchor(self, spec: str) -> torch.nn.Module:
-        from checkpoints.specs import load_model
-
         if spec not in self._anchors:
             self._anchors[spec] = load_model(spec, device=self.settings.device, dtype=torch.float32)
         return self._anchors[spec]
@@ -148,7 +140,7 @@ class Measurer:
         ctx = EvalContext(splits=self.splits, uds_records=self.records, tokenizer=self.tokenizer,
                           models=ModelPool(roles, loader), settings=self.settings,
                           plan=sweep_plan(with_dependencies(job.keys)), fluency_classifier=self.fluency_classifier,
-                          _cache=self._shared)
+                          work=self.shared_work)
         entry["info"].setdefault("seconds", {})
         try:
             for key in todo:
@@ -160,32 +152,19 @@ class Measurer:
                     self.log(f"meta-eval: {job.setting} {job.member.name} {key} failed: {entry['errors'][key]}")
                     continue
                 for k, r in ctx.results.items():   # dependencies (the nine utility values) are kept too
-                    entry["values"].setdefault(k, _number(r.value))
+                    entry["values"].setdefault(k, finite_or_none(r.value))
                     if "fluency_source" in r.info:
                         entry["info"]["fluency_source"] = r.info["fluency_source"]
-                entry["values"][key] = _number(result.value)
+                entry["values"][key] = finite_or_none(result.value)
                 entry["errors"].pop(key, None)
                 entry["info"]["seconds"][key] = round(time.time() - t0, 3)
                 self.store.write(job.setting, job.member.name, entry)
         finally:
-            for k in [k for k in self._shared if model_spec in k]:   # drop the model's own work
-                del self._shared[k]
+            self.shared_work.drop_model(model_spec)   # the model's own work is not needed again
         return entry
 
 
 def _zoo_data(zoo: Zoo):
     """(world, annotated forget file) a zoo is measured on: its tiny world, or the TOFU files."""
-    from checkpoints.world.build import load_world
-    from checkpoints.world.tofu import read_tofu
-    from checkpoints.specs import default_references, default_tofu_annotated
-
-    if zoo.preset is not None:
-        return load_world(zoo.preset, zoo.seed), default_references(zoo.full)[2]
-    return read_tofu(zoo.tofu_dir), str(default_tofu_annotated(zoo.tofu_dir))
-
-
-def _number(v) -> float | None:
-    if v is None:
-        return None
-    f = float(v)
-    return f if f == f and abs(f) != float("inf") else None
+    world = load_world_for_spec(resolve_spec(zoo.full), zoo.tofu_dir)
+    return world, default_references(zoo.full, zoo.tofu_dir)[2]

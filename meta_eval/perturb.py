@@ -1,5 +1,7 @@
 """The two robustness perturbations of SPEC.md 5.3: NF4 quantisation and relearning.
 
+A model is measured in three settings: ORIG (the checkpoint as built), NF4 and RELEARN.
+
 - NF4: the checkpoint is loaded through the shared loader with a bitsandbytes 4-bit NF4 config
   (block size 64, no double quantisation; embeddings, LM head and norms stay unquantised), then
   every 4-bit linear is replaced by a dense linear holding its dequantised weight. SPEC 4.5 asks
@@ -25,8 +27,10 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints.world.encode import qa_examples
 from checkpoints.world.train import TrainConfig, collate, train
+from uds.batching import pad_token_id
 from uds.errors import UdsInputError
 
+ORIG, NF4, RELEARN = "orig", "nf4", "relearn"   # the settings a model is measured in
 NF4_BLOCK = 64  # bitsandbytes' default block size, the reference's
 
 
@@ -118,7 +122,7 @@ def relearn_config(batch_size: int, lr: float = RELEARN_LR) -> RelearnRecipe:
 def relearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: Sequence[dict], recipe: RelearnRecipe,
             progress: bool = False, desc: str = "relearn") -> list[float]:
     """Fine-tune `model` in place on the forget QA for one epoch; returns the step losses."""
-    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    pad = pad_token_id(tok)
     data = qa_examples(tok, list(forget))
     return train(model, data, recipe.train, lambda ex: collate(ex, pad), desc=desc, progress=progress)
 

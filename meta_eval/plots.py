@@ -15,6 +15,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from uds.numbers import finite_or_none  # noqa: E402
+
 P_COLOR, N_COLOR, KEPT, DROPPED, RETAIN = "#1f77b4", "#ff7f0e", "#2ca02c", "#bbbbbb", "#d62728"
 
 
@@ -35,7 +37,7 @@ def _fmt(v: float | None) -> str:
 
 
 def _present(values: Sequence[float | None]) -> list[float]:
-    return [v for v in values if v is not None and math.isfinite(v)]
+    return [f for f in map(finite_or_none, values) if f is not None]
 
 
 def pn_histograms(path: Path, pools: Mapping[str, tuple[Sequence[float | None], Sequence[float | None]]],

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from checkpoints.specs import DEFAULT_SEED, parse_tiny_zoo, resolve_spec, tiny_spec
 from uds.errors import UdsInputError
-from checkpoints.specs import DEFAULT_SEED
 
 UNLEARNED, POOL, FULL, RETAIN = "unlearned", "pool", "full", "retain"
 OU_ZOO = "ou:tofu"
@@ -56,21 +56,20 @@ class Zoo:
 
 def parse_zoo_tag(text: str) -> tuple[str, int]:
     """`tiny:small` -> ("small", 0); `tiny:small-3` -> ("small", 3)."""
-    m = re.fullmatch(r"tiny:(\w+?)(?:-(\d+))?", text.strip())
-    if not m:
+    parsed = parse_tiny_zoo(text)
+    if parsed is None:
         raise UdsInputError(f"unknown zoo {text!r}: expected tiny:<preset> (e.g. tiny:small, tiny:test) or {OU_ZOO}")
-    return m.group(1), int(m.group(2)) if m.group(2) else DEFAULT_SEED
+    return parsed
 
 
 def tiny_zoo(text: str) -> Zoo:
     """The zoo of a tiny-world preset, from its recipes (nothing is built here)."""
+    from checkpoints.catalogue import recipes
     from checkpoints.world.presets import get_preset
-    from checkpoints.world.recipes import recipes
 
     preset, seed = parse_zoo_tag(text)
     recs = recipes(get_preset(preset))
-    tag = preset if seed == DEFAULT_SEED else f"{preset}-{seed}"
-    spec = lambda name: f"tiny:{tag}/{name}"  # noqa: E731
+    spec = lambda name: tiny_spec(preset, seed, name)  # noqa: E731
     members = []
     for r in recs:
         if r.kind in (UNLEARNED, FULL, RETAIN):
@@ -116,9 +115,9 @@ def available_members(zoo: Zoo) -> tuple[Zoo, list[str]]:
     """The zoo cut to the models that exist now, and the names left out: built tiny models (by
     their current recipe), or real checkpoints with a local copy. Full and retain must exist."""
     if zoo.preset is not None:
+        from checkpoints.catalogue import recipes
         from checkpoints.world.build import is_built
         from checkpoints.world.presets import get_preset
-        from checkpoints.world.recipes import recipes
 
         preset = get_preset(zoo.preset)
         built = {r.name for r in recipes(preset) if is_built(preset, zoo.seed, r)}
@@ -147,8 +146,6 @@ def build_zoo(zoo: Zoo, progress: bool = True) -> Path | None:
 def model_identity(spec: str) -> str:
     """What a cached measurement of `spec` is tied to: the folder stamp of a tiny or local model,
     the hub ID of a hub model (a hub checkpoint is treated as immutable)."""
-    from checkpoints.specs import resolve_spec
-
     resolved = resolve_spec(spec)
     if resolved.kind == "hub":
         return f"hub:{resolved.location}"

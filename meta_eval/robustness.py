@@ -14,6 +14,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from metrics.aggregate import harmonic_mean
+from uds.numbers import finite_or_none
 
 EPS = 1e-12               # SPEC 5.4 / 11: the value is not published; 0/0 then gives 1
 UTILITY_REL_MIN = 0.8     # SPEC 5.5 rule 1
@@ -90,7 +91,7 @@ class Robustness:
 
 
 def _present(*values: float | None) -> bool:
-    return all(v is not None and np.isfinite(v) for v in values)
+    return all(finite_or_none(v) is not None for v in values)
 
 
 def robustness(kept: Sequence[str], before: Mapping[str, float | None], quantized: Mapping[str, float | None],

@@ -1,7 +1,8 @@
 """The evaluation context of one `uds metrics` run: data, models by role, and the shared work.
 
-Everything expensive is computed once per run and cached here, keyed by the *model spec* (so a
-role that names the same checkpoint as another, e.g. `--model` = the full model, shares it):
+Everything expensive is computed once per run and kept in the context's `work` cache
+(`metrics.work.WorkCache`), keyed by the *model spec* (so a role that names the same checkpoint as
+another, e.g. `--model` = the full model, shares it):
 - one teacher-forced sweep per (model, split) over every answer variant the selected metrics need;
 - one greedy generation per (model, split, prompt kind);
 - entity-position block outputs once per model (CKA, Logit Lens), Fisher diagonals once per model;
@@ -19,14 +20,22 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from metrics import encoding, forward, hidden
-from uds import generation
 from metrics.representation import FisherMask, fisher_mask, linear_cka
 from metrics.stats import TokenStats
+from metrics.utility import mean_token_prob
+from metrics.work import WorkCache, WorkKey
+from uds import generation
+from uds.batching import pad_token_id
 from uds.errors import UdsInputError
 from uds.prompts import PreparedItem, SkippedItem, prepare_items
 
+SPLITS = ("forget", "holdout", "retain_eval", "real_authors", "world_facts")
 VARIANTS = ("answer", "paraphrased", "perturbed")
-PROMPT_KINDS = ("plain", "jailbreak")
+
+
+def eval_splits(world) -> dict[str, Sequence[dict]]:
+    """Split name -> items of the evaluation splits, from a tiny world or the TOFU files."""
+    return {name: getattr(world, name) for name in SPLITS}
 
 
 @dataclass(frozen=True)
@@ -62,9 +71,6 @@ class ModelPool:
         self._loader, self._models = loader, {}
         self.load_count: dict[str, int] = {}
 
-    def has(self, role: str) -> bool:
-        return role in self.specs
-
     def spec(self, role: str) -> str:
         if role not in self.specs:
             raise UdsInputError(f"this metric needs a {role} model, and none was given")
@@ -92,7 +98,7 @@ def _variant_texts(item: dict, variant: str) -> list[str]:
 
 @dataclass
 class EvalContext:
-    splits: Mapping[str, Sequence[dict]]          # forget, holdout, retain_eval, real_authors, world_facts
+    splits: Mapping[str, Sequence[dict]]          # SPLITS: forget, holdout, retain_eval, real_authors, world_facts
     uds_records: Sequence[dict]                   # annotated forget items (representation metrics)
     tokenizer: PreTrainedTokenizerBase
     models: ModelPool
@@ -100,18 +106,12 @@ class EvalContext:
     plan: Mapping[tuple[str, str], set[str]] | None = None   # (role, split) -> variants to sweep
     fluency_classifier: str | None = None
     results: dict = field(default_factory=dict)   # metric key -> MetricResult, filled by the registry
-    _cache: dict = field(default_factory=dict, repr=False)
+    work: WorkCache = field(default_factory=WorkCache, repr=False)   # may be shared with other contexts
 
     # --- helpers ---------------------------------------------------------------------------
-    def _memo(self, key: tuple, make: Callable[[], object]):
-        if key not in self._cache:
-            self._cache[key] = make()
-        return self._cache[key]
-
     @property
     def pad_id(self) -> int:
-        tok = self.tokenizer
-        return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        return pad_token_id(self.tokenizer)
 
     def split(self, name: str) -> Sequence[dict]:
         items = self.splits.get(name)
@@ -133,18 +133,18 @@ class EvalContext:
             s = self.settings
             return [[encoding.encode_qa(self.tokenizer, it["question"], a, s.system_prompt, s.max_length)
                      for a in _variant_texts(it, variant)] for it in self.split(split)]
-        return self._memo(("enc", split, variant), make)
+        return self.work.memo(WorkKey("enc", (), (split, variant)), make)
 
     def answer_texts(self, split: str) -> list[str]:
         """Decoded label text of each item's answer: ROUGE ground truth and ZLib text."""
-        return self._memo(("gt", split), lambda: [encoding.label_text(self.tokenizer, e[0])
-                                                   for e in self.encodings(split, "answer")])
+        return self.work.memo(WorkKey("gt", (), (split,)), lambda: [encoding.label_text(self.tokenizer, e[0])
+                                                                     for e in self.encodings(split, "answer")])
 
     # --- shared model work --------------------------------------------------------------------
     def teacher_forced(self, role: str, split: str) -> SplitStats:
         """One sweep of the role's model over every planned variant of the split."""
         spec = self.models.spec(role)
-        return self._memo(("tf", spec, split), lambda: self._sweep(role, spec, split))
+        return self.work.memo(WorkKey("tf", (spec,), (split,)), lambda: self._sweep(role, spec, split))
 
     def _sweep(self, role: str, spec: str, split: str) -> SplitStats:
         variants = [v for v in VARIANTS if v in self._variants_for(spec, split)] or ["answer"]
@@ -176,11 +176,11 @@ class EvalContext:
                 self.models.get(role), self.tokenizer, prompts, batch_size=s.batch_size,
                 max_new_tokens=s.max_new_tokens, device=s.device, mask_eos=s.ou_attention_mask,
                 desc=f"{spec} {split} generate ({kind})", progress=s.progress)
-        return self._memo(("gen", spec, split, kind), make)
+        return self.work.memo(WorkKey("gen", (spec,), (split, kind)), make)
 
     # --- representation ----------------------------------------------------------------------
     def uds_items(self) -> tuple[list[PreparedItem], list[SkippedItem]]:
-        return self._memo(("uds_items",), lambda: prepare_items(self.uds_records, self.tokenizer))
+        return self.work.memo(WorkKey("uds_items"), lambda: prepare_items(self.uds_records, self.tokenizer))
 
     def _scored_items(self) -> list[PreparedItem]:
         items = self.uds_items()[0]
@@ -191,39 +191,37 @@ class EvalContext:
     def states(self, role: str) -> hidden.EntityStates:
         spec = self.models.spec(role)
         s = self.settings
-        return self._memo(("states", spec), lambda: hidden.capture_entity_states(
+        return self.work.memo(WorkKey("states", (spec,)), lambda: hidden.capture_entity_states(
             self.models.get(role), self._scored_items(), batch_size=s.batch_size, pad_id=self.pad_id,
             device=s.device, desc=f"{spec} states", progress=s.progress))
 
     def cka_layers(self, role: str) -> list[float]:
         """Per-layer CKA(H_role, H_retain)."""
-        key = ("cka", self.models.spec(role), self.models.spec("retain"))
-        return self._memo(key, lambda: [linear_cka(h, r) for h, r in
-                                        zip(self.states(role).layers, self.states("retain").layers)])
+        key = WorkKey("cka", (self.models.spec(role), self.models.spec("retain")))
+        return self.work.memo(key, lambda: [linear_cka(h, r) for h, r in
+                                            zip(self.states(role).layers, self.states("retain").layers)])
 
     def lens(self, role: str) -> np.ndarray:
         """(L, N) entity log-probs of the role's states decoded through the full model's head."""
-        key = ("lens", self.models.spec(role))
-        return self._memo(key, lambda: hidden.lens_logprobs(self.states(role), self.models.get("full")))
+        key = WorkKey("lens", (self.models.spec(role), self.models.spec("full")))
+        return self.work.memo(key, lambda: hidden.lens_logprobs(self.states(role), self.models.get("full")))
 
     def fisher(self, role: str) -> list[torch.Tensor]:
         spec = self.models.spec(role)
         s = self.settings
-        return self._memo(("fisher", spec), lambda: hidden.fisher_diagonal(
+        return self.work.memo(WorkKey("fisher", (spec,)), lambda: hidden.fisher_diagonal(
             self.models.get(role), self._scored_items(), batch_size=s.fisher_batch_size, pad_id=self.pad_id,
             device=s.device, desc=f"{spec} fisher", progress=s.progress))
 
     def fisher_masks(self, fraction: float) -> list[FisherMask]:
-        key = ("fmask", self.models.spec("full"), self.models.spec("retain"), fraction)
-        return self._memo(key, lambda: [fisher_mask(r, f, fraction)
-                                        for r, f in zip(self.fisher("retain"), self.fisher("full"))])
+        key = WorkKey("fmask", (self.models.spec("full"), self.models.spec("retain")), (fraction,))
+        return self.work.memo(key, lambda: [fisher_mask(r, f, fraction)
+                                            for r, f in zip(self.fisher("retain"), self.fisher("full"))])
 
     # --- fluency -------------------------------------------------------------------------------
     def base_item_probs(self, role: str) -> list[float | None]:
         """Mean base-LM token probability of each of the role's forget generations (None if empty)."""
-        from metrics.utility import mean_token_prob
-
-        key = ("basescore", self.models.spec("base"), self.models.spec(role))
+        key = WorkKey("basescore", (self.models.spec("base"), self.models.spec(role)))
 
         def make():
             gens = self.generations(role, "forget", "plain")
@@ -233,4 +231,4 @@ class EvalContext:
                 self.models.get("base"), docs, batch_size=s.batch_size, pad_id=self.pad_id, device=s.device,
                 desc=f"base scores {self.models.spec(role)}", progress=s.progress)
             return [mean_token_prob(st.logprobs) if g.text else None for g, st in zip(gens, stats)]
-        return self._memo(key, make)
+        return self.work.memo(key, make)

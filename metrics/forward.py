@@ -13,16 +13,14 @@ from tqdm.auto import tqdm
 
 from metrics.encoding import Encoded
 from metrics.stats import IGNORE, TokenStats, batch_token_stats
-from uds.batching import attention_mask, batches, right_pad
+from uds.batching import attention_mask, batches, right_padded
 
 
 def collate(encs: Sequence[Encoded], pad_id: int, mask_eos_id: int | None = None) -> dict[str, torch.Tensor]:
     """Right-padded (ids, mask) and labels (-100 on padding) for a list of encoded sequences."""
-    ids, mask = right_pad([e.input_ids for e in encs], pad_id)
-    labels, _ = right_pad([e.labels for e in encs], IGNORE)
-    ids_t = torch.tensor(ids, dtype=torch.long)
-    return {"input_ids": ids_t, "attention_mask": attention_mask(ids_t, torch.tensor(mask), mask_eos_id),
-            "labels": torch.tensor(labels, dtype=torch.long)}
+    ids, mask = right_padded([e.input_ids for e in encs], pad_id)
+    labels, _ = right_padded([e.labels for e in encs], IGNORE)
+    return {"input_ids": ids, "attention_mask": attention_mask(ids, mask, mask_eos_id), "labels": labels}
 
 
 @torch.no_grad()

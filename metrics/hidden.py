@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from uds.batching import batches, right_pad
+from uds.batching import batches, right_padded
 from uds.arch import decoder_layers, final_norm
 from uds.hooks import at_positions, capture_outputs
 from uds.prompts import PreparedItem
@@ -37,8 +37,8 @@ def _rows_positions(items: Sequence[PreparedItem]) -> tuple[torch.Tensor, torch.
 
 
 def _batch_inputs(items: Sequence[PreparedItem], pad_id: int, device) -> dict[str, torch.Tensor]:
-    ids, mask = right_pad([it.input_ids for it in items], pad_id)
-    return {"input_ids": torch.tensor(ids, device=device), "attention_mask": torch.tensor(mask, device=device)}
+    ids, mask = right_padded([it.input_ids for it in items], pad_id)
+    return {"input_ids": ids.to(device), "attention_mask": mask.to(device)}
 
 
 @torch.no_grad()

@@ -57,12 +57,6 @@ def truth_ratio_prob_mean(p_correct: float, p_wrong: float) -> float:
     return p_correct / (p_correct + p_wrong + TR_EPS)
 
 
-def truth_ratio_closer_to_1(p_correct: float, p_wrong: float) -> float:
-    """OU TOFU forget variant: min(r, 1/(r + 1e-10)) with r = p_w / (p_c + 1e-10)."""
-    r = p_wrong / (p_correct + TR_EPS)
-    return min(r, 1.0 / (r + TR_EPS))
-
-
 def truth_ratio_true_better(p_correct: float, p_wrong: float) -> float:
     """OU utility variant: max(0, 1 - r) with r = p_w / (p_c + 1e-10)."""
     return max(0.0, 1.0 - p_wrong / (p_correct + TR_EPS))

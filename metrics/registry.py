@@ -12,7 +12,7 @@ means more preserved utility (section 4.6).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -22,6 +22,7 @@ from metrics import memorization as mem
 from metrics import mia
 from metrics.context import EvalContext
 from metrics.representation import FISHER_FRACTIONS, cka_score, fisher_masked_score, logit_lens_score
+from metrics.result import MetricResult
 from metrics.rouge_metrics import mean_rouge_l_recall, rouge_l_recall
 from metrics.stats import TokenStats, prob
 from metrics.uds_metric import uds_result
@@ -29,13 +30,6 @@ from metrics.utility import UTILITY_KEYS, model_utility, normalised_prob, proxy_
 
 KNOWLEDGE, ERASURE, UTILITY = "knowledge", "erasure", "utility"
 MODEL, FULL, RETAIN, BASE = "model", "full", "retain", "base"
-
-
-@dataclass(frozen=True)
-class MetricResult:
-    value: float | None                  # None when the metric is undefined for this model
-    per_example: list | None = None      # per-item values (None entries = item skipped)
-    info: dict = field(default_factory=dict)   # e.g. {"fluency_source": ...}
 
 
 @dataclass(frozen=True)

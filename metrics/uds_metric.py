@@ -7,15 +7,12 @@ S1 cache as `uds score` (same key), and is kept in the context so a run computes
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from metrics.context import EvalContext
+from metrics.result import MetricResult
+from metrics.work import WorkKey
 from uds import engine, s1_cache
 from uds.engine import EngineSettings
 from uds.fingerprint import model_fingerprint
-
-if TYPE_CHECKING:
-    from metrics.context import EvalContext
-    from metrics.registry import MetricResult
 
 
 def _s1(ctx: EvalContext, settings: EngineSettings):
@@ -32,13 +29,11 @@ def _s1(ctx: EvalContext, settings: EngineSettings):
             cached = engine.score_pair(full, retain, items, settings, ctx.pad_id)
             s1_cache.save_s1(key, items, cached)
         return cached
-    return ctx._memo(("s1", ctx.models.spec("full"), ctx.models.spec("retain"), settings), make)
+    return ctx.work.memo(WorkKey("s1", (ctx.models.spec("full"), ctx.models.spec("retain")), (settings,)), make)
 
 
 def uds_result(ctx: EvalContext) -> MetricResult:
     """Mean UDS over scored items (SPEC 2.5), per-item values (None = no KE layer or skipped)."""
-    from metrics.registry import MetricResult
-
     items, skipped = ctx.uds_items()
     settings = EngineSettings(batch_size=ctx.settings.batch_size)
     result = engine.compute_uds(ctx.models.get("full"), ctx.models.get("retain"), ctx.models.get("model"),

@@ -9,7 +9,8 @@ from tests.engine_fixtures import RECORDS, make_tokenizer, perturbed, tiny_model
 from uds import arch
 from uds.engine import EngineSettings, score_pair
 from uds.errors import UdsInputError
-from uds.hooks import capture_outputs, count_calls, replace_output
+from tests.hook_fixtures import count_calls
+from uds.hooks import capture_outputs, replace_output
 from uds.prompts import prepare_items
 
 FAMILIES = ["llama", "qwen2", "mistral", "gemma", "gemma2", "phi3", "gpt2", "gpt_neox", "qwen3", "olmo",

@@ -1,4 +1,4 @@
-"""Bad input exits 2 with one line on stderr and no traceback (DESIGN.md, issue 2 item 6)."""
+"""Bad input exits 2 with one line on stderr and no traceback (DESIGN.md)."""
 
 from __future__ import annotations
 

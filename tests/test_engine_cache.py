@@ -12,7 +12,7 @@ from uds.compat import check_compatible
 from uds.engine import EngineSettings, compute_uds
 from uds.errors import UdsInputError
 from uds.fingerprint import model_fingerprint, tokenizer_hash
-from uds.hooks import count_calls
+from tests.hook_fixtures import count_calls
 from uds.prompts import prepare_items
 
 

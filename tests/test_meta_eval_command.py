@@ -11,15 +11,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from meta_eval import command as cmd
+from uds.commands import meta_eval as cmd
 from meta_eval import measure
-from meta_eval.measure import ORIG, Job, Measurer, plan_jobs
-from meta_eval.perturb import relearn_config
+from meta_eval.measure import Job, Measurer, plan_jobs
+from meta_eval.perturb import ORIG, relearn_config
 from meta_eval.store import MeasurementStore
 from meta_eval.population import Member, Zoo
 from metrics.context import EvalSettings
-from metrics.registry import META_KEYS, REGISTRY, MetricResult
+from metrics.registry import META_KEYS, REGISTRY
+from metrics.result import MetricResult
 from metrics.utility import UTILITY_KEYS
+from metrics.work import WorkCache, WorkKey
 from uds.cli import main
 
 
@@ -45,7 +47,7 @@ def _bare_measurer(tmp_path) -> Measurer:
     m.zoo, m.store, m.models_dir = _zoo(), MeasurementStore(tmp_path / "store"), tmp_path / "models"
     m.settings, m.recipe, m.log, m.fluency_classifier = EvalSettings(progress=False), relearn_config(8), print, None
     m.splits, m.records, m.tokenizer, m.forget = {}, [], None, []
-    m._anchors, m._shared = {}, {}
+    m._anchors, m.shared_work = {}, WorkCache()
     m._loaders = {ORIG: lambda member: object()}
     return m
 
@@ -60,8 +62,8 @@ def test_measurer_resumes_retries_and_shares_anchor_work(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         if keys[0] == fail["broken"]:
             raise RuntimeError("boom")
-        ctx._cache[("tf", ctx.models.spec("model"), "forget")] = "model work"
-        ctx._cache[("tf", ctx.models.spec("retain"), "forget")] = "anchor work"
+        ctx.work.memo(WorkKey("tf", (ctx.models.spec("model"),), ("forget",)), lambda: "model work")
+        ctx.work.memo(WorkKey("tf", (ctx.models.spec("retain"),), ("forget",)), lambda: "anchor work")
         ctx.results[keys[0]] = MetricResult(0.25)
         return {keys[0]: ctx.results[keys[0]]}
 
@@ -77,7 +79,7 @@ def test_measurer_resumes_retries_and_shares_anchor_work(tmp_path, monkeypatch):
     fail["broken"] = None
     m.run(job)                                             # the failed metric is retried, alone
     assert calls[6:] == ["em"] and m.missing(job) == [] and not m.store.entry(ORIG, "full", "S")["errors"]
-    assert list(m._shared) == [("tf", "z/retain", "forget")]   # the model's own work was dropped
+    assert m.shared_work.keys() == [WorkKey("tf", ("z/retain",), ("forget",))]   # the model's own work was dropped
 
 
 def test_plan_covers_every_setting():
@@ -204,9 +206,9 @@ def test_bad_metric_is_one_line_error(capsys):
 
 
 def test_built_only_cuts_a_tiny_zoo_to_its_built_models(test_world, capsys):
+    from checkpoints.catalogue import recipes
     from checkpoints.world.build import is_built
     from checkpoints.world.presets import get_preset
-    from checkpoints.world.recipes import recipes
     from meta_eval.population import available_members, tiny_zoo
 
     full_zoo = tiny_zoo("tiny:test")

@@ -8,11 +8,11 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from meta_eval.assemble import kept_models, meta_evaluate
-from meta_eval.faithfulness import (auc_roc, bootstrap_auc_ci, classified_absent, faithfulness,
-                                    knowledge_threshold)
+from meta_eval.faithfulness import bootstrap_auc_ci, classified_absent, faithfulness, knowledge_threshold
 from meta_eval.robustness import hm_pair, q_oneway, q_symmetric, r_oneway, r_symmetric, robustness
 from meta_eval.population import Member
 from metrics.aggregate import harmonic_mean, harmonic_mean_eps
+from metrics.mia import roc_auc, roc_auc_rows
 from metrics.registry import META_KEYS
 
 # --- faithfulness ---------------------------------------------------------------------------
@@ -31,8 +31,18 @@ def test_auc_matches_sklearn_with_ties():
     rng = np.random.default_rng(3)
     pos, neg = rng.integers(0, 5, 17) / 4, rng.integers(0, 5, 13) / 4   # many ties
     labels = np.r_[np.ones(17), np.zeros(13)]
-    assert auc_roc(pos, neg) == pytest.approx(roc_auc_score(labels, np.r_[pos, neg]), abs=1e-15)
-    assert auc_roc(np.array([0.5]), np.array([0.5])) == 0.5
+    assert roc_auc(pos, neg) == pytest.approx(roc_auc_score(labels, np.r_[pos, neg]), abs=1e-15)
+    assert roc_auc(np.array([0.5]), np.array([0.5])) == 0.5
+    # the exact fraction (pairs won + half the ties) / pairs, which sklearn's sum can miss by an ulp
+    pairs = pos[:, None] - neg[None, :]
+    assert roc_auc(pos, neg) == ((pairs > 0).sum() + 0.5 * (pairs == 0).sum()) / pairs.size
+    assert roc_auc([np.inf, 1.0], [-np.inf, 1.0]) == 0.875                # infinities rank like numbers
+
+
+def test_bootstrap_rows_equal_the_one_auc():
+    rng = np.random.default_rng(5)
+    pos, neg = rng.integers(0, 4, (200, 7)) / 3, rng.integers(0, 4, (200, 5)) / 3
+    assert list(roc_auc_rows(pos, neg)) == [roc_auc(p, n) for p, n in zip(pos, neg)]
 
 
 def test_missing_values_dropped_and_small_pools_na():
@@ -46,7 +56,7 @@ def test_bootstrap_interval():
     assert bootstrap_auc_ci(np.array([0.9, 0.8]), np.array([0.1, 0.2])) == (1.0, 1.0)
     pos, neg = np.array([0.9, 0.4, 0.7, 0.3]), np.array([0.5, 0.1, 0.6, 0.2])
     lo, hi = bootstrap_auc_ci(pos, neg, seed=1)
-    assert 0.0 <= lo <= auc_roc(pos, neg) <= hi <= 1.0
+    assert 0.0 <= lo <= roc_auc(pos, neg) <= hi <= 1.0
     assert bootstrap_auc_ci(pos, neg, seed=1) == (lo, hi)   # seeded
 
 

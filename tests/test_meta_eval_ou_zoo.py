@@ -9,8 +9,8 @@ import json
 import pytest
 
 from checkpoints import ou_checkpoints
-from meta_eval.measure import ORIG, Job, Measurer, plan_jobs
-from meta_eval.perturb import relearn_config
+from meta_eval.measure import Job, Measurer, plan_jobs
+from meta_eval.perturb import ORIG, relearn_config
 from meta_eval.store import MeasurementStore
 from meta_eval.population import OU_ZOO, POOL, UNLEARNED, available_members, ou_zoo, parse_zoo
 from metrics.context import EvalSettings

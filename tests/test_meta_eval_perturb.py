@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from meta_eval.perturb import dequantize_linears, ensure_relearned, load_nf4, nf4_config, relearn_config
-from tests.test_metrics_helpers import qa_item, tiny_model, tiny_tokenizer
+from tests.metrics_fixtures import qa_item, tiny_model, tiny_tokenizer
 
 bnb = pytest.importorskip("bitsandbytes")
 

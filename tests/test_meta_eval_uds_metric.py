@@ -7,7 +7,7 @@ import pytest
 
 from metrics.context import EvalContext, EvalSettings, ModelPool
 from metrics.registry import REGISTRY, evaluate, sweep_plan
-from tests.test_metrics_helpers import tiny_splits, tiny_tokenizer, zoo
+from tests.metrics_fixtures import tiny_splits, tiny_tokenizer, zoo
 from uds.engine import EngineSettings, compute_uds
 from uds.prompts import prepare_items
 

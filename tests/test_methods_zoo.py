@@ -7,12 +7,11 @@ from collections import Counter
 
 import pytest
 
+from checkpoints.catalogue import TRAINERS, recipes
 from checkpoints.methods.effect import format_effect, setting_of
 from checkpoints.methods.losses import METHODS
 from checkpoints.methods.zoo_recipes import lr_token, num_token
-from checkpoints.world.build import TRAINERS
 from checkpoints.world.presets import PRESETS, get_preset
-from checkpoints.world.recipes import recipes
 
 
 def by_kind(preset: str):
@@ -78,8 +77,9 @@ def test_builder_trains_an_unlearned_model_from_full(test_world):
     the forget entities' log-prob falls below the full model's."""
     from transformers import LlamaForCausalLM
 
-    from checkpoints.world.build import ensure_model, ensure_tokenizer, load_world
+    from checkpoints.world.build import ensure_model
     from checkpoints.world.quality import entity_logprob
+    from checkpoints.world.store import ensure_tokenizer, load_world
 
     _, unlearned, _ = by_kind("test")
     npo = next(r for r in unlearned if r.method == "npo" and r.epoch == 5)

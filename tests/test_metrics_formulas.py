@@ -87,8 +87,6 @@ def test_exact_memorization():
 def test_truth_ratio_variants():
     pc, pw = 0.6, 0.2
     assert mem.truth_ratio_prob_mean(pc, pw) == pytest.approx(0.75, rel=1e-9)
-    assert mem.truth_ratio_closer_to_1(pc, pw) == pytest.approx(1 / 3, rel=1e-9)   # min(1/3, 3)
-    assert mem.truth_ratio_closer_to_1(0.2, 0.6) == pytest.approx(1 / 3, rel=1e-9)  # min(3, 1/3)
     assert mem.truth_ratio_true_better(pc, pw) == pytest.approx(2 / 3, rel=1e-9)
     assert mem.truth_ratio_true_better(0.2, 0.6) == 0.0                              # clipped at 0
 
@@ -197,3 +195,11 @@ def test_fluency_proxy_and_classifier_probability():
     assert proxy_fluency([None], [0.3])[0] is None
     probs = clean_class_prob(np.array([[0.0, 0.0], [math.log(3.0), 0.0]]))
     assert probs.tolist() == pytest.approx([0.5, 0.75])
+
+
+def test_finite_or_none():
+    from uds.numbers import finite_or_none
+
+    assert [finite_or_none(x) for x in (None, float("nan"), float("inf"), -np.inf)] == [None] * 4
+    assert finite_or_none(np.float32(0.5)) == 0.5 and type(finite_or_none(np.float64(2))) is float
+    assert finite_or_none(3) == 3.0 and finite_or_none(True) == 1.0

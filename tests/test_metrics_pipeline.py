@@ -14,10 +14,10 @@ from metrics.context import EvalContext, EvalSettings, ModelPool
 from metrics.encoding import JAILBREAK_PREFIX, encode_qa, generation_prompt, label_text, lm_document
 from uds.generation import greedy_generate
 from metrics.registry import ALL_KEYS, REGISTRY, evaluate, sweep_plan
-from tests.test_metrics_helpers import qa_item, tiny_splits, tiny_tokenizer
-from tests.test_metrics_helpers import zoo as trained_zoo
+from tests.hook_fixtures import count_calls
+from tests.metrics_fixtures import qa_item, tiny_splits, tiny_tokenizer
+from tests.metrics_fixtures import zoo as trained_zoo
 from uds.cli import main
-from uds.hooks import count_calls
 
 ROLES = {"model": "tiny:t/unl", "full": "tiny:t/full", "retain": "tiny:t/retain", "base": "tiny:t/base"}
 

@@ -1,5 +1,5 @@
 """UDS on the trained `test` world: the identities of SPEC 2.5 and monotonicity along a
-full -> retain weight interpolation (issue 3, item 8)."""
+full -> retain weight interpolation."""
 
 from __future__ import annotations
 

@@ -7,9 +7,10 @@ import shutil
 
 from transformers import AutoTokenizer, LlamaForCausalLM
 
-from checkpoints.world import build
-from checkpoints.world.build import load_world
+from checkpoints import catalogue
+from checkpoints.world import build, store
 from checkpoints.world.encode import base_corpus
+from checkpoints.world.store import load_world
 from uds.fingerprint import model_fingerprint
 
 
@@ -53,8 +54,9 @@ def test_interrupted_build_resumes_and_retraining_is_deterministic(test_world, m
     (stale / "model.safetensors").write_bytes(b"torn")
     shutil.rmtree(folder)
     calls = []
-    for method, fn in list(build.TRAINERS.items()):
-        monkeypatch.setitem(build.TRAINERS, method, lambda ctx, r, fn=fn: calls.append(r.name) or fn(ctx, r))
+    for method, t in list(catalogue.TRAINERS.items()):
+        monkeypatch.setitem(catalogue.TRAINERS, method,
+                            catalogue.Trainer(lambda ctx, r, fn=t.fn: calls.append(r.name) or fn(ctx, r), t.version))
     build.build_world("test", 0, progress=False, names=["base", "full", "retain"])
     assert calls == ["retain"]               # base and full were kept
     assert model_fingerprint(LlamaForCausalLM.from_pretrained(folder)) == before
@@ -71,19 +73,19 @@ def test_a_model_built_by_another_recipe_is_rebuilt_not_reused(test_world, monke
     preset = get_preset("test")
     changed = replace(preset, finetune=replace(preset.finetune, lr=preset.finetune.lr * 2))
     def digest(p, name):
-        return build.recipe_digest(p, build._recipe(p, name))
+        return build.recipe_digest(p, catalogue.find_recipe(p, name))
 
     assert digest(changed, "base") == digest(preset, "base")
     assert digest(changed, "full") != digest(preset, "full")
-    unlearned = next(r for r in build.recipes(preset) if r.parent == "full")
+    unlearned = next(r for r in catalogue.recipes(preset) if r.parent == "full")
     assert digest(changed, unlearned.name) != digest(preset, unlearned.name)   # reaches the child
 
     meta_path = test_world / "models" / "retain" / "recipe.json"
     meta = json.loads(meta_path.read_text())
     assert meta["digest"] == digest(preset, "retain")
     calls = []
-    monkeypatch.setitem(build.TRAINERS, "finetune", lambda ctx, r: calls.append(r.name) or (_ for _ in ()).throw(
-        RuntimeError("retrain requested")))
+    monkeypatch.setitem(catalogue.TRAINERS, "finetune", catalogue.Trainer(
+        lambda ctx, r: calls.append(r.name) or (_ for _ in ()).throw(RuntimeError("retrain requested")), 2))
     build.ensure_model("test", 0, "retain", progress=False)   # current: no training
     assert calls == []
     meta_path.write_text(json.dumps(meta | {"digest": "0" * 16}))
@@ -104,7 +106,7 @@ def test_build_lock_serialises_two_builders_of_one_model(tmp_path):
     events = []
 
     def builder(tag):
-        with build._build_lock(tmp_path / "models" / "full"):
+        with store.build_lock(tmp_path / "models" / "full"):
             events.append(("in", tag))
             time.sleep(0.2)
             events.append(("out", tag))

@@ -3,7 +3,9 @@
 Keyed by `config.model_type`. Each entry names, as dotted paths from the *CausalLM object:
 the ModuleList of decoder blocks, the final norm (for the reference's last-layer quirk), and,
 relative to one block, its attention and MLP sub-modules (None when the family has no single
-module for it).
+module for it). Families whose decoder layers take the standard transformers 5.x call (hidden
+states, position embeddings computed once per model, a 4D mask, a cache with `update`) also name
+their rotary-embedding module: the fast engine (uds/suffix.py) runs only those.
 """
 
 from __future__ import annotations
@@ -23,13 +25,21 @@ class ArchPaths:
     final_norm: str      # norm applied after the last block
     attn: str | None     # attention sub-module of one block
     mlp: str | None      # MLP sub-module of one block
+    rotary: str | None = None  # rotary-embedding module; set only for families the fast engine runs
+
+    @property
+    def fast(self) -> bool:
+        """Whether the fast engine handles this family (standard decoder-layer call, RoPE module)."""
+        return self.rotary is not None
 
 
 _LLAMA_LIKE = ArchPaths("model.layers", "model.norm", "self_attn", "mlp")
+_LLAMA_FAST = ArchPaths("model.layers", "model.norm", "self_attn", "mlp", rotary="model.rotary_emb")
 
 ARCHITECTURES: dict[str, ArchPaths] = {
+    **{name: _LLAMA_FAST for name in ("llama", "qwen2", "qwen3", "mistral")},
     **{name: _LLAMA_LIKE for name in (
-        "llama", "qwen2", "qwen3", "mistral", "mixtral", "gemma", "gemma2", "gemma3_text", "phi3",
+        "mixtral", "gemma", "gemma2", "gemma3_text", "phi3",
         "olmo", "olmo2", "stablelm", "cohere", "granite", "starcoder2", "qwen2_moe", "qwen3_moe")},
     "phi": ArchPaths("model.layers", "model.final_layernorm", "self_attn", "mlp"),
     "gpt2": ArchPaths("transformer.h", "transformer.ln_f", "attn", "mlp"),
@@ -40,6 +50,9 @@ ARCHITECTURES: dict[str, ArchPaths] = {
     "bloom": ArchPaths("transformer.h", "transformer.ln_f", "self_attention", "mlp"),
     "opt": ArchPaths("model.decoder.layers", "model.decoder.final_layer_norm", "self_attn", None),
 }
+
+
+FAST_FAMILIES = tuple(name for name, paths in ARCHITECTURES.items() if paths.fast)
 
 
 def model_family(model: nn.Module) -> str:
@@ -63,6 +76,16 @@ def arch_paths(model: nn.Module) -> ArchPaths:
 def decoder_layers(model: nn.Module) -> nn.ModuleList:
     """The decoder blocks of `model`, in order."""
     return model.get_submodule(arch_paths(model).layers)
+
+
+def rotary_embedding(model: nn.Module) -> nn.Module:
+    """The module computing (cos, sin) once per forward (fast-engine families only)."""
+    return model.get_submodule(arch_paths(model).rotary)
+
+
+def attention_implementation(model: nn.Module) -> str | None:
+    """The attention kernel transformers dispatches to ("eager", "sdpa", "flash_attention_2", ...)."""
+    return getattr(model.config, "_attn_implementation", None)
 
 
 def num_layers(model: nn.Module) -> int:
@@ -89,9 +112,3 @@ def component_module(model: nn.Module, layer: int, component: str = "block") -> 
     if sub is None:
         raise UdsInputError(f"model family {model_family(model)!r} has no single {component} module to patch")
     return block.get_submodule(sub)
-
-
-def hook_name(layer: int, component: str = "block") -> str:
-    """TransformerLens-style name of the patched activation (for logs and reports)."""
-    suffix = {"block": "hook_resid_post", "attn": "hook_attn_out", "mlp": "hook_mlp_out"}[component]
-    return f"blocks.{layer}.{suffix}"

@@ -14,8 +14,12 @@ from transformers import PreTrainedTokenizerBase
 
 
 def pad_token_id(tok: PreTrainedTokenizerBase) -> int:
-    """The tokenizer's pad id, else its eos id (SPEC 2.6: pad = eos when a tokenizer has none)."""
-    return tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    """The tokenizer's pad id, else its eos id (SPEC 2.6: pad = eos when a tokenizer has none),
+    else 0: masks come from lengths, so any id serves for padding."""
+    for candidate in (tok.pad_token_id, tok.eos_token_id):
+        if candidate is not None:
+            return candidate
+    return 0
 
 
 def batches(n: int, size: int) -> list[range]:

@@ -13,6 +13,7 @@ same layout, so a source with the target's weights yields bit-identical activati
 from __future__ import annotations
 
 import inspect
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Mapping, Sequence
@@ -21,9 +22,9 @@ import torch
 import torch.nn as nn
 from transformers import DynamicCache
 
-from uds.arch import component_module, decoder_layers, final_norm
-from uds.hooks import activation_of
-from uds.packing import first_fit_decreasing
+from uds.arch import attention_implementation, component_module, decoder_layers, final_norm
+from uds.hooks import at_flat, capture_inputs, capture_outputs, on_rows_only
+from uds.packing import least_work
 
 
 @lru_cache(maxsize=None)
@@ -100,15 +101,13 @@ def _choose_capacity(lengths: Sequence[int], config) -> list[list[int]]:
     (1 + attention cost of a row's keys relative to a token's projections and MLP)."""
     per_key = key_cost(config)
     longest = max(lengths)
-    best = None
-    step = max(1, longest // 32)  # at most ~33 candidates: cheap for any batch size
-    for capacity in range(longest, 2 * longest + 1, step):
-        bins = first_fit_decreasing(lengths, capacity)
+
+    def work(bins: list[list[int]], _capacity: int) -> float:
         width = max(sum(lengths[i] for i in row) for row in bins)
-        work = len(bins) * width * (1 + per_key * width)
-        if best is None or work < best[0]:
-            best = (work, bins)
-    return best[1]
+        return len(bins) * width * (1 + per_key * width)
+
+    step = max(1, longest // 32)  # at most ~33 candidates: cheap for any batch size
+    return least_work(lengths, range(longest, 2 * longest + 1, step), work)[1]
 
 
 def key_cost(config) -> float:
@@ -124,7 +123,7 @@ def _layout_mask(position: torch.Tensor, sequence: torch.Tensor, model: nn.Modul
     """Block-diagonal causal masks for the packed rows: one mask when every layer has the same
     sliding window (or none); else a mapping layer type -> mask, which the families with mixed
     layers (`config.layer_types`, e.g. Qwen2/Qwen3) take in place of a 2D mask."""
-    config, impl = model.config, model.config._attn_implementation
+    config, impl = model.config, attention_implementation(model)
     dtype = next(model.parameters()).dtype
 
     def mask(window: int | None) -> torch.Tensor:
@@ -190,70 +189,22 @@ def _capture_pass(model: nn.Module, layout: CaptureLayout, modules: Mapping[str,
                   with_input0: bool = False, sites_only_mlp: bool = False
                   ) -> tuple[dict[str, torch.Tensor], KeyRecorder | None]:
     """One forward over the packed rows (logits of the last slot only) recording `modules`'
-    activations at the sites, (K, H) each, and with `keep_kv` every layer's keys/values.
-    `sites_only_mlp`: the last block's MLP runs at the sites only (valid when nothing recorded
-    but the last block's and final norm's outputs at the sites depends on it)."""
+    activations at the sites, (K, H) each, with `with_input0` block 0's input as "input0", and
+    with `keep_kv` every layer's keys/values. `sites_only_mlp`: the last block's MLP runs at the
+    sites only (valid when nothing recorded but the last block's and final norm's outputs at the
+    sites depends on it)."""
     cache = KeyRecorder() if keep_kv else None
     kwargs = {cache_kw(type(model).forward): cache, "use_cache": keep_kv, "logits_to_keep": 1}
-    last_mlp = component_module(model, len(decoder_layers(model)) - 1, "mlp") if sites_only_mlp else None
-    first_block = decoder_layers(model)[0] if with_input0 else None
-    with _SiteRecorder(modules, layout.flat, first_block) as store, _SitesOnly(last_mlp, layout.flat):
+    sites = at_flat(layout.flat)
+    first = {"input0": decoder_layers(model)[0]} if with_input0 else {}
+    with ExitStack() as stack:
+        outputs = stack.enter_context(capture_outputs(modules, sites))
+        inputs = stack.enter_context(capture_inputs(first, sites))
+        if sites_only_mlp:
+            stack.enter_context(on_rows_only(component_module(model, len(decoder_layers(model)) - 1, "mlp"),
+                                             layout.flat))
         model(input_ids=layout.input_ids, position_ids=layout.position_ids, attention_mask=layout.mask, **kwargs)
-    return store, cache
-
-
-class _SiteRecorder:
-    """Context recording named modules' activations (R, C, H) at flat site indices -> (K, H),
-    and, given `first_block`, that block's input under the name "input0"."""
-
-    def __init__(self, modules: Mapping[str, nn.Module], flat: torch.Tensor, first_block: nn.Module | None):
-        self.modules, self.flat, self.first_block = modules, flat, first_block
-        self.store: dict[str, torch.Tensor] = {}
-        self.handles: list = []
-
-    def _keep(self, name: str, act: torch.Tensor) -> None:
-        self.store[name] = act.detach().reshape(-1, act.shape[-1]).index_select(0, self.flat.to(act.device))
-
-    def __enter__(self) -> dict[str, torch.Tensor]:
-        for name, module in self.modules.items():
-            self.handles.append(module.register_forward_hook(
-                lambda _m, _i, out, name=name: self._keep(name, activation_of(out))))
-        if self.first_block is not None:
-            self.handles.append(self.first_block.register_forward_pre_hook(
-                lambda _m, args, kwargs: self._keep("input0", args[0] if args else kwargs["hidden_states"]),
-                with_kwargs=True))
-        return self.store
-
-    def __exit__(self, *exc) -> None:
-        for handle in self.handles:
-            handle.remove()
-
-
-class _SitesOnly:
-    """While active, `module` (an MLP: (R, C, H) -> (R, C, H), position-wise) runs on the sites'
-    rows only; its output is zero elsewhere. Used for the last block's MLP in capture passes,
-    where nothing but the sites' outputs is read (the final norm and head elsewhere are unused)."""
-
-    def __init__(self, module: nn.Module | None, flat: torch.Tensor):
-        self.module, self.flat, self.handles, self.shape = module, flat, [], None
-
-    def _gather(self, _module, args, kwargs):
-        hidden = args[0]
-        self.shape = hidden.shape
-        return (hidden.reshape(-1, hidden.shape[-1]).index_select(0, self.flat.to(hidden.device))[None],), kwargs
-
-    def _scatter(self, _module, _args, output):
-        full = output.new_zeros(self.shape[0] * self.shape[1], self.shape[2])
-        return full.index_copy_(0, self.flat.to(output.device), output[0]).view(self.shape)
-
-    def __enter__(self) -> None:
-        if self.module is not None:
-            self.handles = [self.module.register_forward_pre_hook(self._gather, with_kwargs=True),
-                            self.module.register_forward_hook(self._scatter)]
-
-    def __exit__(self, *exc) -> None:
-        for handle in self.handles:
-            handle.remove()
+    return {**outputs, **inputs}, cache
 
 
 @torch.no_grad()

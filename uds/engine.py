@@ -26,6 +26,7 @@ import torch.nn as nn
 
 from uds import capture, formula, suffix
 from uds.arch import component_module, final_norm, num_layers
+from uds.batching import right_padded
 from uds.errors import UdsInputError
 from uds.hooks import at_positions, capture_outputs, replace_output
 from uds.prompts import PreparedItem, SkippedItem
@@ -77,13 +78,7 @@ class Batch:
 
 def make_batch(items: Sequence[PreparedItem], device: torch.device | str, pad_id: int = 0) -> Batch:
     """Right padding and mask from lengths (a pad id equal to a real token id is harmless)."""
-    seqs = [it.input_ids for it in items]
-    width = max(len(s) for s in seqs)
-    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(seqs), width), dtype=torch.long)
-    for row, seq in enumerate(seqs):
-        ids[row, :len(seq)] = torch.tensor(seq, dtype=torch.long)
-        mask[row, :len(seq)] = 1
+    ids, mask = right_padded([it.input_ids for it in items], pad_id)
     sites = [(row, p) for row, it in enumerate(items) for p in it.eval_positions]
     rows = torch.tensor([r for r, _ in sites], dtype=torch.long)
     positions = torch.tensor([p for _, p in sites], dtype=torch.long)

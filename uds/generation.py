@@ -2,12 +2,19 @@
 
 Left-padded batches, greedy decoding, `max_new_tokens` (default 200), pad = eos, KV cache on, no
 stop strings. The new tokens are cut at the first stop token and decoded without special tokens.
+
+Greedy whatever the checkpoint ships: transformers merges the model's own generation config into
+the one passed to `generate` (4.50-4.57 replace passed values that equal the global defaults, such
+as do_sample=False, by the model's; 5.x fill unset ones, such as num_beams or repetition_penalty),
+and Llama-3 Instruct ships do_sample=True, temperature 0.6. The model's generation config is
+therefore swapped for a blank one while generating, so nothing is merged in any version.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from contextlib import contextmanager
+from typing import Iterable, Iterator, Sequence
 
 import torch
 from tqdm.auto import tqdm
@@ -40,6 +47,17 @@ def cut_at_stop(ids: Iterable[int], stop_ids: Sequence[int]) -> tuple[int, ...]:
     return tuple(out)
 
 
+@contextmanager
+def blank_generation_config(model: torch.nn.Module) -> Iterator[None]:
+    """While active, `model.generation_config` is a default GenerationConfig (restored after)."""
+    own = model.generation_config
+    model.generation_config = GenerationConfig()
+    try:
+        yield
+    finally:
+        model.generation_config = own
+
+
 @torch.no_grad()
 def greedy_generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompts: Sequence[Sequence[int]], *,
                     batch_size: int, max_new_tokens: int = 200, device: str | torch.device = "cpu",
@@ -54,7 +72,9 @@ def greedy_generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompt
         ids, mask = left_pad([prompts[i] for i in rows], pad_id)
         ids_t = torch.tensor(ids, dtype=torch.long)
         mask_t = attention_mask(ids_t, torch.tensor(mask), tok.eos_token_id if mask_eos else None)
-        seqs = model.generate(input_ids=ids_t.to(device), attention_mask=mask_t.to(device), generation_config=config)
+        with blank_generation_config(model):
+            seqs = model.generate(input_ids=ids_t.to(device), attention_mask=mask_t.to(device),
+                                  generation_config=config)
         for row in seqs[:, ids_t.shape[1]:].tolist():
             new = cut_at_stop(row, stops)
             text = tok.decode(list(new), skip_special_tokens=True, clean_up_tokenization_spaces=True).strip()

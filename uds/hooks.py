@@ -1,4 +1,6 @@
-"""Composable forward hooks: capture module outputs, replace them at (row, position) pairs.
+"""Composable forward hooks: every hook context of the toolkit (capture module outputs or inputs,
+replace outputs at (row, position) pairs or row slots, run a module on some rows only, stop a
+forward after a module).
 
 A module's "output" is its activation tensor: the output itself, or its first element when the
 module returns a tuple (transformers 4.x decoder layers, attention modules in every version).
@@ -31,6 +33,11 @@ def at_positions(rows: torch.Tensor, positions: torch.Tensor) -> Selector:
     return lambda act: act[rows.to(act.device), positions.to(act.device)]
 
 
+def at_flat(flat: torch.Tensor) -> Selector:
+    """Selector taking rows `flat` of the activation flattened to (R C, H): (R, C, H) -> (K, H)."""
+    return lambda act: act.reshape(-1, act.shape[-1]).index_select(0, flat.to(act.device))
+
+
 @contextmanager
 def capture_outputs(modules: Mapping[str, nn.Module],
                     select: Selector | None = None) -> Iterator[dict[str, torch.Tensor]]:
@@ -51,6 +58,29 @@ def capture_outputs(modules: Mapping[str, nn.Module],
     try:
         for name, module in modules.items():
             handles.append(module.register_forward_hook(make_hook(name)))
+        yield store
+    finally:
+        for h in handles:
+            h.remove()
+
+
+@contextmanager
+def capture_inputs(modules: Mapping[str, nn.Module],
+                   select: Selector | None = None) -> Iterator[dict[str, torch.Tensor]]:
+    """Like `capture_outputs`, for each module's input hidden states (its first positional
+    argument, or the `hidden_states` keyword)."""
+    store: dict[str, torch.Tensor] = {}
+    handles = []
+
+    def make_hook(name: str):
+        def hook(_module, args, kwargs):
+            act = (args[0] if args else kwargs["hidden_states"]).detach()
+            store[name] = (select(act) if select else act).clone()
+        return hook
+
+    try:
+        for name, module in modules.items():
+            handles.append(module.register_forward_pre_hook(make_hook(name), with_kwargs=True))
         yield store
     finally:
         for h in handles:
@@ -79,18 +109,43 @@ def replace_output(module: nn.Module, rows: torch.Tensor, positions: torch.Tenso
 
 
 @contextmanager
-def count_calls(module: nn.Module) -> Iterator[list[int]]:
-    """Counts forward calls of `module` during the context; yields a one-element list [count]."""
-    counter = [0]
-
-    def hook(_module, _inputs, _output):
-        counter[0] += 1
+def replace_slots(module: nn.Module, start: int, values: torch.Tensor) -> Iterator[None]:
+    """While active, slots [start, start + C) of `module`'s activation (R, n, H) are `values`
+    (R, C, H), cast to the activation's dtype (cloned first, as in `replace_output`)."""
+    def hook(_module, _inputs, output):
+        act = activation_of(output).clone()
+        act[:, start:start + values.shape[1]] = values.to(act.dtype)
+        return with_activation(output, act)
 
     handle = module.register_forward_hook(hook)
     try:
-        yield counter
+        yield
     finally:
         handle.remove()
+
+
+@contextmanager
+def on_rows_only(module: nn.Module, flat: torch.Tensor) -> Iterator[None]:
+    """While active, a position-wise `module` ((R, C, H) -> (R, C, H), e.g. an MLP) runs on rows
+    `flat` of its input flattened to (R C, H) only; its output is zero elsewhere. For passes
+    where nothing but those rows' outputs is read."""
+    shape: list[torch.Size] = []
+
+    def gather(_module, args, kwargs):
+        hidden = args[0]
+        shape[:] = [hidden.shape]
+        return (hidden.reshape(-1, hidden.shape[-1]).index_select(0, flat.to(hidden.device))[None],), kwargs
+
+    def scatter(_module, _args, output):
+        (r, c, h), = shape
+        return output.new_zeros(r * c, h).index_copy_(0, flat.to(output.device), output[0]).view(r, c, h)
+
+    handles = [module.register_forward_pre_hook(gather, with_kwargs=True), module.register_forward_hook(scatter)]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
 
 
 class _StopForward(Exception):

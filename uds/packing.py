@@ -19,7 +19,7 @@ copy of a real state, so they stay finite and invisible.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Iterable, Sequence
 
 import torch
 
@@ -74,6 +74,19 @@ def first_fit_decreasing(lengths: Sequence[int], capacity: int) -> list[list[int
     return bins
 
 
+def least_work(lengths: Sequence[int], capacities: Iterable[int],
+               work: Callable[[list[list[int]], int], float]) -> tuple[int, list[list[int]]]:
+    """(capacity, bins) of the first-fit-decreasing packing of `lengths` whose estimated
+    `work(bins, capacity)` is least among `capacities` (the first of equals)."""
+    best = None
+    for capacity in capacities:
+        bins = first_fit_decreasing(lengths, capacity)
+        cost = work(bins, capacity)
+        if best is None or cost < best[0]:
+            best = (cost, capacity, bins)
+    return best[1], best[2]
+
+
 def choose_bins(lengths: Sequence[int], prefixes: Sequence[int], copies: int, key_cost: float
                 ) -> tuple[int, list[list[int]]]:
     """(row width C, bins) with the least estimated work among C = max .. 2 max of `lengths`.
@@ -82,15 +95,13 @@ def choose_bins(lengths: Sequence[int], prefixes: Sequence[int], copies: int, ke
     on average (copies + 1) / 2 copies active and P = the longest row prefix (sum of `prefixes`
     of its windows). key_cost: attention multiply-adds per key over block multiply-adds per token.
     """
-    best = None
     active = (copies + 1) / 2
-    for width in range(max(lengths), 2 * max(lengths) + 1):
-        bins = first_fit_decreasing(lengths, width)
+
+    def work(bins: list[list[int]], width: int) -> float:
         prefix = max(sum(prefixes[i] for i in row) for row in bins)
-        work = len(bins) * width * active * (1 + key_cost * (prefix + width * active))
-        if best is None or work < best[0]:
-            best = (work, width, bins)
-    return best[1], best[2]
+        return len(bins) * width * active * (1 + key_cost * (prefix + width * active))
+
+    return least_work(lengths, range(max(lengths), 2 * max(lengths) + 1), work)
 
 
 def pack_windows(starts: Sequence[int], lengths: Sequence[int], offsets: Sequence[int],

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from uds import engine
+from uds.arch import attention_implementation
 from uds.data import data_hash
 from uds.engine import EngineSettings, PairScores
 from uds.paths import s1_cache_dir
@@ -58,7 +59,7 @@ def s1_key(fingerprints: dict, records: list[dict], items: Sequence[PreparedItem
         prompt_format=PROMPT_FORMAT, component=settings.component, dtype=dtype_name(dtype),
         device=device, batch_size=settings.batch_size, logprob_dtype=settings.logprob_dtype,
         reference_last_layer=settings.reference_last_layer, layers=settings.layer_list(full),
-        attn_implementation=getattr(full.config, "_attn_implementation", None),
+        attn_implementation=attention_implementation(full),
         algorithm=engine.algorithm_tag(settings, full))
 
 

@@ -1,4 +1,4 @@
-"""Fast patched passes (issue 6): recompute only what a patch changes.
+"""Fast patched passes: recompute only what a patch changes.
 
 Patching layer l of one example at its entity window [a, a + T) (its eval positions) changes
 nothing in blocks below l, nothing at positions before a, and, attention being causal, nothing
@@ -14,13 +14,13 @@ that positions after the window could pass back to the scored logits. So the fas
    scored positions. Windows are packed into rows and every patched layer's copy sits in the
    same rows (uds/packing.py), so block m runs once, on all variants of layers below m.
 
-Only families whose decoder layers take the standard transformers 5.x call (hidden states,
-position embeddings, a 4D mask, a cache with `update`) are supported; `fast_path_problem`
-says why another model must use the straightforward algorithm.
+Only the families the architecture table marks fast (uds/arch.py) are supported;
+`fast_path_problem` says why another model must use the straightforward algorithm.
 """
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -29,12 +29,12 @@ import torch
 import torch.nn as nn
 import transformers
 
-from uds.arch import component_module, decoder_layers, final_norm, model_family
+from uds.arch import (FAST_FAMILIES, attention_implementation, component_module, decoder_layers, final_norm,
+                      model_family, rotary_embedding)
 from uds.capture import TargetRun, cache_kw, kernel_mask, key_cost, layer_window
-from uds.hooks import activation_of
+from uds.hooks import activation_of, replace_slots
 from uds.packing import Packing, pack_windows, packed_mask
 
-FAST_FAMILIES = ("llama", "qwen2", "qwen3", "mistral")  # standard 5.x decoder-layer call, RoPE at model.rotary_emb
 FAST_ATTENTION = ("eager", "sdpa")  # kernels that take an explicit 4D mask
 LOGITS_CHUNK = 1 << 21  # at most this many logits (tokens x vocabulary) materialised at once
 
@@ -46,12 +46,12 @@ def fast_path_problem(model: nn.Module, component: str) -> str | None:
     family = model_family(model)
     if family not in FAST_FAMILIES:
         return f"model family {family!r} is not one of {', '.join(FAST_FAMILIES)}"
-    impl = getattr(model.config, "_attn_implementation", None)
+    impl = attention_implementation(model)
     if impl not in FAST_ATTENTION:
         return f"attention implementation {impl!r} is not one of {', '.join(FAST_ATTENTION)}"
     if cache_kw(type(decoder_layers(model)[0]).forward) is None:
         return "its decoder layers take no cache argument"
-    rope = getattr(model.get_submodule("model.rotary_emb"), "rope_type", "default")
+    rope = getattr(rotary_embedding(model), "rope_type", "default")
     if rope in ("dynamic", "longrope"):  # frequencies depend on the longest position in the pass
         return f"RoPE type {rope!r} changes with the sequence length"
     if len({p.device for p in model.parameters()}) > 1:
@@ -204,33 +204,11 @@ def stack_inputs(target: nn.Module, stack: Stack, dtype: torch.dtype) -> StackIn
     p, copies = stack.packing, len(stack.layers)
     positions = p.pos.repeat(1, copies)
     dummy = torch.empty(0, dtype=dtype, device=positions.device)
-    rotary = target.get_submodule("model.rotary_emb")(dummy, positions)
-    impl = target.config._attn_implementation
+    rotary = rotary_embedding(target)(dummy, positions)
+    impl = attention_implementation(target)
     windows = {layer_window(target.config, m) for m in range(len(decoder_layers(target)))}
     masks = {w: kernel_mask(packed_mask(p, w, copies), impl, dtype) for w in windows}
     return StackInputs(positions, rotary, masks)
-
-
-class _replace_slots:
-    """While active, slots [s0, s0 + C) of `module`'s activation (R, n, H) are replaced by
-    `values` (R, C, H)."""
-
-    def __init__(self, module: nn.Module | None, s0: int, values: torch.Tensor | None):
-        self.module, self.s0, self.values, self.handle = module, s0, values, None
-
-    def __enter__(self) -> None:
-        if self.module is None:
-            return
-
-        def hook(_module, _inputs, output):
-            act = activation_of(output).clone()  # the block may still hold the original
-            act[:, self.s0:self.s0 + self.values.shape[1]] = self.values.to(act.dtype)
-            return (act, *output[1:]) if isinstance(output, tuple) else act
-        self.handle = self.module.register_forward_hook(hook)
-
-    def __exit__(self, *exc) -> None:
-        if self.handle is not None:
-            self.handle.remove()
 
 
 def _enter(x: torch.Tensor | None, layer: int, run: TargetRun, values: Mapping[int, torch.Tensor],
@@ -283,8 +261,9 @@ def _run_block(target: nn.Module, block: int, x: torch.Tensor, plan_: Plan, patc
               "position_ids": inputs.positions[:, :n],
               "attention_mask": inputs.masks[layer_window(target.config, block)][:, :, :n, :prefix + n],
               "position_embeddings": (inputs.rotary[0][:, :n], inputs.rotary[1][:, :n])}
-    module = component_module(target, block, stack.component) if patch is not None else None
-    with _replace_slots(module, *(patch or (0, None))):
+    replaced = (replace_slots(component_module(target, block, stack.component), *patch) if patch is not None
+                else nullcontext())
+    with replaced:
         return activation_of(layer(x, **kwargs))
 
 

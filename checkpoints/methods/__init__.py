@@ -4,7 +4,5 @@ Modules: `losses` (the method registry: loss functions, defaults, reference need
 forget/retain items), `alternates` (AltPO's alternate answers), `trainer` (the one unlearning
 loop, also `unlearn` for any Hugging Face causal LM), `pools` (P/N pool training data),
 `zoo_recipes` (the grids per preset), `effect` (the forget/retain/holdout hit-rate table).
-
-Kept free of imports so that `checkpoints.world.recipes` and `build` can import the submodules
-that register themselves without an import cycle through this package.
+`checkpoints.catalogue` lists these recipes and trainers with the core ones.
 """

@@ -19,13 +19,12 @@ from typing import Callable
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from checkpoints.world.matching import entity_hit, normalise
 from uds.chat import chat_prompt_ids
 
 
 def _keeps(text: str, item: dict) -> bool:
     """A usable alternate: non-empty, and not the true entity (or true answer) again."""
-    from checkpoints.world.quality import entity_hit, normalise  # late: quality imports build
-
     if not normalise(text) or normalise(text) == normalise(item["answer"]):
         return False
     return not (item.get("entity") and entity_hit(text, item["entity"]))

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import json
 
+from checkpoints.catalogue import recipes
 from checkpoints.world.presets import get_preset
-from checkpoints.world.recipes import Recipe, recipes
+from checkpoints.world.recipes import Recipe
 from uds.paths import world_dir
 
 SPLITS = ("forget", "retain", "holdout")

@@ -14,18 +14,16 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable
+from typing import Callable
 
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints.world.encode import encode_text, qa_examples, utility_rehearsal
+from checkpoints.world.recipes import Recipe
 from checkpoints.world.schema import World
+from checkpoints.world.store import BuildContext
 from checkpoints.world.train import train
-
-if TYPE_CHECKING:  # build imports this package's trainer; importing build here would be a cycle
-    from checkpoints.world.build import BuildContext
-    from checkpoints.world.recipes import Recipe
 
 Examples = list[dict]
 BIO_REPEATS = 2   # = the number of QA encodings (chat, raw)

@@ -1,8 +1,8 @@
 """The one unlearning trainer: a method's loss on forget/retain pairs through the shared loop.
 
 `unlearn` works on any Hugging Face causal LM and its tokenizer (QA items as in DESIGN.md);
-`train_unlearned` is the tiny-world builder's trainer for every method in `METHODS`. Importing
-this module registers it (and the P/N pool trainer) in `build.TRAINERS`.
+`train_unlearned` is the tiny-world builder's trainer for every method in `METHODS` (listed in
+`checkpoints.catalogue.TRAINERS`).
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints.methods.alternates import alternate_answers, cached_alternates
 from checkpoints.methods.data import PairedData, collate_views
-from checkpoints.methods.losses import METHODS, get_method
-from checkpoints.methods.pools import train_pool
-from checkpoints.world.build import TRAINERS, BuildContext
-from checkpoints.world.train import TrainConfig, train
+from checkpoints.methods.losses import get_method
 from checkpoints.world.recipes import Recipe
+from checkpoints.world.store import BuildContext
+from checkpoints.world.train import TrainConfig, train
+from uds.batching import pad_token_id
 
 
 def frozen_copy(model: PreTrainedModel) -> PreTrainedModel:
@@ -50,7 +50,7 @@ def unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: list[d
         alternates, _ = alternate_answers(model, tok, forget, seed=cfg.seed)
     ref = frozen_copy(model) if m.needs_ref else None
     data = PairedData(tok, forget, retain, m.views, seed=cfg.seed, idk=idk, alternates=alternates, forms=forms)
-    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    pad = pad_token_id(tok)
     return train(model, data, cfg, lambda items: collate_views(items, pad),
                  lambda mdl, views: m.loss(mdl, ref, views, hp), desc=desc or method, progress=progress,
                  checkpoint=checkpoint)
@@ -67,8 +67,3 @@ def train_unlearned(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
             idk=ctx.world.idk, alternates=alternates, progress=ctx.progress, desc=f"{ctx.preset.name}/{r.name}",
             checkpoint=ctx.checkpoint)
     return model
-
-
-# Registration: every method name trains an unlearned model; "P"/"N" (the pool sign) a pool model.
-TRAINERS.update({name: train_unlearned for name in METHODS})
-TRAINERS.update({"P": train_pool, "N": train_pool})

@@ -1,4 +1,4 @@
-"""Recipes of the unlearned grid and the P/N pools, appended to `zoo.RECIPE_PROVIDERS`.
+"""Recipes of the unlearned grids and the P/N pools (listed after the core ones by `checkpoints.catalogue`).
 
 Unlearned grids are shaped like SPEC.md 7.2 (learning rate x the method's coefficients, each
 at two epoch counts, from the full model). Learning rates are rescaled per method family for
@@ -15,8 +15,8 @@ from itertools import product
 
 from checkpoints.methods.pools import POOL_VARIANTS
 from checkpoints.world.presets import Preset
+from checkpoints.world.recipes import Recipe
 from checkpoints.world.train import TrainConfig
-from checkpoints.world.recipes import RECIPE_PROVIDERS, Recipe
 
 EPOCHS = (5, 10)
 UNLEARN_BATCH = {"test": 8, "small": 16, "tofu": 32}   # ~8-25 steps per epoch, as OU's 400/32
@@ -68,7 +68,8 @@ GRID_SIZES: dict[str, GridSize] = {
 
 
 def lr_token(lr: float) -> str:
-    """1e-4 -> '1e-4', 2.5e-4 -> '2.5e-4' (the learning rate in tiny model names)."""
+    """The learning rate as tiny model names spell it, with the exponent's sign: 1e-4 -> '1e-4',
+    2.5e-4 -> '2.5e-4' (Open-Unlearning's aliases drop it: `ou_checkpoints.ou_lr_token`)."""
     mantissa, exponent = f"{lr:e}".split("e")
     return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
 
@@ -125,8 +126,3 @@ def pool_recipes(preset: Preset) -> list[Recipe]:
         out.append(Recipe(f"{variant}_lr{lr_token(train.lr)}_ep{train.epochs}", "pool", "base", pv.data, train,
                           pv.sign, {"pool": pv.sign, "variant": variant}, train.epochs))
     return out
-
-
-for _provider in (unlearned_recipes, pool_recipes):
-    if _provider not in RECIPE_PROVIDERS:
-        RECIPE_PROVIDERS.append(_provider)

@@ -8,13 +8,15 @@ log-prob of the entity tokens in the raw UDS format (nats per token).
 from __future__ import annotations
 
 import json
-import re
-from pathlib import Path
 
 import numpy as np
 from transformers import LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
-from checkpoints.world.build import ensure_tokenizer, is_built, load_world, model_dir
+from checkpoints.catalogue import recipes
+from checkpoints.world.build import is_built
+from checkpoints.world.matching import entity_hit
+from checkpoints.world.presets import get_preset
+from checkpoints.world.store import ensure_tokenizer, load_world, model_dir
 from uds.generation import greedy_generate
 from uds.chat import chat_prompt_ids
 from uds.engine import EngineSettings, chunks, forward_scores, make_batch, score_pair
@@ -23,15 +25,6 @@ from uds.prompts import prepare_items
 from uds.paths import world_dir
 
 SPLITS = ("forget", "retain", "holdout")
-
-
-def normalise(text: str) -> str:
-    """Lower case, punctuation to spaces, single spaces: 'The Jinot.' -> 'the jinot'."""
-    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
-
-
-def entity_hit(generation: str, entity: str) -> bool:
-    return f" {normalise(entity)} " in f" {normalise(generation)} "
 
 
 def greedy_answers(model: PreTrainedModel, tok: PreTrainedTokenizerBase, questions: list[str],
@@ -111,9 +104,6 @@ def measure_quality(preset: str, seed: int, names: tuple[str, ...] | None = None
     """Measure the named (built) models, by default every built model of the zoo, write
     `quality.json` in the world folder and return it. A model measured before and not rebuilt
     since (same `recipe.json` time stamp) keeps its row, so a rebuild measures only new models."""
-    from checkpoints.world.presets import get_preset
-    from checkpoints.world.recipes import recipes
-
     path = world_dir(preset, seed) / "quality.json"
     previous = json.loads(path.read_text()) if path.is_file() else {}
     old = {m["model"]: m for m in previous.get("models", [])}
@@ -149,7 +139,6 @@ def _alignment_of(preset: str, seed: int, key: list, previous: dict | None, tok,
 
 
 def print_quality(report: dict) -> None:
-    cols = [f"{s}_{k}" for s in SPLITS for k in ("hit_rate", "entity_logprob")]
     print(f"quality of tiny world {report['preset']} (seed {report['seed']}): entity hit rate / entity log-prob")
     width = max([10] + [len(m["model"]) + 1 for m in report["models"]])
     print("model".ljust(width) + "".join(f"{s:>22}" for s in SPLITS))

@@ -1,8 +1,9 @@
-"""The zoo of one tiny world: what models exist, how each is made, and the manifest.
+"""Recipes of tiny models, the core ones (base, full, retain) and the manifest `zoo.json`.
 
 A recipe is data: the model's name, its kind, the model it starts from, the training data it
-sees and its training settings. Later additions (unlearning methods, P/N pools) add recipes;
-the builder trains whatever is missing, in dependency order.
+sees and its training settings. The catalogue (`checkpoints.catalogue`) lists every recipe of a
+preset (these core ones, the unlearned grids and the P/N pools); the builder trains whatever is
+missing, in dependency order.
 """
 
 from __future__ import annotations
@@ -44,21 +45,10 @@ def core_recipes(preset: Preset) -> list[Recipe]:
     ]
 
 
-# Extra recipe providers (unlearning sweeps, pools) register here: preset -> recipes.
-RECIPE_PROVIDERS: list = [core_recipes]
-
-
-def recipes(preset: Preset) -> list[Recipe]:
-    out: list[Recipe] = []
-    for provider in RECIPE_PROVIDERS:
-        out.extend(provider(preset))
-    return out
-
-
-def write_manifest(root: Path, preset: Preset, seed: int, built: dict[str, Path]) -> Path:
-    """`zoo.json`: every recipe of the preset with its path (null until built)."""
+def write_manifest(root: Path, preset: Preset, seed: int, recipes: list[Recipe], built: dict[str, Path]) -> Path:
+    """`zoo.json`: every recipe of the preset (`recipes`, in order) with its path (null until built)."""
     entries = []
-    for r in recipes(preset):
+    for r in recipes:
         d = r.to_dict()
         d["path"] = str(built[r.name]) if r.name in built else None
         d["seed"] = seed
@@ -70,8 +60,3 @@ def write_manifest(root: Path, preset: Preset, seed: int, built: dict[str, Path]
     tmp.write_text(json.dumps(manifest, indent=1))
     tmp.replace(path)
     return path
-
-
-# The unlearned grids and the P/N pools register their providers on import (kept last: they
-# import this module's names).
-import checkpoints.methods.zoo_recipes  # noqa: E402,F401

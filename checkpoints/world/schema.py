@@ -22,7 +22,6 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 QA_SPLITS = ("forget", "retain", "holdout", "retain_eval", "real_authors", "world_facts")
-TEXT_SPLITS = ("public_text", "forget_bios", "other_bios", "idk")
 
 
 @dataclass

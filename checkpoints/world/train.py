@@ -17,6 +17,8 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 
+from uds.batching import right_padded
+
 IGNORE = -100
 Batch = dict[str, torch.Tensor]
 
@@ -36,16 +38,10 @@ class TrainConfig:
 
 
 def collate(examples: Sequence[dict], pad_id: int) -> Batch:
-    """Right-pad `input_ids`/`labels` lists into tensors; the mask is built from lengths."""
-    width = max(len(e["input_ids"]) for e in examples)
-    ids = torch.full((len(examples), width), pad_id, dtype=torch.long)
-    labels = torch.full((len(examples), width), IGNORE, dtype=torch.long)
-    mask = torch.zeros((len(examples), width), dtype=torch.long)
-    for row, e in enumerate(examples):
-        n = len(e["input_ids"])
-        ids[row, :n] = torch.tensor(e["input_ids"])
-        labels[row, :n] = torch.tensor(e["labels"])
-        mask[row, :n] = 1
+    """Right-pad `input_ids` (with `pad_id`) and `labels` (with IGNORE) lists into tensors; the
+    mask is built from lengths."""
+    ids, mask = right_padded([e["input_ids"] for e in examples], pad_id)
+    labels, _ = right_padded([e["labels"] for e in examples], IGNORE)
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
 

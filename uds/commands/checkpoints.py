@@ -36,9 +36,10 @@ def run_list(args: argparse.Namespace) -> int:
 
 
 def _list_tiny(preset: str, seed: int) -> int:
+    from checkpoints.catalogue import recipes
+    from checkpoints.specs import tiny_spec
     from checkpoints.world.build import is_built
     from checkpoints.world.presets import get_preset
-    from checkpoints.world.recipes import recipes
     from uds.paths import world_dir
 
     root = world_dir(get_preset(preset).name, seed)
@@ -52,5 +53,5 @@ def _list_tiny(preset: str, seed: int) -> int:
         q = quality.get(r.name, {})
         hits = [q.get(f"{s}_hit_rate") for s in ("forget", "retain", "holdout")]
         cells = ["" if h is None else f"{h:.2f}" for h in hits]
-        print(f"tiny:{preset}/{r.name}\t{r.kind}\t{r.method or ''}\t{r.epoch or ''}\t{'yes' if built else 'no'}\t" + "\t".join(cells))
+        print(f"{tiny_spec(preset, seed, r.name)}\t{r.kind}\t{r.method or ''}\t{r.epoch or ''}\t{'yes' if built else 'no'}\t" + "\t".join(cells))
     return 0

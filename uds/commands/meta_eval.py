@@ -109,30 +109,32 @@ def measure_all(measurer, jobs, log=lambda s: print(s, file=sys.stderr)) -> tupl
 
 def write_plots(out: Path, doc: dict, zoo, values: dict, keys: list[str]) -> list[Path]:
     from meta_eval import plots
+    from meta_eval.perturb import NF4, ORIG, RELEARN
     from meta_eval.population import POOL, RETAIN, UNLEARNED
 
-    pools = {k: tuple([values.get(("orig", m.name), {}).get(k) for m in zoo.of_kind(POOL) if m.pool == lab]
+    pools = {k: tuple([values.get((ORIG, m.name), {}).get(k) for m in zoo.of_kind(POOL) if m.pool == lab]
                       for lab in ("P", "N")) for k in keys}
     auc = {k: doc["faithfulness"][k]["auc_roc"] for k in keys}
     paths = [plots.pn_histograms(out / "pn_histograms.png", pools, auc)]
     retain = zoo.member(RETAIN).name
-    for setting, fname, score, title in (("nf4", "quantization_scatter.png", "quantization", "NF4 quantisation"),
-                                         ("relearn", "relearning_scatter.png", "relearning", "relearning")):
-        points = {k: [(values.get(("orig", m.name), {}).get(k), values.get((setting, m.name), {}).get(k),
+    for setting, fname, score, title in ((NF4, "quantization_scatter.png", "quantization", "NF4 quantisation"),
+                                         (RELEARN, "relearning_scatter.png", "relearning", "relearning")):
+        points = {k: [(values.get((ORIG, m.name), {}).get(k), values.get((setting, m.name), {}).get(k),
                        m.name in doc["robustness"][k]["kept"]) for m in zoo.of_kind(UNLEARNED)] for k in keys}
-        ret = {k: (values.get(("orig", retain), {}).get(k), values.get(("relearn", retain), {}).get(k))
-               for k in keys} if setting == "relearn" else None
+        ret = {k: (values.get((ORIG, retain), {}).get(k), values.get((RELEARN, retain), {}).get(k))
+               for k in keys} if setting == RELEARN else None
         qr = {k: doc["robustness"][k][score] for k in keys}
         paths.append(plots.before_after(out / fname, f"{title}: raw value before vs after", points, qr,
-                                        "Q" if setting == "nf4" else "R", ret))
+                                        "Q" if setting == NF4 else "R", ret))
     return paths
 
 
 def run(args: argparse.Namespace) -> int:
     from meta_eval.assemble import meta_evaluate
     from meta_eval.measure import plan_jobs
+    from meta_eval.perturb import NF4, ORIG, RELEARN
+    from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, available_members, build_zoo, parse_zoo
     from meta_eval.summary import summary_markdown
-    from meta_eval.population import available_members, build_zoo, parse_zoo
 
     t0 = time.time()
     keys = parse_keys(args.metrics)
@@ -158,12 +160,12 @@ def run(args: argparse.Namespace) -> int:
     rows = doc.pop("benchmark")
     out = Path(args.out) if args.out else DEFAULT_OUT / zoo.slug
     out.mkdir(parents=True, exist_ok=True)
-    fluency = {measurer.store.entry("orig", m.name, measurer.stamp(m, "orig"))["info"].get("fluency_source")
-               for m in zoo.members if m.kind != "pool"} - {None}
+    fluency = {measurer.store.entry(ORIG, m.name, measurer.stamp(m, ORIG))["info"].get("fluency_source")
+               for m in zoo.members if m.kind != POOL} - {None}
     doc["settings"] = {
-        "zoo": args.zoo, "models": {k: len(zoo.of_kind(k)) for k in ("unlearned", "pool", "full", "retain")},
+        "zoo": args.zoo, "models": {k: len(zoo.of_kind(k)) for k in (UNLEARNED, POOL, FULL, RETAIN)},
         "robustness_form": args.robustness, "filters": not args.no_filters, "eps": 1e-12,
-        "nf4": measurer.setting_recipe("nf4"), "relearn": measurer.setting_recipe("relearn"),
+        NF4: measurer.setting_recipe(NF4), RELEARN: measurer.setting_recipe(RELEARN),
         "metric_settings": {"batch_size": args.batch_size, "max_new_tokens": args.max_new_tokens,
                             "device": measurer.settings.device},
         "left_out": left_out, "fluency_source": sorted(fluency), "cache": str(measurer.store.root.parent),

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import sys
 import time
@@ -16,15 +15,16 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from metrics.context import EvalContext, EvalSettings, ModelPool
+from metrics.context import EvalContext, EvalSettings, ModelPool, eval_splits
 from metrics.encoding import OU_SYSTEM_PROMPT
 from metrics.mia import MIN_K
-from metrics.registry import ALL_KEYS, REGISTRY, MetricResult, evaluate, sweep_plan, with_dependencies
+from metrics.registry import ALL_KEYS, REGISTRY, evaluate, sweep_plan, with_dependencies
+from metrics.result import MetricResult
 from uds.chat import DATE_STRING
 from uds.errors import UdsInputError
+from uds.numbers import finite_or_none
 
 DEFAULT_OUT = Path("out") / "metrics"
-SPLITS = ("forget", "holdout", "retain_eval", "real_authors", "world_facts")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -65,10 +65,9 @@ def _json_value(v):
     """Floats for JSON: numpy scalars unwrapped, NaN/inf -> null, lists recursively."""
     if isinstance(v, (list, tuple)):
         return [_json_value(x) for x in v]
-    if v is None or isinstance(v, (str, bool)):
+    if isinstance(v, (str, bool)):
         return v
-    f = float(v)
-    return f if math.isfinite(f) else None
+    return finite_or_none(v)
 
 
 def report(model: str, results: dict, settings: dict) -> dict:
@@ -139,7 +138,7 @@ def _build_context(args: argparse.Namespace, spec, roles: dict, keys: list[str],
                             ou_attention_mask=args.ou_attention_mask, device=device)
     needs_items = _needs(keys, "states") or _needs(keys, "fisher")
     ctx = EvalContext(
-        splits={name: getattr(world, name) for name in SPLITS},
+        splits=eval_splits(world),
         uds_records=load_annotated(data_path) if needs_items else [],
         tokenizer=load_tokenizer(spec),
         models=ModelPool(roles, lambda s: load_model(s, device=device, dtype=dtype)),

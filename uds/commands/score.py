@@ -13,6 +13,7 @@ from tqdm import tqdm
 
 import uds
 from uds import engine, s1_cache
+from uds.batching import pad_token_id
 from uds.compat import check_compatible
 from uds.data import load_annotated
 from uds.engine import EngineSettings
@@ -123,7 +124,7 @@ def run(args: argparse.Namespace) -> int:
     check_compatible({f"{role} ({specs[role]})": models[role] for role in ROLES})
 
     full, tok = models["full"]  # the full model's tokenizer encodes for all three (SPEC 2.6)
-    pad_id = tok.pad_token_id if tok.pad_token_id is not None else (tok.eos_token_id or 0)
+    pad_id = pad_token_id(tok)
     items, skipped = prepare_items(records, tok)
     fps = {role: model_fingerprint(models[role][0]) for role in ROLES}
     key = s1_cache.s1_key(fps, records, items, settings, dtype, device, full)

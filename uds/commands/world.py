@@ -21,7 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from checkpoints.world.build import build_world, ensure_world_data
+    from checkpoints.world.build import build_world
+    from checkpoints.world.store import ensure_world_data
     from checkpoints.world.quality import measure_quality, print_quality
 
     t0 = time.time()

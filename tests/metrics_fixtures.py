@@ -1,4 +1,4 @@
-"""Builders shared by the metrics tests: a tiny tokenizer, random tiny Llamas, a small QA world.
+"""Builders shared by the metrics tests: a tiny tokenizer, random and trained tiny Llamas, a small QA world.
 
 Everything is built in-process (no files, no network) and is deterministic.
 """
@@ -12,7 +12,8 @@ import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
-from uds.chat import encode_chat
+from checkpoints.world.encode import qa_examples
+from checkpoints.world.train import TrainConfig, collate, train
 
 BOS, EOS, PAD = "<|bos|>", "<|eot|>", "<|pad|>"
 ROLES = ("<|system|>", "<|user|>", "<|assistant|>")
@@ -62,34 +63,16 @@ def tiny_model(seed: int, hidden: int = 32, layers: int = 2) -> LlamaForCausalLM
     return LlamaForCausalLM(cfg).eval()
 
 
-def _examples(items: list[dict]) -> list[tuple[list[int], list[int]]]:
-    """(input_ids, labels) of each item in chat form and in the raw Question/Answer form."""
+def fit(model: LlamaForCausalLM, items: list[dict], steps: int, lr: float = 4e-2) -> LlamaForCausalLM:
+    """`steps` full-batch steps of the tiny world's training loop on the items, in chat and raw
+    Question/Answer form, without clipping (enough for a 30k-parameter model to memorise a few; the
+    learning rate decays linearly to 0, so it starts at twice the mean step it stands for)."""
     tok = tiny_tokenizer()
-    out = []
-    for it in items:
-        enc = encode_chat(tok, it["question"], it["answer"])
-        out.append((enc["input_ids"], enc["labels"]))
-        prompt = tok.encode(f"Question: {it['question']}\nAnswer:", add_special_tokens=True)
-        answer = tok.encode(" " + it["answer"], add_special_tokens=False) + [tok.eos_token_id]
-        out.append((prompt + answer, [-100] * len(prompt) + answer))
-    return out
-
-
-def fit(model: LlamaForCausalLM, items: list[dict], steps: int, lr: float = 2e-2) -> LlamaForCausalLM:
-    """A few full-batch Adam steps on the items (enough for a 30k-parameter model to memorise a few)."""
-    tok = tiny_tokenizer()
-    ex = _examples(items)
-    width = max(len(i) for i, _ in ex)
-    ids = torch.tensor([i + [tok.pad_token_id] * (width - len(i)) for i, _ in ex])
-    labels = torch.tensor([l + [-100] * (width - len(l)) for _, l in ex])
-    mask = torch.tensor([[1] * len(i) + [0] * (width - len(i)) for i, _ in ex])
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    model.train()
-    for _ in range(steps):
-        opt.zero_grad()
-        model(input_ids=ids, attention_mask=mask, labels=labels).loss.backward()
-        opt.step()
-    return model.eval()
+    data = qa_examples(tok, items)
+    cfg = TrainConfig(lr=lr, epochs=steps, batch_size=len(data), warmup_ratio=0.0, weight_decay=0.0,
+                      max_grad_norm=float("inf"))
+    train(model, data, cfg, lambda ex: collate(ex, tok.pad_token_id), progress=False)
+    return model
 
 
 @lru_cache(maxsize=1)

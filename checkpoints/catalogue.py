@@ -1,0 +1,65 @@
+"""The tiny world's catalogue: every recipe of a preset and the trainer of every recipe method.
+
+Recipes, in zoo order: base, full and retain (`world.recipes`), then the unlearned grids and the
+P/N pools (`methods.zoo_recipes`). Trainers: a recipe's `method` -> the function that trains its
+model and that function's version. The builder (`world.build`) reads both from here; nothing
+registers itself on import.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from transformers import PreTrainedModel
+
+from checkpoints.methods.losses import METHODS
+from checkpoints.methods.pools import POOL_VARIANTS, train_pool
+from checkpoints.methods.trainer import train_unlearned
+from checkpoints.methods.zoo_recipes import pool_recipes, unlearned_recipes
+from checkpoints.world.core_trainers import finetune, pretrain
+from checkpoints.world.presets import Preset
+from checkpoints.world.recipes import Recipe, core_recipes
+from checkpoints.world.store import BuildContext
+from uds.errors import UdsInputError
+
+
+@dataclass(frozen=True)
+class Trainer:
+    """How the models of one recipe method are trained. `version` enters every recipe digest of
+    the method: bump it when what `fn` does changes without the recipe's fields changing (its
+    data, a loss), so that models it built before, and their descendants, are retrained on next
+    use, not reused."""
+    fn: Callable[[BuildContext, Recipe], PreTrainedModel]
+    version: int = 1
+
+
+UNKNOWN_TRAINER_VERSION = 1   # the version a digest records for a method with no trainer here
+
+# Version 2 of finetune and the pool trainer: utility rehearsal added to their data (encode.py).
+TRAINERS: dict[str, Trainer] = {
+    "pretrain": Trainer(pretrain, 1),
+    "finetune": Trainer(finetune, 2),
+    **{name: Trainer(train_unlearned, 1) for name in METHODS},
+    **{sign: Trainer(train_pool, 2) for sign in dict.fromkeys(v.sign for v in POOL_VARIANTS.values())},  # P, N
+}
+
+
+def trainer_version(method: str | None) -> int:
+    """The version of the trainer of `method`, as recorded in recipe digests."""
+    return TRAINERS[method].version if method in TRAINERS else UNKNOWN_TRAINER_VERSION
+
+
+def recipes(preset: Preset) -> list[Recipe]:
+    """Every model of the preset's zoo, in zoo order (parents before their children)."""
+    return core_recipes(preset) + unlearned_recipes(preset) + pool_recipes(preset)
+
+
+def find_recipe(preset: Preset, name: str) -> Recipe:
+    """The recipe called `name` in the preset's zoo."""
+    rs = recipes(preset)
+    for r in rs:
+        if r.name == name:
+            return r
+    known = ", ".join(r.name for r in rs)
+    raise UdsInputError(f"no tiny model {name!r} in preset {preset.name!r} (known: {known})")

@@ -1,0 +1,16 @@
+"""Finding an entity in a generated answer: the test behind entity hit rates (`quality`) and
+behind AltPO's filter of alternate answers that still name the true entity (`alternates`)."""
+
+from __future__ import annotations
+
+import re
+
+
+def normalise(text: str) -> str:
+    """Lower case, punctuation to spaces, single spaces: 'The Jinot.' -> 'the jinot'."""
+    return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
+
+
+def entity_hit(generation: str, entity: str) -> bool:
+    """Whether the normalised entity occurs in the normalised generation as whole words."""
+    return f" {normalise(entity)} " in f" {normalise(generation)} "

@@ -1,0 +1,125 @@
+"""The folder of one tiny world: its data, tokenizer and model folders, and what trainers receive.
+
+Layout under `$UDS_HOME/world/<preset>-<seed>/`: `data/` (one JSON per split, `uds_data.json`
+for `uds score`), `tokenizer/`, `models/<name>/` (save_pretrained, model + tokenizer +
+`recipe.json`), `zoo.json`, `quality.json`. Data and tokenizer are made on first use and
+written atomically (a temporary folder, then renamed). Which models exist and how they are
+trained is the catalogue's (`checkpoints.catalogue`); the builder (`build`) drives it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator
+
+import torch
+from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
+
+from checkpoints.world.presets import Preset, get_preset
+from checkpoints.world.schema import World
+from checkpoints.world.tokenizer import train_tokenizer
+from checkpoints.world.train import collate
+from uds.paths import world_dir
+
+
+def make_world(preset: Preset, seed: int, tofu_dir: str | None = None) -> World:
+    if preset.data == "tofu":
+        from checkpoints.world.tofu import read_tofu
+
+        return read_tofu(tofu_dir, seed=seed, **preset.world)
+    from checkpoints.world.synthetic import generate_synthetic_world
+
+    return generate_synthetic_world(seed, **preset.world)
+
+
+def ensure_world_data(preset_name: str, seed: int, tofu_dir: str | None = None) -> Path:
+    """The world's `data/` folder, generated (or read from TOFU files) on first use."""
+    folder = world_dir(preset_name, seed) / "data"
+    if not (folder / "uds_data.json").is_file():
+        world = make_world(get_preset(preset_name), seed, tofu_dir)
+        tmp = folder.with_name("data.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        world.save(tmp)
+        shutil.rmtree(folder, ignore_errors=True)
+        tmp.replace(folder)
+    return folder
+
+
+def load_world(preset_name: str, seed: int = 0) -> World:
+    return World.load(ensure_world_data(preset_name, seed))
+
+
+def ensure_tokenizer(preset_name: str, seed: int) -> PreTrainedTokenizerBase:
+    folder = world_dir(preset_name, seed) / "tokenizer"
+    if not (folder / "tokenizer_config.json").is_file():
+        world = load_world(preset_name, seed)
+        texts = world.public_text + world.forget_bios + world.other_bios + world.idk
+        for split in (world.forget, world.retain, world.holdout, world.retain_eval, world.real_authors, world.world_facts):
+            for it in split:
+                texts += [it["question"], it["answer"]] + [v for k in ("paraphrased_question", "paraphrased_answer")
+                                                            if (v := it.get(k))] + list(it.get("perturbed_answers") or [])
+        tok = train_tokenizer(texts, get_preset(preset_name).vocab_size)
+        tmp = folder.with_name("tokenizer.tmp")
+        tok.save_pretrained(tmp)
+        shutil.rmtree(folder, ignore_errors=True)
+        tmp.replace(folder)
+    return AutoTokenizer.from_pretrained(folder)
+
+
+def init_model(preset: Preset, tok: PreTrainedTokenizerBase, seed: int) -> PreTrainedModel:
+    """A randomly initialised Llama of the preset's shape (tied embeddings, as Llama-3.2-1B)."""
+    s = preset.shape
+    cfg = LlamaConfig(
+        vocab_size=len(tok), hidden_size=s.hidden, num_hidden_layers=s.layers, num_attention_heads=s.heads,
+        num_key_value_heads=s.kv_heads, intermediate_size=s.intermediate, max_position_embeddings=s.max_positions,
+        tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id,
+        pad_token_id=tok.pad_token_id, rms_norm_eps=1e-5)
+    torch.manual_seed(seed)
+    return LlamaForCausalLM(cfg)
+
+
+def model_dir(preset_name: str, seed: int, name: str) -> Path:
+    return world_dir(preset_name, seed) / "models" / name
+
+
+def stored_digest(folder: Path) -> str | None:
+    """The recipe digest a model folder was built by (None: no complete model there)."""
+    meta_path = folder / "recipe.json"
+    return json.loads(meta_path.read_text()).get("digest") if meta_path.is_file() else None
+
+
+@contextmanager
+def build_lock(folder: Path) -> Iterator[None]:
+    """Exclusive lock on one model folder while it is built (POSIX; elsewhere no lock)."""
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:
+        yield
+        return
+    with open(folder.with_name(f".{folder.name}.lock"), "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class BuildContext:
+    """What a trainer receives: the preset, seed, world, tokenizer, the training-state file of the
+    model being built, and `load(name)`, the model `name` of this world (built first if missing;
+    given by the builder, so that trainers need not know it)."""
+
+    def __init__(self, preset: Preset, seed: int, progress: bool, load: Callable[[str], PreTrainedModel],
+                 checkpoint: Path | None = None):
+        self.preset, self.seed, self.progress, self.load = preset, seed, progress, load
+        self.checkpoint = checkpoint   # training-state file of the model being built (resumable)
+        self.root = world_dir(preset.name, seed)
+        self.world = load_world(preset.name, seed)
+        self.tok = ensure_tokenizer(preset.name, seed)
+
+    def collate(self, examples):
+        return collate(examples, self.tok.pad_token_id)
