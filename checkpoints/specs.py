@@ -18,7 +18,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints import ou_checkpoints
 from uds.errors import UdsInputError
-from uds.loading import check_folder, load_model_from, load_tokenizer_from
+from uds.loading import check_folder, has_tokenizer, load_model_from, load_tokenizer_from
 
 DEFAULT_PRESET = "small"
 DEFAULT_SEED = 0
@@ -138,6 +138,12 @@ def load_model(spec: str | CheckpointSpec, device: str = "cpu", dtype: torch.dty
     """The causal LM a spec names, in eval mode on `device` with parameters in `dtype`."""
     s = as_spec(spec)
     return load_model_from(model_source(s), s.kind == "hub", device, dtype, trust_pickle, **kwargs)
+
+
+def has_own_tokenizer(spec: str | CheckpointSpec) -> bool:
+    """Whether the checkpoint carries its own tokenizer (a hub repository is assumed to)."""
+    s = as_spec(spec)
+    return s.kind == "hub" or has_tokenizer(Path(model_source(s)))
 
 
 def load_tokenizer(spec: str | CheckpointSpec) -> PreTrainedTokenizerBase:

@@ -14,8 +14,19 @@ from typing import Any, Callable, Iterator, Mapping
 
 import torch
 import torch.nn as nn
+from torch.utils.hooks import RemovableHandle
 
 Selector = Callable[[torch.Tensor], torch.Tensor]
+
+
+@contextmanager
+def _removed_after(*handles: RemovableHandle) -> Iterator[None]:
+    """Removes the hooks of `handles` when the context exits, also on error."""
+    try:
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
 
 
 def activation_of(output: Any) -> torch.Tensor:
@@ -47,7 +58,6 @@ def capture_outputs(modules: Mapping[str, nn.Module],
     in-place ops in the model cannot change it). A module called twice keeps its last output.
     """
     store: dict[str, torch.Tensor] = {}
-    handles = []
 
     def make_hook(name: str):
         def hook(_module, _inputs, output):
@@ -55,13 +65,8 @@ def capture_outputs(modules: Mapping[str, nn.Module],
             store[name] = (select(act) if select else act).clone()
         return hook
 
-    try:
-        for name, module in modules.items():
-            handles.append(module.register_forward_hook(make_hook(name)))
+    with _removed_after(*(module.register_forward_hook(make_hook(name)) for name, module in modules.items())):
         yield store
-    finally:
-        for h in handles:
-            h.remove()
 
 
 @contextmanager
@@ -70,7 +75,6 @@ def capture_inputs(modules: Mapping[str, nn.Module],
     """Like `capture_outputs`, for each module's input hidden states (its first positional
     argument, or the `hidden_states` keyword)."""
     store: dict[str, torch.Tensor] = {}
-    handles = []
 
     def make_hook(name: str):
         def hook(_module, args, kwargs):
@@ -78,13 +82,9 @@ def capture_inputs(modules: Mapping[str, nn.Module],
             store[name] = (select(act) if select else act).clone()
         return hook
 
-    try:
-        for name, module in modules.items():
-            handles.append(module.register_forward_pre_hook(make_hook(name), with_kwargs=True))
+    with _removed_after(*(module.register_forward_pre_hook(make_hook(name), with_kwargs=True)
+                          for name, module in modules.items())):
         yield store
-    finally:
-        for h in handles:
-            h.remove()
 
 
 @contextmanager
@@ -101,11 +101,8 @@ def replace_output(module: nn.Module, rows: torch.Tensor, positions: torch.Tenso
         patched[rows.to(act.device), positions.to(act.device)] = values.to(device=act.device, dtype=act.dtype)
         return with_activation(output, patched)
 
-    handle = module.register_forward_hook(hook)
-    try:
+    with _removed_after(module.register_forward_hook(hook)):
         yield
-    finally:
-        handle.remove()
 
 
 @contextmanager
@@ -117,11 +114,8 @@ def replace_slots(module: nn.Module, start: int, values: torch.Tensor) -> Iterat
         act[:, start:start + values.shape[1]] = values.to(act.dtype)
         return with_activation(output, act)
 
-    handle = module.register_forward_hook(hook)
-    try:
+    with _removed_after(module.register_forward_hook(hook)):
         yield
-    finally:
-        handle.remove()
 
 
 @contextmanager
@@ -140,12 +134,9 @@ def on_rows_only(module: nn.Module, flat: torch.Tensor) -> Iterator[None]:
         (r, c, h), = shape
         return output.new_zeros(r * c, h).index_copy_(0, flat.to(output.device), output[0]).view(r, c, h)
 
-    handles = [module.register_forward_pre_hook(gather, with_kwargs=True), module.register_forward_hook(scatter)]
-    try:
+    with _removed_after(module.register_forward_pre_hook(gather, with_kwargs=True),
+                        module.register_forward_hook(scatter)):
         yield
-    finally:
-        for h in handles:
-            h.remove()
 
 
 class _StopForward(Exception):
@@ -163,11 +154,9 @@ def output_until(model: nn.Module, module: nn.Module, **inputs: Any) -> torch.Te
         store["act"] = activation_of(output)
         raise _StopForward
 
-    handle = module.register_forward_hook(hook)
-    try:
-        model(**inputs)
-    except _StopForward:
-        pass
-    finally:
-        handle.remove()
+    with _removed_after(module.register_forward_hook(hook)):
+        try:
+            model(**inputs)
+        except _StopForward:
+            pass
     return store["act"]

@@ -7,6 +7,7 @@ checkpoint spec names (tiny world, registry alias) is `checkpoints.specs`' job.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from pathlib import Path
@@ -74,10 +75,29 @@ def _offline_error(hub_id: str, exc: Exception) -> UdsInputError:
         "and pass the local folder DIR instead")
 
 
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model")
+SHARD_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
+
+
 def check_folder(folder: Path) -> None:
-    """UdsInputError unless `folder` looks like a `save_pretrained` folder."""
+    """UdsInputError unless `folder` looks like a `save_pretrained` folder whose shards (when the
+    weights are sharded) are all there."""
     if not (folder / "config.json").is_file():
         raise UdsInputError(f"{folder} holds no config.json: not a folder saved with save_pretrained")
+    for name in SHARD_INDEXES:
+        index = folder / name
+        if index.is_file():
+            shards = sorted(set(json.loads(index.read_text()).get("weight_map", {}).values()))
+            missing = [s for s in shards if not (folder / s).is_file()]
+            if missing:
+                raise UdsInputError(f"sharded checkpoint {folder}: {name} names {len(shards)} shards, "
+                                    f"{len(missing)} missing ({', '.join(missing[:3])})")
+
+
+def has_tokenizer(folder: Path) -> bool:
+    """Whether a model folder carries tokenizer files (a folder may hold weights only and share
+    another model's tokenizer)."""
+    return any((folder / name).is_file() for name in TOKENIZER_FILES)
 
 
 def load_model_from(source: str, hub: bool, device: str = "cpu", dtype: torch.dtype = torch.float32,

@@ -20,13 +20,15 @@ from uds.engine import EngineSettings
 from uds.errors import UdsInputError
 from uds.fingerprint import model_fingerprint, tokenizer_hash
 from uds.formula import TAU
-from checkpoints.specs import load_model, load_tokenizer
+from checkpoints.specs import has_own_tokenizer, load_model, load_tokenizer
 from uds.loading import resolve_device, resolve_dtype
 from uds.prompts import prepare_items
 from uds.report import write_report
 from checkpoints.specs import default_references, resolve_spec
+from metrics.parity import REFERENCE, SPEC, resolve_alias
 
 ROLES = ("full", "retain", "unlearned")
+SCORE_PARITY = (SPEC, REFERENCE)   # open-unlearning has no UDS of its own
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,8 +50,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-s1-cache", action="store_true", help="neither read nor write the S1 cache")
     p.add_argument("--component", choices=("block", "attn", "mlp"), default="block",
                    help="patched output: whole decoder block (UDS), attention or MLP")
-    p.add_argument("--reference-last-layer", action="store_true",
-                   help="reference quirk: patch the post-final-norm state into the last layer")
+    p.add_argument("--parity", choices=SCORE_PARITY, default=None,
+                   help="spec (default: pre-norm capture at every layer, SPEC 2.4) or reference (the reference's "
+                        "quirk: the post-final-norm state patched into the last layer); docs/parity.md")
+    p.add_argument("--reference-last-layer", action="store_true", help="alias of --parity reference")
     p.add_argument("--logprob-dtype", choices=engine.LOGPROB_DTYPES, default="model",
                    help="log-softmax in the model dtype (reference parity) or float32")
     p.add_argument("--trust-pickle", action="store_true", help="allow non-safetensors weights")
@@ -72,13 +76,14 @@ def _specs(args: argparse.Namespace) -> tuple[str, str, str]:
 
 
 def _load_models(specs: dict[str, str], device: str, dtype: torch.dtype, trust_pickle: bool) -> dict:
-    """role -> (model, tokenizer); a spec named twice is loaded once."""
+    """role -> (model, tokenizer); a spec named twice is loaded once. A folder without tokenizer
+    files shares the full model's tokenizer (the full model's encodes for all three anyway)."""
     loaded: dict[str, tuple] = {}
     out = {}
-    for role, spec in specs.items():
+    for role, spec in specs.items():   # full first
         if spec not in loaded:
-            loaded[spec] = (load_model(spec, device=device, dtype=dtype, trust_pickle=trust_pickle),
-                            load_tokenizer(spec))
+            tok = load_tokenizer(spec) if role == "full" or has_own_tokenizer(spec) else out["full"][1]
+            loaded[spec] = (load_model(spec, device=device, dtype=dtype, trust_pickle=trust_pickle), tok)
         out[role] = loaded[spec]
     return out
 
@@ -86,8 +91,9 @@ def _load_models(specs: dict[str, str], device: str, dtype: torch.dtype, trust_p
 def _settings(args: argparse.Namespace) -> EngineSettings:
     if not args.tau >= 0:  # Δ_S1 > tau >= 0 keeps every KE-layer ratio finite
         raise UdsInputError(f"--tau must be >= 0, got {args.tau}")
+    args.parity = resolve_alias(args.parity, args.reference_last_layer, "--reference-last-layer", REFERENCE)
     settings = EngineSettings(component=args.component, batch_size=args.batch_size,
-                              logprob_dtype=args.logprob_dtype, reference_last_layer=args.reference_last_layer)
+                              logprob_dtype=args.logprob_dtype, reference_last_layer=args.parity == REFERENCE)
     settings.validate()
     return settings
 
@@ -135,7 +141,8 @@ def run(args: argparse.Namespace) -> int:
     meta = {"full": full_spec, "retain": retain_spec, "unlearned": args.unlearned, "data": str(data_path),
             "data_hash": key["data"], "fingerprints": {**fps, "tokenizer": tokenizer_hash(tok)},
             "component": settings.component, "dtype": s1_cache.dtype_name(dtype), "logprob_dtype": settings.logprob_dtype,
-            "device": device, "batch_size": settings.batch_size, "reference_last_layer": settings.reference_last_layer,
+            "device": device, "batch_size": settings.batch_size, "parity": args.parity,
+            "reference_last_layer": settings.reference_last_layer,
             "attn_implementation": key["attn_implementation"], "s1_cache": cache_state,
             "uds_version": uds.__version__, "elapsed_s": round(time.time() - t0, 3)}
     summary = write_report(out, result, meta, order=[r["idx"] for r in records], title=args.unlearned)
