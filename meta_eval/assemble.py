@@ -14,6 +14,7 @@ from meta_eval.faithfulness import Faithfulness, classified_absent, faithfulness
 from meta_eval.perturb import NF4, ORIG, RELEARN
 from meta_eval.robustness import Robustness, hm_pair, passes_utility, robustness
 from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member
+from metrics.parity import SPEC
 from metrics.registry import ATTACKS, REGISTRY
 
 Values = Mapping[tuple[str, str], Mapping[str, float | None]]
@@ -22,17 +23,17 @@ Values = Mapping[tuple[str, str], Mapping[str, float | None]]
 FILTER_SOURCE: dict[str, str] = {f"s_mia_{a}": f"mia_{a}" for a in ATTACKS}
 
 
-def benchmark_records(members: Sequence[Member], values: Values) -> list[dict]:
+def benchmark_records(members: Sequence[Member], values: Values, parity: str = SPEC) -> list[dict]:
     """Benchmark rows (SPEC 6.1) of the unlearned, full and retain models. The tiny world has one
     full model, so its utility is U_full of every epoch group; the references get no epoch group
     (as in `uds leaderboard`, an epoch-less full record stands for every group)."""
     bench = [m for m in members if m.kind in (UNLEARNED, FULL, RETAIN)]
     records = [{"model": m.name, "method": m.method, "epoch": m.epoch if m.kind == UNLEARNED else None,
                 **values.get((ORIG, m.name), {})} for m in bench]
-    full_rows = benchmark_rows([r for r, m in zip(records, bench) if m.kind == FULL])
+    full_rows = benchmark_rows([r for r, m in zip(records, bench) if m.kind == FULL], parity=parity)
     u_full = full_rows[0].get("utility") if full_rows else None
     groups = {epoch_group(r["epoch"]) for r in records}
-    return benchmark_rows(records, {g: u_full for g in groups} if u_full is not None else None)
+    return benchmark_rows(records, {g: u_full for g in groups} if u_full is not None else None, parity)
 
 
 def _knowledge(key: str, values: Values, setting: str, names: Sequence[str]) -> dict[str, float | None]:
@@ -64,10 +65,10 @@ def kept_models(key: str, unlearned: Sequence[str], utility_rel: Mapping[str, fl
 
 
 def meta_evaluate(members: Sequence[Member], values: Values, keys: Sequence[str], form: str = "symmetric",
-                  use_filters: bool = True) -> dict:
+                  use_filters: bool = True, parity: str = SPEC) -> dict:
     """The meta_eval.json document: faithfulness, robustness and overall per key, plus the
-    benchmark rows that supplied utility_rel."""
-    rows = benchmark_records(members, values)
+    benchmark rows that supplied utility_rel (aggregated under `parity`)."""
+    rows = benchmark_records(members, values, parity)
     utility_rel = {r["model"]: r.get("utility_rel") for r in rows}
     unlearned = [m.name for m in members if m.kind == UNLEARNED]
     retain = next((m.name for m in members if m.kind == RETAIN), None)

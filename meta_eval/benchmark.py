@@ -4,7 +4,9 @@ Inputs are the raw metric keys of DESIGN.md (es, em, paraprob, truth_ratio, s_mi
 utility values, model_utility, fluency); every value is unitless in [0, 1]. Orientation of the
 aggregates: higher = better unlearning (mem, privacy_mia, privacy, overall) or more utility kept
 (utility, utility_rel). An aggregate is computed from its parts when they are all present, else
-taken from the record as stored, else None.
+taken from the record as stored, else None. Mem is 0 when one of its terms is 0 (e.g. ES = 1;
+SPEC 6.1 as amended), so such a model gets an Overall and a place in the ranking. Under
+`--parity open-unlearning` model utility is OU's `scipy.stats.hmean` of the nine values.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from __future__ import annotations
 import re
 from typing import Callable, Mapping, Sequence
 
-from metrics.aggregate import HM_EPS, harmonic_mean, harmonic_mean_eps
+from metrics.aggregate import HM_EPS, harmonic_mean, harmonic_mean_eps, harmonic_mean_limit
+from metrics.parity import OPEN_UNLEARNING, SPEC, check_mode
 from metrics.registry import ATTACKS
-from metrics.utility import UTILITY_KEYS
+from metrics.utility import UTILITY_KEYS, model_utility
 
 MEM_KEYS = ("es", "em", "paraprob", "truth_ratio")
 S_MIA_KEYS = tuple(f"s_mia_{a}" for a in ATTACKS)
@@ -25,8 +28,9 @@ Row = Mapping[str, object]
 
 
 def mem(es: float, em: float, paraprob: float, truth_ratio: float) -> float | None:
-    """Plain HM of 1 - x over the four memorisation values (None if any 1 - x <= 0)."""
-    return harmonic_mean([1.0 - es, 1.0 - em, 1.0 - paraprob, 1.0 - truth_ratio])
+    """Plain HM of 1 - x over the four memorisation values; 0 when a term is 0 (the HM's limit,
+    SPEC 6.1), None if a term is negative."""
+    return harmonic_mean_limit([1.0 - es, 1.0 - em, 1.0 - paraprob, 1.0 - truth_ratio])
 
 
 def privacy_mia(s_loss: float, s_zlib: float, s_min_k: float, s_min_kpp: float) -> float | None:
@@ -73,20 +77,22 @@ def _combine(row: dict, key: str, parts: Sequence[str], fn: Callable[..., float 
     row.setdefault(key, None)
 
 
-# aggregate -> (parts, formula), in dependency order (utility_rel and overall need the group)
-_STEPS: list[tuple[str, tuple[str, ...], Callable[..., float | None]]] = [
-    ("mem", MEM_KEYS, mem),
-    ("privacy_mia", S_MIA_KEYS, privacy_mia),
-    ("privacy", ("privacy_mia", "uds"), privacy),
-    ("model_utility", UTILITY_KEYS, lambda *v: harmonic_mean_eps(list(v))),
-    ("utility", ("model_utility", "fluency"), utility),
-]
+def _steps(parity: str) -> list[tuple[str, tuple[str, ...], Callable[..., float | None]]]:
+    """aggregate -> (parts, formula), in dependency order (utility_rel and overall need the group)."""
+    ou = check_mode(parity) == OPEN_UNLEARNING
+    return [
+        ("mem", MEM_KEYS, mem),
+        ("privacy_mia", S_MIA_KEYS, privacy_mia),
+        ("privacy", ("privacy_mia", "uds"), privacy),
+        ("model_utility", UTILITY_KEYS, lambda *v: model_utility(dict(zip(UTILITY_KEYS, v)), ou)),
+        ("utility", ("model_utility", "fluency"), utility),
+    ]
 
 
-def _without_relative(record: Row) -> dict:
+def _without_relative(record: Row, parity: str = SPEC) -> dict:
     row = {k: v for k, v in record.items()}
     row["epoch"] = epoch_group(record.get("epoch"))
-    for key, parts, fn in _STEPS:
+    for key, parts, fn in _steps(parity):
         _combine(row, key, parts, fn)
     return row
 
@@ -97,10 +103,12 @@ def full_utilities(rows: Sequence[Row]) -> dict[str, float]:
             if r.get("method") == FULL_METHOD and r.get("utility") is not None and r.get("epoch")}
 
 
-def benchmark_rows(records: Sequence[Row], full_utility: Mapping[str, float] | None = None) -> list[dict]:
+def benchmark_rows(records: Sequence[Row], full_utility: Mapping[str, float] | None = None,
+                   parity: str = SPEC) -> list[dict]:
     """Each record with its aggregates filled in. `full_utility` (epoch group -> U_full) defaults
-    to the full records' own utility per group; a group without one gets utility_rel None."""
-    rows = [_without_relative(r) for r in records]
+    to the full records' own utility per group; a group without one gets utility_rel None.
+    `parity` "open-unlearning": model utility with OU's mean (metrics.parity)."""
+    rows = [_without_relative(r, parity) for r in records]
     u_full = {**full_utilities(rows), **dict(full_utility or {})}
     for row in rows:
         if row.get("utility") is not None and row["epoch"] in u_full:

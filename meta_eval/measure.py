@@ -26,6 +26,7 @@ from meta_eval.perturb import NF4, ORIG, RELEARN, RelearnRecipe, ensure_relearne
 from meta_eval.store import MeasurementStore
 from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member, Zoo, model_identity
 from metrics.context import EvalContext, EvalSettings, ModelPool, eval_splits
+from metrics.parity import SPEC
 from metrics.registry import evaluate, sweep_plan, with_dependencies
 from metrics.work import WorkCache
 from uds.data import load_annotated
@@ -60,6 +61,18 @@ def plan_jobs(zoo: Zoo, keys: Sequence[str], fluency: bool = True) -> list[Job]:
     return jobs
 
 
+def stamp_settings(settings: EvalSettings) -> dict:
+    """The metric settings as they enter a measurement stamp. The parity mode enters only when it
+    is not `spec`, next to the `ou_attention_mask: False` that settings held before parity modes
+    existed: values measured under `spec` keep their stamps (and caches), and values measured
+    under one mode are never read under another."""
+    out = {k: v for k, v in asdict(settings).items() if k not in ("progress", "parity")}
+    out["ou_attention_mask"] = False
+    if settings.parity != SPEC:
+        out["parity"] = settings.parity
+    return out
+
+
 def _digest(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
@@ -92,9 +105,8 @@ class Measurer:
         """Model identity + setting recipe + metric settings + anchors: a change in any of them
         invalidates the cached values of this (model, setting)."""
         anchors = [model_identity(s) for s in (self.zoo.full, self.zoo.retain, self.zoo.base) if s]
-        metric_settings = {k: v for k, v in asdict(self.settings).items() if k != "progress"}
         return _digest([MEASURE_VERSION, model_identity(member.spec), setting,
-                        self.setting_recipe(setting), metric_settings, anchors, self.fluency_classifier])
+                        self.setting_recipe(setting), stamp_settings(self.settings), anchors, self.fluency_classifier])
 
     # --- loading ---------------------------------------------------------------------------
     def _load_orig(self, member: Member) -> torch.nn.Module:

@@ -20,6 +20,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from metrics import encoding, forward, hidden
+from metrics.parity import OPEN_UNLEARNING, REFERENCE, SPEC
 from metrics.representation import FisherMask, fisher_mask, linear_cka
 from metrics.stats import TokenStats
 from metrics.utility import mean_token_prob
@@ -45,9 +46,19 @@ class EvalSettings:
     system_prompt: str | None = None       # None: no system turn (tiny world); real: OU's prompt
     max_length: int = encoding.MAX_LENGTH
     fisher_batch_size: int = 4             # SPEC 4.5: items share a forward of batch 4
-    ou_attention_mask: bool = False        # True: also mask every eos (OU's pad = eos quirk)
+    parity: str = SPEC                     # spec | reference | open-unlearning (metrics.parity)
     device: str = "cpu"
     progress: bool = True
+
+    @property
+    def reference(self) -> bool:
+        """Parity `reference`: the reference implementation's numerics (floors, model dtype)."""
+        return self.parity == REFERENCE
+
+    @property
+    def open_unlearning(self) -> bool:
+        """Parity `open-unlearning`: OU's attention mask and model-utility mean."""
+        return self.parity == OPEN_UNLEARNING
 
 
 @dataclass
@@ -113,6 +124,12 @@ class EvalContext:
     def pad_id(self) -> int:
         return pad_token_id(self.tokenizer)
 
+    @property
+    def mask_id(self) -> int | None:
+        """The id masked out of attention besides padding: the pad id under parity
+        `open-unlearning` (OU's `input_ids != pad_id`), else None (length masks only)."""
+        return self.pad_id if self.settings.open_unlearning else None
+
     def split(self, name: str) -> Sequence[dict]:
         items = self.splits.get(name)
         if not items:
@@ -144,7 +161,7 @@ class EvalContext:
     def teacher_forced(self, role: str, split: str) -> SplitStats:
         """One sweep of the role's model over every planned variant of the split."""
         spec = self.models.spec(role)
-        return self.work.memo(WorkKey("tf", (spec,), (split,)), lambda: self._sweep(role, spec, split))
+        return self.work.memo(WorkKey("tf", (spec,), (split, self.mask_id)), lambda: self._sweep(role, spec, split))
 
     def _sweep(self, role: str, spec: str, split: str) -> SplitStats:
         variants = [v for v in VARIANTS if v in self._variants_for(spec, split)] or ["answer"]
@@ -157,7 +174,7 @@ class EvalContext:
         s = self.settings
         stats = forward.teacher_forced_stats(
             self.models.get(role), flat, batch_size=s.batch_size, pad_id=self.pad_id, device=s.device,
-            mask_eos_id=self.tokenizer.eos_token_id if s.ou_attention_mask else None,
+            mask_id=self.mask_id,
             desc=f"{spec} {split}", progress=s.progress)
         grouped: dict[str, list[list[TokenStats]]] = {v: [[] for _ in self.split(split)] for v in variants}
         for (v, i), st in zip(where, stats):
@@ -174,9 +191,9 @@ class EvalContext:
                                                   jailbreak=(kind == "jailbreak")) for it in self.split(split)]
             return generation.greedy_generate(
                 self.models.get(role), self.tokenizer, prompts, batch_size=s.batch_size,
-                max_new_tokens=s.max_new_tokens, device=s.device, mask_eos=s.ou_attention_mask,
+                max_new_tokens=s.max_new_tokens, device=s.device, mask_id=self.mask_id,
                 desc=f"{spec} {split} generate ({kind})", progress=s.progress)
-        return self.work.memo(WorkKey("gen", (spec,), (split, kind)), make)
+        return self.work.memo(WorkKey("gen", (spec,), (split, kind, self.mask_id)), make)
 
     # --- representation ----------------------------------------------------------------------
     def uds_items(self) -> tuple[list[PreparedItem], list[SkippedItem]]:
@@ -203,19 +220,22 @@ class EvalContext:
 
     def lens(self, role: str) -> np.ndarray:
         """(L, N) entity log-probs of the role's states decoded through the full model's head."""
-        key = WorkKey("lens", (self.models.spec(role), self.models.spec("full")))
-        return self.work.memo(key, lambda: hidden.lens_logprobs(self.states(role), self.models.get("full")))
+        ref = self.settings.reference   # reference: log-softmax and per-item means in the model dtype
+        key = WorkKey("lens", (self.models.spec(role), self.models.spec("full")), (ref,))
+        return self.work.memo(key, lambda: hidden.lens_logprobs(self.states(role), self.models.get("full"),
+                                                                model_dtype=ref))
 
     def fisher(self, role: str) -> list[torch.Tensor]:
         spec = self.models.spec(role)
         s = self.settings
-        return self.work.memo(WorkKey("fisher", (spec,)), lambda: hidden.fisher_diagonal(
+        return self.work.memo(WorkKey("fisher", (spec,), (s.reference,)), lambda: hidden.fisher_diagonal(
             self.models.get(role), self._scored_items(), batch_size=s.fisher_batch_size, pad_id=self.pad_id,
-            device=s.device, desc=f"{spec} fisher", progress=s.progress))
+            device=s.device, desc=f"{spec} fisher", progress=s.progress, model_dtype=s.reference))
 
     def fisher_masks(self, fraction: float) -> list[FisherMask]:
-        key = WorkKey("fmask", (self.models.spec("full"), self.models.spec("retain")), (fraction,))
-        return self.work.memo(key, lambda: [fisher_mask(r, f, fraction)
+        ref = self.settings.reference
+        key = WorkKey("fmask", (self.models.spec("full"), self.models.spec("retain")), (fraction, ref))
+        return self.work.memo(key, lambda: [fisher_mask(r, f, fraction, model_dtype=ref)
                                             for r, f in zip(self.fisher("retain"), self.fisher("full"))])
 
     # --- fluency -------------------------------------------------------------------------------

@@ -60,11 +60,19 @@ def capture_entity_states(model: torch.nn.Module, items: Sequence[PreparedItem],
 
 
 @torch.no_grad()
-def lens_logprobs(states: EntityStates, decoder: torch.nn.Module, chunk: int = 256) -> np.ndarray:
+def lens_logprobs(states: EntityStates, decoder: torch.nn.Module, chunk: int = 256,
+                  model_dtype: bool = False) -> np.ndarray:
     """k[l, i] = mean over item i's entity tokens of log p(token) when block l's state is decoded
-    through `decoder`'s final norm and LM head (log-softmax over the vocabulary, fp32). (L, N) nats."""
+    through `decoder`'s final norm and LM head. (L, N) nats.
+
+    Default: log-softmax over the vocabulary in fp32, the per-item mean in fp64. `model_dtype`
+    (parity `reference`): as the reference computes it, one item at a time, log-softmax and the
+    per-item mean in the decoder's dtype (bf16 for a bf16 model), the mean then read as a float.
+    """
     norm, head = final_norm(decoder), decoder.get_output_embeddings()
     param = next(head.parameters())
+    if model_dtype:
+        return _lens_logprobs_model_dtype(states, norm, head, param)
     counts = torch.bincount(states.item_of_row, minlength=states.n_items).double()
     out = np.zeros((len(states.layers), states.n_items))
     for l, h in enumerate(states.layers):
@@ -78,24 +86,48 @@ def lens_logprobs(states: EntityStates, decoder: torch.nn.Module, chunk: int = 2
     return out
 
 
-def _entity_losses(logits: torch.Tensor, items: Sequence[PreparedItem]) -> list[torch.Tensor]:
-    """Per item -mean_t log p(y_t) over its entity tokens (fp32 log-softmax)."""
+def _lens_logprobs_model_dtype(states: EntityStates, norm, head, param) -> np.ndarray:
+    """The reference's loop: per layer and item, norm + head on the item's rows, log-softmax,
+    gather, mean, all in the parameter dtype (rows of one item are contiguous)."""
+    counts = torch.bincount(states.item_of_row, minlength=states.n_items).tolist()
+    bounds = np.cumsum([0] + counts)
+    out = np.zeros((len(states.layers), states.n_items))
+    for l, h in enumerate(states.layers):
+        for i in range(states.n_items):
+            a, b = int(bounds[i]), int(bounds[i + 1])
+            if a == b:
+                out[l, i] = np.nan
+                continue
+            x = h[a:b].to(device=param.device, dtype=param.dtype)
+            lp = torch.log_softmax(head(norm(x[None])), dim=-1)
+            tok_lp = lp.gather(-1, states.targets[None, a:b, None].to(lp.device)).squeeze(-1)
+            out[l, i] = tok_lp.mean().item()
+    return out
+
+
+def _entity_losses(logits: torch.Tensor, items: Sequence[PreparedItem],
+                   model_dtype: bool = False) -> list[torch.Tensor]:
+    """Per item -mean_t log p(y_t) over its entity tokens: fp32 log-softmax, or (`model_dtype`,
+    the reference's) log-softmax and mean in the logits' dtype."""
     losses = []
     for r, it in enumerate(items):
         pos = torch.tensor(list(it.eval_positions), device=logits.device)
         tgt = torch.tensor(it.target_ids, device=logits.device)
-        lp = torch.log_softmax(logits[r, pos].float(), dim=-1).gather(-1, tgt[:, None])
+        rows = logits[r, pos] if model_dtype else logits[r, pos].float()
+        lp = torch.log_softmax(rows, dim=-1).gather(-1, tgt[:, None])
         losses.append(-lp.mean())
     return losses
 
 
 def fisher_diagonal(model: torch.nn.Module, items: Sequence[PreparedItem], *, batch_size: int = 4,
-                    pad_id: int, device="cpu", desc: str = "fisher", progress: bool = True) -> list[torch.Tensor]:
+                    pad_id: int, device="cpu", desc: str = "fisher", progress: bool = True,
+                    model_dtype: bool = False) -> list[torch.Tensor]:
     """Mean over items of the squared per-item gradient of every decoder block's parameters.
 
     Items share a forward of `batch_size`; each item gets its own backward (a per-item g², not the
     square of a summed gradient). Returns one flattened CPU tensor per block, parameters in
-    registration order, accumulated in the parameter dtype as the reference does.
+    registration order, accumulated in the parameter dtype as the reference does. `model_dtype`:
+    the per-item loss too is computed in the model dtype (the reference's), not in fp32.
     """
     params = [list(b.parameters()) for b in decoder_layers(model)]
     acc = [[torch.zeros_like(p) for p in ps] for ps in params]
@@ -109,7 +141,7 @@ def fisher_diagonal(model: torch.nn.Module, items: Sequence[PreparedItem], *, ba
             for idx in tqdm(batches(len(items), batch_size), desc=desc, disable=not progress, leave=False):
                 chunk = [items[i] for i in idx]
                 logits = model(**_batch_inputs(chunk, pad_id, device), use_cache=False).logits
-                losses = _entity_losses(logits, chunk)
+                losses = _entity_losses(logits, chunk, model_dtype)
                 for k, loss in enumerate(losses):
                     grads = torch.autograd.grad(loss, [p for ps in params for p in ps],
                                                 retain_graph=k < len(losses) - 1)

@@ -47,6 +47,12 @@ def combined_prob(probs: Sequence[float]) -> float:
     return float(np.exp(np.mean(np.log(np.maximum(np.asarray(probs, dtype=float), PROB_CLIP)))))
 
 
+def floored_gm(probs: Sequence[float], floor: float = PROB_CLIP) -> float:
+    """The reference's `geometric_mean`: exp(mean(log(max(p, 1e-12)))), applied even to a single
+    probability (parity `reference`): a probability that underflows counts as 1e-12."""
+    return float(np.exp(np.mean(np.log(np.clip(np.asarray(probs, dtype=float), floor, None)))))
+
+
 def wrong_prob(perturbed_avg_losses: Sequence[float]) -> float:
     """p_w = exp(-mean_j avg_loss_j): the geometric mean of the perturbed answers' probabilities."""
     return float(np.exp(-np.mean(np.asarray(perturbed_avg_losses, dtype=float))))
@@ -57,6 +63,6 @@ def truth_ratio_prob_mean(p_correct: float, p_wrong: float) -> float:
     return p_correct / (p_correct + p_wrong + TR_EPS)
 
 
-def truth_ratio_true_better(p_correct: float, p_wrong: float) -> float:
-    """OU utility variant: max(0, 1 - r) with r = p_w / (p_c + 1e-10)."""
-    return max(0.0, 1.0 - p_wrong / (p_correct + TR_EPS))
+def truth_ratio_true_better(p_correct: float, p_wrong: float, eps: float = TR_EPS) -> float:
+    """OU utility variant: max(0, 1 - r) with r = p_w / (p_c + 1e-10) (the reference: + 1e-12)."""
+    return max(0.0, 1.0 - p_wrong / (p_correct + eps))

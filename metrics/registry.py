@@ -13,6 +13,7 @@ means more preserved utility (section 4.6).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Callable, Iterable, Sequence
 
 import numpy as np
@@ -21,6 +22,7 @@ from metrics import fluency as fl
 from metrics import memorization as mem
 from metrics import mia
 from metrics.context import EvalContext
+from metrics.parity import REFERENCE_EPS
 from metrics.representation import FISHER_FRACTIONS, cka_score, fisher_masked_score, logit_lens_score
 from metrics.result import MetricResult
 from metrics.rouge_metrics import mean_rouge_l_recall, rouge_l_recall
@@ -84,14 +86,33 @@ def _forget(ctx: EvalContext):
     return ctx.teacher_forced(MODEL, "forget")
 
 
-def _p_correct(group: Sequence[TokenStats]) -> float:
-    return mem.combined_prob([prob(s) for s in group])
+def _p_correct(group: Sequence[TokenStats], floor: bool = False) -> float:
+    """Probability of the correct answer(s); `floor` (parity reference): each floored at 1e-12."""
+    probs = [prob(s) for s in group]
+    return mem.floored_gm(probs) if floor else mem.combined_prob(probs)
 
 
-def _truth_ratio(group_c: Sequence[TokenStats], group_w: Sequence[TokenStats], variant: Callable) -> float | None:
+def _p_wrong(group: Sequence[TokenStats], floor: bool = False) -> float:
+    """Geometric-mean probability of the wrong answers; `floor`: each floored at 1e-12 first."""
+    return mem.floored_gm([prob(s) for s in group]) if floor else mem.wrong_prob([s.avg_loss for s in group])
+
+
+def _truth_ratio(group_c: Sequence[TokenStats], group_w: Sequence[TokenStats], variant: Callable,
+                 floor: bool = False) -> float | None:
     if not group_c or not group_w:
         return None
-    return variant(_p_correct(group_c), mem.wrong_prob([s.avg_loss for s in group_w]))
+    return variant(_p_correct(group_c, floor), _p_wrong(group_w, floor))
+
+
+def _paraprob(c: EvalContext) -> MetricResult:
+    floor = c.settings.reference
+    return _per_item([_p_correct(g, floor) if g else None for g in _forget(c).paraphrased])
+
+
+def _forget_truth_ratio(c: EvalContext) -> MetricResult:
+    floor = c.settings.reference
+    return _per_item([_truth_ratio(p, w, mem.truth_ratio_prob_mean, floor)
+                      for p, w in zip(_forget(c).paraphrased, _forget(c).perturbed)])
 
 
 MEMORIZATION = [
@@ -104,13 +125,10 @@ MEMORIZATION = [
     MetricSpec("prob", "memorization", KNOWLEDGE, (_tf("forget", "answer"),),
                lambda c: _per_item([prob(s) for s in _forget(c).answers()]),
                "exp(-mean answer loss) of (question, answer), eos included"),
-    MetricSpec("paraprob", "memorization", KNOWLEDGE, (_tf("forget", "paraphrased"),),
-               lambda c: _per_item([_p_correct(g) if g else None for g in _forget(c).paraphrased]),
+    MetricSpec("paraprob", "memorization", KNOWLEDGE, (_tf("forget", "paraphrased"),), _paraprob,
                "exp(-mean answer loss) of (question, paraphrased answer)"),
     MetricSpec("truth_ratio", "memorization", KNOWLEDGE, (_tf("forget", "paraphrased", "perturbed"),),
-               lambda c: _per_item([_truth_ratio(p, w, mem.truth_ratio_prob_mean)
-                                    for p, w in zip(_forget(c).paraphrased, _forget(c).perturbed)]),
-               "p_para / (p_para + geometric-mean p_perturbed): the Mem / meta-eval variant"),
+               _forget_truth_ratio, "p_para / (p_para + geometric-mean p_perturbed): the Mem / meta-eval variant"),
 ]
 
 
@@ -195,7 +213,8 @@ def _logit_lens(c: EvalContext) -> MetricResult:
 
 def _fisher_spec(p: float) -> MetricSpec:
     return MetricSpec(f"fisher_masked_{p:g}", "representation", ERASURE, (Use("fisher", (MODEL, FULL, RETAIN)),),
-                      lambda c: MetricResult(fisher_masked_score(c.fisher_masks(p), c.fisher(MODEL))),
+                      lambda c: MetricResult(fisher_masked_score(c.fisher_masks(p), c.fisher(MODEL),
+                                                                 model_dtype=c.settings.reference)),
                       f"Fisher erasure on the top {p:.2%} of max(F_ret - F_full, 0) per block, weighted")
 
 
@@ -220,12 +239,14 @@ def _utility_specs(prefix: str, split: str, correct: str, normalised: bool) -> l
         st = c.teacher_forced(MODEL, split)
         if not normalised:
             return _per_item([prob(s) for s in st.answers()])
-        return _per_item([normalised_prob(prob(a), [prob(w) for w in ws]) for a, ws in zip(st.answers(), st.perturbed)])
+        norm = partial(normalised_prob, eps=REFERENCE_EPS) if c.settings.reference else normalised_prob
+        return _per_item([norm(prob(a), [prob(w) for w in ws]) for a, ws in zip(st.answers(), st.perturbed)])
 
     def truth(c: EvalContext) -> MetricResult:
         st = c.teacher_forced(MODEL, split)
-        return _per_item([_truth_ratio(g, w, mem.truth_ratio_true_better)
-                          for g, w in zip(getattr(st, correct), st.perturbed)])
+        ref = c.settings.reference   # the reference: probabilities floored at 1e-12, epsilon 1e-12
+        variant = partial(mem.truth_ratio_true_better, eps=REFERENCE_EPS) if ref else mem.truth_ratio_true_better
+        return _per_item([_truth_ratio(g, w, variant, ref) for g, w in zip(getattr(st, correct), st.perturbed)])
 
     prob_variants = ("answer", "perturbed") if normalised else ("answer",)
     return [
@@ -239,7 +260,7 @@ def _utility_specs(prefix: str, split: str, correct: str, normalised: bool) -> l
 
 
 def _model_utility(c: EvalContext) -> MetricResult:
-    return MetricResult(model_utility({k: c.results[k].value for k in UTILITY_KEYS}))
+    return MetricResult(model_utility({k: c.results[k].value for k in UTILITY_KEYS}, c.settings.open_unlearning))
 
 
 def _fluency(c: EvalContext) -> MetricResult:
@@ -253,7 +274,8 @@ def _fluency(c: EvalContext) -> MetricResult:
 
 UTILITY_METRICS = [s for prefix, args in UTILITY_SETS.items() for s in _utility_specs(prefix, *args)] + [
     MetricSpec("model_utility", "utility", UTILITY, (), _model_utility,
-               "HM_eps of the nine retain / real-author / world-fact values", depends=UTILITY_KEYS),
+               "HM_eps of the nine retain / real-author / world-fact values (OU parity: scipy's hmean)",
+               depends=UTILITY_KEYS),
     MetricSpec("fluency", "utility", UTILITY, (_gen("forget", roles=(MODEL, FULL)), Use("base_score", (BASE,))),
                _fluency, "gibberish-classifier clean probability of forget generations, or the base-LM proxy"),
 ]

@@ -101,26 +101,38 @@ def mask_size(n_params: int, fraction: float) -> int:
     return max(1, math.floor(fraction * n_params))
 
 
-def fisher_mask(f_retain: torch.Tensor, f_full: torch.Tensor, fraction: float) -> FisherMask:
-    """Top entries of a = max(F_ret - F_full, 0) for one block (flattened diagonal Fishers)."""
-    a = (f_retain.float() - f_full.float()).clamp_min(0)
+def _arith(t: torch.Tensor, model_dtype: bool) -> torch.Tensor:
+    """The tensor Fisher arithmetic runs on: fp32 by default, as stored (the model dtype, e.g. bf16)
+    under parity `reference`."""
+    return t if model_dtype else t.float()
+
+
+def fisher_mask(f_retain: torch.Tensor, f_full: torch.Tensor, fraction: float,
+                model_dtype: bool = False) -> FisherMask:
+    """Top entries of a = max(F_ret - F_full, 0) for one block (flattened diagonal Fishers).
+    `model_dtype`: the difference, the top-k and the two means in the Fishers' own dtype, as the
+    reference computes them (bf16 Fishers of a bf16 model)."""
+    f_ret, f_ful = _arith(f_retain, model_dtype), _arith(f_full, model_dtype)
+    a = (f_ret - f_ful).clamp_min(0)
     idx = torch.topk(a, mask_size(a.numel(), fraction)).indices
-    return FisherMask(idx, float(f_retain.float()[idx].mean()), float(f_full.float()[idx].mean()))
+    return FisherMask(idx, float(f_ret[idx].mean()), float(f_ful[idx].mean()))
 
 
-def fisher_masked_score(masks: Sequence[FisherMask], f_model: Sequence[torch.Tensor]) -> float | None:
+def fisher_masked_score(masks: Sequence[FisherMask], f_model: Sequence[torch.Tensor],
+                        model_dtype: bool = False) -> float | None:
     """Weighted Fisher erasure over blocks (one mask and one flattened Fisher per block).
 
     excess_model_l = mean F_ret[M_l] - mean F_model[M_l];
     erasure_l = 1 - clip(excess_model_l / (excess_full_l + EPS), 0, 1) (1 if excess_full_l <= EPS);
-    weight excess_full_l; mean over blocks with weight > EPS (None if none).
+    weight excess_full_l; mean over blocks with weight > EPS (None if none). `model_dtype`: the
+    mean of F_model over the mask in its own dtype (the reference's).
     """
     num = den = 0.0
     for mask, f in zip(masks, f_model):
         w = mask.excess_full
         if w <= EPS:
             continue  # such a block has no weight, so its erasure (1 by the rule) cannot matter
-        excess_model = mask.mean_retain - float(f.float()[mask.indices].mean())
+        excess_model = mask.mean_retain - float(_arith(f, model_dtype)[mask.indices].mean())
         num += w * (1.0 - min(1.0, max(0.0, excess_model / (w + EPS))))
         den += w
     return num / den if den > 0 else None

@@ -1,5 +1,7 @@
 """UDS as a registry metric (SPEC.md 2, 5.2): the engine with the evaluated model as the S2
 source and the full/retain anchors as references. Erasure orientation (1 = as erased as retain).
+Under parity `reference` the engine patches the post-final-norm state into the last layer, as
+`uds score --parity reference` (`--reference-last-layer`) does.
 
 S1 (retain -> full) depends only on the anchors and the inputs: it comes from the same on-disk
 S1 cache as `uds score` (same key), and is kept in the context so a run computes it once.
@@ -35,7 +37,8 @@ def _s1(ctx: EvalContext, settings: EngineSettings):
 def uds_result(ctx: EvalContext) -> MetricResult:
     """Mean UDS over scored items (SPEC 2.5), per-item values (None = no KE layer or skipped)."""
     items, skipped = ctx.uds_items()
-    settings = EngineSettings(batch_size=ctx.settings.batch_size)
+    # parity reference: the reference's last-layer quirk (`uds score --parity reference`)
+    settings = EngineSettings(batch_size=ctx.settings.batch_size, reference_last_layer=ctx.settings.reference)
     result = engine.compute_uds(ctx.models.get("full"), ctx.models.get("retain"), ctx.models.get("model"),
                                 items, settings, skipped=skipped, s1=_s1(ctx, settings), pad_id=ctx.pad_id)
     per_item = {it.idx: v for it, v in zip(result.items, result.uds)}

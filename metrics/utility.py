@@ -9,7 +9,7 @@ from typing import Sequence
 
 import numpy as np
 
-from metrics.aggregate import harmonic_mean_eps
+from metrics.aggregate import harmonic_mean_eps, harmonic_mean_ou
 
 NORM_EPS = 1e-10  # OU's epsilon in the normalised probability (the reference uses 1e-12)
 UTILITY_KEYS = ("retain_q_prob", "retain_q_rouge", "retain_truth_ratio",
@@ -17,14 +17,17 @@ UTILITY_KEYS = ("retain_q_prob", "retain_q_rouge", "retain_truth_ratio",
                 "wf_q_prob", "wf_q_rouge", "wf_truth_ratio")
 
 
-def normalised_prob(p_correct: float, p_wrong: Sequence[float]) -> float:
-    """p_c / (p_c + sum_j p_w_j + 1e-10): the answer's share among the answer and its wrong options."""
-    return p_correct / (p_correct + float(np.sum(p_wrong)) + NORM_EPS)
+def normalised_prob(p_correct: float, p_wrong: Sequence[float], eps: float = NORM_EPS) -> float:
+    """p_c / (p_c + sum_j p_w_j + 1e-10): the answer's share among the answer and its wrong options
+    (the reference adds 1e-12)."""
+    return p_correct / (p_correct + float(np.sum(p_wrong)) + eps)
 
 
-def model_utility(values: dict[str, float | None]) -> float | None:
-    """HM_eps of the nine utility values, in `UTILITY_KEYS` order; None if one is missing."""
-    return harmonic_mean_eps([values.get(k) for k in UTILITY_KEYS])
+def model_utility(values: dict[str, float | None], open_unlearning: bool = False) -> float | None:
+    """HM_eps of the nine utility values, in `UTILITY_KEYS` order; None if one is missing.
+    `open_unlearning`: OU's `scipy.stats.hmean` instead (no epsilon; a zero value gives 0)."""
+    nine = [values.get(k) for k in UTILITY_KEYS]
+    return harmonic_mean_ou(nine) if open_unlearning else harmonic_mean_eps(nine)
 
 
 def mean_token_prob(logprobs: np.ndarray) -> float | None:

@@ -111,6 +111,33 @@ def test_published_layout_reproduces_sanity_values(tmp_path):
     assert rows[0]["utility_rel"] == 1.0 and rows[0]["overall"] == pytest.approx(0.8069569394997369, abs=1e-12)
 
 
+def test_es_one_shows_mem_zero_and_is_ranked(tmp_path):
+    """SPEC 6.1 as amended: ES = 1 gives Mem 0 (not a blank); Overall follows its formula, so the
+    row is ranked, by that (tiny) Overall, below the unlearned models with a positive Mem."""
+    records = _records()
+    records[2] = records[2] | {"es": 1.0}                 # npo_lr1e5_b01_a1_ep5
+    records[0] = records[0] | {"es": 1.0}                 # the full model (the tiny world's case)
+    rows = leaderboard_rows(records)
+    by = {r["model"]: r for r in rows}
+    for m in ("full", "npo_lr1e5_b01_a1_ep5"):
+        r = by[m]
+        assert r["mem"] == 0.0
+        e = 1e-12
+        assert r["overall"] == pytest.approx(3 / (1 / e + 1 / (r["privacy"] + e) + 1 / (r["utility_rel"] + e)),
+                                             rel=1e-12)
+    assert [r["model"] for r in rows][:4] == ["full", "retain", "npo_lr2e5_b01_a1_ep5", "npo_lr1e5_b01_a1_ep5"]
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(records))
+    out = tmp_path / "board.csv"
+    assert main(["leaderboard", "--results", str(path), "--format", "csv", "--out", str(out)]) == 0
+    table = {r["model"]: r for r in csv.DictReader(io.StringIO(out.read_text()))}
+    assert float(table["npo_lr1e5_b01_a1_ep5"]["mem"]) == 0.0 and table["npo_lr1e5_b01_a1_ep5"]["overall"] != ""
+    md = (tmp_path / "board.md")
+    assert main(["leaderboard", "--results", str(path), "--out", str(md)]) == 0
+    npo_line = next(line for line in md.read_text().splitlines() if "npo_lr1e5_b01_a1_ep5" in line)
+    assert npo_line.split("|")[5].strip() == "0.0000"      # the mem column shows 0, not a blank
+
+
 def test_html_is_self_contained_and_marks_best():
     page = to_html(leaderboard_rows(_records()))
     assert "<script>" in page and "http" not in page.split("<body>")[1]    # no external resources

@@ -48,9 +48,47 @@ def test_hand_computed_row():
 def test_variant_choice_at_zero():
     r = benchmark_rows([{"model": "m", "method": "npo", "epoch": 5,
                          **_leaves(es=1.0, s_mia_loss=0.0, s_mia_zlib=0.0, s_mia_min_k=0.0, s_mia_min_kpp=0.0)}])[0]
-    assert r["mem"] is None                     # plain HM: a zero component leaves Mem undefined
+    assert r["mem"] == 0.0                      # plain HM at its limit: a zero term gives Mem 0 (SPEC 6.1)
     assert r["privacy_mia"] == 1e-12            # HM_eps of four zeros is exactly 1e-12
     assert r["utility_rel"] is None and r["overall"] is None     # no full model in the group
+    assert r["overall_no_uds"] is None          # plain HM view: still null at a zero component (SPEC 6.1)
+
+
+def test_mem_zero_enters_overall_by_its_formula():
+    """ES = 1 (the tiny full model): Mem = 0 and Overall = HM_eps(0, privacy, utility_rel) by hand."""
+    full = {"model": "full", "method": "full", "epoch": 5, **{k: 0.75 for k in NINE}, "fluency": 0.75}
+    rows = {r["model"]: r for r in benchmark_rows([full, {"model": "u", "method": "npo", "epoch": 5,
+                                                           **_leaves(es=1.0)}])}
+    r = rows["u"]
+    assert r["mem"] == 0.0
+    pm = 4 / (1 / (0.5 + E) + 1 / (0.25 + E) + 1 / (1 + E) + 1 / (0.5 + E))
+    priv = 2 / (1 / (pm + E) + 1 / (0.8 + E))
+    mu = 9 / (8 / (0.5 + E) + 1 / (0.25 + E))
+    u = 2 / (1 / (mu + E) + 1 / (0.9 + E))
+    u_full = 2 / (1 / (9 / (9 / (0.75 + E)) + E) + 1 / (0.75 + E))
+    rel = u / (u_full + E)
+    assert r["utility_rel"] == pytest.approx(rel, abs=1e-15)
+    assert r["overall"] == pytest.approx(3 / (1 / (0 + E) + 1 / (priv + E) + 1 / (rel + E)), rel=1e-12)
+    assert 2.9e-12 < r["overall"] < 3.1e-12     # dominated by the zero, but defined
+    # a negative term (impossible for values in [0, 1]) stays undefined
+    assert benchmark_rows([{"model": "v", "method": "npo", "epoch": 5, **_leaves(em=1.5)}])[0]["mem"] is None
+
+
+def test_open_unlearning_model_utility_mean():
+    """--parity open-unlearning: model utility = scipy.stats.hmean of the nine (no epsilon)."""
+    from scipy.stats import hmean
+
+    nine = [0.5] * 8 + [0.25]
+    row = _leaves(**dict(zip(NINE, nine)))
+    ou = benchmark_rows([{"model": "u", "method": "npo", "epoch": 5, **row}], parity="open-unlearning")[0]
+    spec = benchmark_rows([{"model": "u", "method": "npo", "epoch": 5, **row}])[0]
+    assert ou["model_utility"] == float(hmean(nine)) == pytest.approx(0.45, abs=1e-15)
+    assert spec["model_utility"] == pytest.approx(9 / (8 / (0.5 + E) + 1 / (0.25 + E)), abs=1e-15)
+    # HM_eps exceeds the plain HM by dHM/deps * eps = HM^2 / 9 * (8 / 0.5^2 + 1 / 0.25^2) * eps = 1.08e-12
+    assert spec["model_utility"] - ou["model_utility"] == pytest.approx(0.45 ** 2 / 9 * 48 * E, rel=1e-3)
+    zero = benchmark_rows([{"model": "z", "method": "npo", "epoch": 5, **_leaves(wf_q_rouge=0.0)}],
+                          parity="open-unlearning")[0]
+    assert zero["model_utility"] == 0.0         # scipy: a zero in gives 0 out (HM_eps: 9e-12)
 
 
 def test_missing_parts_keep_stored_values_and_epoch_groups():

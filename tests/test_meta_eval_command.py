@@ -235,3 +235,57 @@ def test_meta_eval_tiny_test_end_to_end(tmp_path):
     assert doc["faithfulness"]["uds"]["auc_roc"] >= 0.9
     for f in ("summary.md", "results.json", "pn_histograms.png", "quantization_scatter.png", "relearning_scatter.png"):
         assert (out / f).is_file()
+
+
+def test_parity_enters_the_stamp_and_the_benchmark(tmp_path, monkeypatch):
+    """--parity reaches the metric settings (hence the cache stamp: values measured under one mode
+    are not read under another; spec stamps are those of before parity modes) and the benchmark
+    rows (open-unlearning: model utility = scipy's hmean of the nine values)."""
+    from dataclasses import asdict, replace
+
+    from scipy.stats import hmean
+
+    monkeypatch.setattr(measure, "model_identity", lambda spec: f"id:{spec}")
+    m = _bare_measurer(tmp_path)
+    member = next(x for x in m.zoo.members if x.name == "u0")
+    stamps = {}
+    for parity in ("spec", "reference", "open-unlearning"):
+        m.settings = replace(EvalSettings(progress=False), parity=parity)
+        stamps[parity] = m.stamp(member, ORIG)
+    assert len(set(stamps.values())) == 3
+    legacy = {k: v for k, v in asdict(EvalSettings()).items() if k not in ("progress", "parity")}
+    legacy["ou_attention_mask"] = False
+    anchors = [f"id:{s}" for s in ("z/full", "z/retain", "z/base")]
+    assert stamps["spec"] == measure._digest([measure.MEASURE_VERSION, "id:z/u0", ORIG, {}, legacy, anchors, None])
+
+    fake = FakeMeasurer(tmp_path / "store")
+    seen = []
+    monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: _zoo())
+    monkeypatch.setattr("meta_eval.population.build_zoo", lambda zoo, progress=True: None)
+    monkeypatch.setattr(cmd, "_measurer", lambda args, zoo: seen.append(args.parity) or fake)
+    monkeypatch.setattr(cmd, "write_plots", lambda *a: None)
+    out = tmp_path / "out"
+    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), "--metrics", "es",
+                 "--parity", "open-unlearning"]) == 0
+    assert seen == ["open-unlearning"]
+    assert json.loads((out / "meta_eval.json").read_text())["settings"]["parity"] == "open-unlearning"
+    for row in json.loads((out / "results.json").read_text()):
+        assert row["model_utility"] == pytest.approx(float(hmean([row[k] for k in UTILITY_KEYS])), rel=1e-15)
+
+
+def test_measurer_settings_carry_parity(monkeypatch, tmp_path):
+    """`_measurer` builds the metric settings from the command line, parity included."""
+    import argparse
+
+    captured = {}
+
+    class Capture:
+        def __init__(self, zoo, store, models_dir, settings, recipe, fluency):
+            captured["settings"] = settings
+
+    monkeypatch.setattr("meta_eval.measure.Measurer", Capture)
+    monkeypatch.setenv("UDS_HOME", str(tmp_path))
+    args = argparse.Namespace(batch_size=4, max_new_tokens=8, relearn_lr=None, device="cpu",
+                              fluency_classifier=None, parity="reference")
+    cmd._measurer(args, _zoo())
+    assert captured["settings"].parity == "reference" and captured["settings"].reference

@@ -35,3 +35,25 @@ def test_uds_entry_matches_engine_and_identities(tmp_path, monkeypatch):
     assert list((tmp_path / "s1_cache").glob("s1_*.json"))   # S1 written once, shared with `uds score`
     assert evaluate(_ctx(models, ROLES["full"]), ["uds"])["uds"].value == pytest.approx(0.0, abs=1e-9)
     assert evaluate(_ctx(models, ROLES["retain"]), ["uds"])["uds"].value == pytest.approx(1.0, abs=1e-9)
+
+
+def test_reference_parity_uses_the_last_layer_quirk(tmp_path, monkeypatch):
+    """--parity reference: the registry's uds is the engine with reference_last_layer (as `uds score
+    --parity reference`); S1 of the two variants never share a cache entry."""
+    from dataclasses import replace
+
+    monkeypatch.setenv("UDS_HOME", str(tmp_path))
+    models = zoo()
+    items, skipped = prepare_items(tiny_splits()["forget"], tiny_tokenizer())
+    ctx = _ctx(models, ROLES["model"])
+    ctx.settings = replace(ctx.settings, parity="reference")
+    result = evaluate(ctx, ["uds"])["uds"]
+    direct = compute_uds(models[ROLES["full"]], models[ROLES["retain"]], models[ROLES["model"]], items,
+                         EngineSettings(batch_size=3, reference_last_layer=True), skipped=skipped,
+                         pad_id=tiny_tokenizer().pad_token_id)
+    plain = evaluate(_ctx(models, ROLES["model"]), ["uds"])["uds"]
+    assert result.value == pytest.approx(direct.mean, abs=1e-9) and result.value != plain.value
+    assert len(list((tmp_path / "s1_cache").glob("s1_*.json"))) == 2
+    full = _ctx(models, ROLES["full"])
+    full.settings = replace(full.settings, parity="reference")
+    assert evaluate(full, ["uds"])["uds"].value > 0            # the quirk's residue: UDS(full) != 0

@@ -174,6 +174,22 @@ def test_cli_writes_metrics_json(patched_cli):
     assert len(doc["per_example"]["prob"]) == len(tiny_splits()["forget"])
 
 
+def test_cli_parity_flag_and_alias(patched_cli, capsys):
+    """--parity lands in the settings record; --ou-attention-mask is --parity open-unlearning."""
+    for argv, parity, mask in ((["--parity", "reference"], "reference", "length"),
+                               (["--ou-attention-mask"], "open-unlearning", "ou-pad-masked"),
+                               ([], "spec", "length")):
+        out = patched_cli / f"run-{parity}"
+        assert main(["metrics", "--model", "tiny:t/unl", "--metrics", "prob,paraprob", "--out", str(out),
+                     "--device", "cpu", *argv]) == 0
+        settings = json.loads((out / "metrics.json").read_text())["settings"]
+        assert (settings["parity"], settings["attention_mask"]) == (parity, mask)
+    capsys.readouterr()
+    assert main(["metrics", "--model", "tiny:t/unl", "--parity", "reference", "--ou-attention-mask"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "--ou-attention-mask means --parity open-unlearning" in err and len(err.splitlines()) == 1
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--metrics", "prob,bogus"], "unknown metric bogus"),
     (["--metrics", "uds"], "uds score"),

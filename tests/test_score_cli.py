@@ -103,6 +103,10 @@ def test_no_s1_cache_and_options(world, tmp_path):
     assert not (tmp_path / "home" / "s1_cache").exists()
     assert _score(world, "half", "--out", "e", "--reference-last-layer") == 0
     assert _summary(tmp_path / "e")["reference_last_layer"] is True
+    assert _summary(tmp_path / "e")["parity"] == "reference"          # the flag is an alias of --parity reference
+    assert _score(world, "half", "--out", "f", "--parity", "reference", "--no-s1-cache") == 0
+    assert _summary(tmp_path / "f")["reference_last_layer"] is True
+    assert _summary(tmp_path / "f")["uds"] == _summary(tmp_path / "e")["uds"]
 
 
 def _one_line_error(capsys, needle, exactly_one=True):
@@ -123,6 +127,8 @@ def test_bad_input_exits_2(world, tmp_path, capsys):
     _one_line_error(capsys, "architecture family differs", exactly_one=False)  # after loading bars
     assert _score(world, "half", "--component", "attn", "--reference-last-layer") == 2
     _one_line_error(capsys, "--reference-last-layer")
+    assert _score(world, "half", "--parity", "spec", "--reference-last-layer") == 2
+    _one_line_error(capsys, "contradicts --parity spec")
 
 
 def test_negative_tau_is_refused(world, capsys):

@@ -49,6 +49,8 @@ def right_padded(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tens
     return torch.tensor(ids, dtype=torch.long), torch.tensor(mask, dtype=torch.long)
 
 
-def attention_mask(ids: torch.Tensor, lengths_mask: torch.Tensor, eos_id: int | None) -> torch.Tensor:
-    """Length mask, optionally with every eos masked out (OU compatibility)."""
-    return lengths_mask if eos_id is None else lengths_mask * (ids != eos_id).long()
+def attention_mask(ids: torch.Tensor, lengths_mask: torch.Tensor, masked_id: int | None) -> torch.Tensor:
+    """Length mask; with `masked_id`, also 0 wherever the id equals it. Open-Unlearning's mask is
+    `input_ids != pad_id`: pass the pad id (rows padded with it) to reproduce it exactly, which
+    masks every in-sequence pad token too (all `<|eot_id|>` when pad = eos, as on Llama-3)."""
+    return lengths_mask if masked_id is None else lengths_mask * (ids != masked_id).long()

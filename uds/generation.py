@@ -61,8 +61,9 @@ def blank_generation_config(model: torch.nn.Module) -> Iterator[None]:
 @torch.no_grad()
 def greedy_generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompts: Sequence[Sequence[int]], *,
                     batch_size: int, max_new_tokens: int = 200, device: str | torch.device = "cpu",
-                    mask_eos: bool = False, desc: str = "generate", progress: bool = True) -> list[Generation]:
-    """Greedy continuations of token-id prompts, in input order."""
+                    mask_id: int | None = None, desc: str = "generate", progress: bool = True) -> list[Generation]:
+    """Greedy continuations of token-id prompts, in input order. `mask_id`: a token id also masked
+    out of the attention wherever it occurs (Open-Unlearning masks its pad id)."""
     stops = stop_token_ids(model, tok)
     pad_id = pad_token_id(tok)
     config = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, pad_token_id=tok.eos_token_id,
@@ -71,7 +72,7 @@ def greedy_generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompt
     for rows in tqdm(batches(len(prompts), batch_size), desc=desc, disable=not progress, leave=False):
         ids, mask = left_pad([prompts[i] for i in rows], pad_id)
         ids_t = torch.tensor(ids, dtype=torch.long)
-        mask_t = attention_mask(ids_t, torch.tensor(mask), tok.eos_token_id if mask_eos else None)
+        mask_t = attention_mask(ids_t, torch.tensor(mask), mask_id)
         with blank_generation_config(model):
             seqs = model.generate(input_ids=ids_t.to(device), attention_mask=mask_t.to(device),
                                   generation_config=config)

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from meta_eval.robustness import FORMS
+from metrics.parity import MODES as PARITY_MODES, SPEC
 from uds.errors import UdsInputError
 
 DEFAULT_ZOO = "tiny:small"
@@ -41,6 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-filters", action="store_true",
                    help="average Q/R over every unlearned model (no utility / faithfulness-threshold filter)")
     p.add_argument("--relearn-lr", type=float, default=None, help="relearning learning rate (default 2e-4)")
+    p.add_argument("--parity", choices=PARITY_MODES, default=SPEC,
+                   help="whose numerics: spec (default, SPEC.md), reference (the reference implementation's) "
+                        "or open-unlearning (OU's attention mask and model-utility mean); docs/parity.md. "
+                        "Values measured under one mode are cached apart from the others")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--max-new-tokens", type=int, default=200)
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
@@ -87,7 +92,8 @@ def _measurer(args: argparse.Namespace, zoo):
         raise UdsInputError(f"--relearn-lr must be positive, got {lr}")
     cache = uds_home() / "meta_eval" / zoo.slug
     settings = EvalSettings(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
-                            system_prompt=zoo.system_prompt, device=resolve_device(args.device), progress=False)
+                            system_prompt=zoo.system_prompt, parity=args.parity, device=resolve_device(args.device),
+                            progress=False)
     # the forget-set batch the unlearning grid uses for this preset (SPEC 5.3: effective 32 of 400)
     recipe = relearn_config(UNLEARN_BATCH.get(zoo.preset, RELEARN_BATCH), lr)
     return Measurer(zoo, MeasurementStore(cache / "store"), cache / "relearned", settings, recipe,
@@ -156,7 +162,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"meta-eval: shard {k}/{n} measured; run again without --shard to assemble the results", file=sys.stderr)
         return 0
     values, fresh = measure_all(measurer, jobs)
-    doc = meta_evaluate(zoo.members, values, keys, args.robustness, not args.no_filters)
+    doc = meta_evaluate(zoo.members, values, keys, args.robustness, not args.no_filters, args.parity)
     rows = doc.pop("benchmark")
     out = Path(args.out) if args.out else DEFAULT_OUT / zoo.slug
     out.mkdir(parents=True, exist_ok=True)
@@ -164,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
                for m in zoo.members if m.kind != POOL} - {None}
     doc["settings"] = {
         "zoo": args.zoo, "models": {k: len(zoo.of_kind(k)) for k in (UNLEARNED, POOL, FULL, RETAIN)},
-        "robustness_form": args.robustness, "filters": not args.no_filters, "eps": 1e-12,
+        "robustness_form": args.robustness, "filters": not args.no_filters, "eps": 1e-12, "parity": args.parity,
         NF4: measurer.setting_recipe(NF4), RELEARN: measurer.setting_recipe(RELEARN),
         "metric_settings": {"batch_size": args.batch_size, "max_new_tokens": args.max_new_tokens,
                             "device": measurer.settings.device},
@@ -172,8 +178,8 @@ def run(args: argparse.Namespace) -> int:
         "wall_seconds": round(time.time() - t0, 1)}
     (out / "meta_eval.json").write_text(json.dumps(doc, indent=1, allow_nan=False))
     (out / "results.json").write_text(json.dumps(rows, indent=1, allow_nan=False))
-    notes = [f"zoo {args.zoo}: {doc['settings']['models']}", f"robustness {args.robustness}, filters "
-             f"{'on' if not args.no_filters else 'off'}, relearning lr {measurer.recipe.train.lr:g}",
+    notes = [f"zoo {args.zoo}: {doc['settings']['models']}", f"parity {args.parity}, robustness {args.robustness}, "
+             f"filters {'on' if not args.no_filters else 'off'}, relearning lr {measurer.recipe.train.lr:g}",
              f"wall time {doc['settings']['wall_seconds']:.0f} s, measuring {fresh} of {len(jobs)} (model, setting) "
              "pairs (the rest read from the cache)"]
     if left_out:

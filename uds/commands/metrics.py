@@ -18,6 +18,7 @@ from tqdm.auto import tqdm
 from metrics.context import EvalContext, EvalSettings, ModelPool, eval_splits
 from metrics.encoding import OU_SYSTEM_PROMPT
 from metrics.mia import MIN_K
+from metrics.parity import MODES, OPEN_UNLEARNING, resolve_alias
 from metrics.registry import ALL_KEYS, REGISTRY, evaluate, sweep_plan, with_dependencies
 from metrics.result import MetricResult
 from uds.chat import DATE_STRING
@@ -45,7 +46,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-system-prompt", action="store_true", help="no system turn (the tiny world's default)")
     p.add_argument("--fluency-classifier", metavar="PATH", help="local gibberish-classifier folder (SPEC 4.6)")
     p.add_argument("--fluency-base", metavar="SPEC", help="base LM of the fluency proxy (tiny default: <preset>/base)")
-    p.add_argument("--ou-attention-mask", action="store_true", help="mask every eos as OU does (pad = eos)")
+    p.add_argument("--parity", choices=MODES, default=None,
+                   help="whose numerics: spec (default, SPEC.md), reference (the reference implementation's "
+                        "1e-12 probability floors, model-dtype Logit Lens / Fisher, last-layer UDS quirk) or "
+                        "open-unlearning (OU's input_ids != pad attention mask and model-utility mean); "
+                        "docs/parity.md")
+    p.add_argument("--ou-attention-mask", action="store_true",
+                   help="alias of --parity open-unlearning (mask the pad-id positions as OU does)")
     p.set_defaults(func=run)
 
 
@@ -135,7 +142,7 @@ def _build_context(args: argparse.Namespace, spec, roles: dict, keys: list[str],
         args.system_prompt if args.system_prompt is not None else (None if spec.kind == "tiny" else OU_SYSTEM_PROMPT))
     world = load_world_for_spec(spec, args.tofu_dir)
     settings = EvalSettings(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, system_prompt=system_prompt,
-                            ou_attention_mask=args.ou_attention_mask, device=device)
+                            parity=args.parity, device=device)
     needs_items = _needs(keys, "states") or _needs(keys, "fisher")
     ctx = EvalContext(
         splits=eval_splits(world),
@@ -149,6 +156,7 @@ def _build_context(args: argparse.Namespace, spec, roles: dict, keys: list[str],
 def run(args: argparse.Namespace) -> int:
     keys = parse_metric_list(args.metrics)
     _check_numbers(args)
+    args.parity = resolve_alias(args.parity, args.ou_attention_mask, "--ou-attention-mask", OPEN_UNLEARNING)
     spec, roles, data_path = _roles(args)
     computed = keys if _fluency_available(keys, args, roles, args.metrics.strip() != "all") else \
         [k for k in keys if k != "fluency"]
@@ -178,6 +186,7 @@ def _settings_record(ctx: EvalContext, roles: dict, args: argparse.Namespace, dt
             "representation_skipped": skipped,
             "batch_size": s.batch_size, "max_new_tokens": s.max_new_tokens, "system_prompt": s.system_prompt,
             "date_string": DATE_STRING, "max_length": s.max_length, "fisher_batch_size": s.fisher_batch_size,
-            "attention_mask": "ou-eos-masked" if s.ou_attention_mask else "length", "min_k": MIN_K,
+            "parity": s.parity, "attention_mask": "ou-pad-masked" if s.open_unlearning else "length",
+            "min_k": MIN_K,
             "device": s.device, "dtype": str(dtype).replace("torch.", ""),
             "fluency_classifier": args.fluency_classifier, "seconds": round(seconds, 1)}

@@ -92,6 +92,8 @@ def _settings(args: argparse.Namespace) -> EngineSettings:
     if not args.tau >= 0:  # Δ_S1 > tau >= 0 keeps every KE-layer ratio finite
         raise UdsInputError(f"--tau must be >= 0, got {args.tau}")
     args.parity = resolve_alias(args.parity, args.reference_last_layer, "--reference-last-layer", REFERENCE)
+    if args.parity == REFERENCE and args.component != "block":
+        raise UdsInputError("--parity reference (--reference-last-layer) applies only to --component block")
     settings = EngineSettings(component=args.component, batch_size=args.batch_size,
                               logprob_dtype=args.logprob_dtype, reference_last_layer=args.parity == REFERENCE)
     settings.validate()
