@@ -46,10 +46,14 @@ def parse_tiny(spec: str) -> tuple[str, int, str]:
     preset, _, name = body.rpartition("/")
     if not name:
         raise UdsInputError(f"bad tiny-world spec {spec!r}: expected tiny:<preset>/<model>, e.g. tiny:small/full")
-    seeded = re.fullmatch(r"(\w+?)-(\d+)", preset)
-    if seeded:
-        return seeded.group(1), int(seeded.group(2)), name
-    return (preset or DEFAULT_PRESET), DEFAULT_SEED, name
+    world = _world_tag(preset)
+    return (*world, name) if world else ((preset or DEFAULT_PRESET), DEFAULT_SEED, name)
+
+
+def _world_tag(tag: str) -> tuple[str, int] | None:
+    """`small` -> ("small", 0), `small-3` -> ("small", 3); None when `tag` is not of that form."""
+    m = re.fullmatch(r"(\w+?)(?:-(\d+))?", tag)
+    return (m.group(1), int(m.group(2)) if m.group(2) else DEFAULT_SEED) if m else None
 
 
 def tiny_tag(preset: str, seed: int = DEFAULT_SEED) -> str:
@@ -65,8 +69,8 @@ def tiny_spec(preset: str, seed: int, name: str) -> str:
 def parse_tiny_zoo(text: str) -> tuple[str, int] | None:
     """A whole tiny world, `tiny:<preset>[-<seed>]`: `tiny:small` -> ("small", 0), `tiny:small-3` ->
     ("small", 3); None when `text` is not of that form."""
-    m = re.fullmatch(r"tiny:(\w+?)(?:-(\d+))?", text.strip())
-    return (m.group(1), int(m.group(2)) if m.group(2) else DEFAULT_SEED) if m else None
+    text = text.strip()
+    return _world_tag(text[len("tiny:"):]) if text.startswith("tiny:") else None
 
 
 def resolve_spec(spec: str) -> CheckpointSpec:

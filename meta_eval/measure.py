@@ -26,7 +26,7 @@ from meta_eval.perturb import NF4, ORIG, RELEARN, RelearnRecipe, ensure_relearne
 from meta_eval.store import MeasurementStore
 from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member, Zoo, model_identity
 from metrics.context import EvalContext, EvalSettings, ModelPool, eval_splits
-from metrics.parity import SPEC
+from uds.parity import SPEC
 from metrics.registry import evaluate, sweep_plan, with_dependencies
 from metrics.work import WorkCache
 from uds.data import load_annotated

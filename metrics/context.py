@@ -20,7 +20,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from metrics import encoding, forward, hidden
-from metrics.parity import OPEN_UNLEARNING, REFERENCE, SPEC
+from uds.parity import OPEN_UNLEARNING, REFERENCE, SPEC
 from metrics.representation import FisherMask, fisher_mask, linear_cka
 from metrics.stats import TokenStats
 from metrics.utility import mean_token_prob
@@ -46,7 +46,7 @@ class EvalSettings:
     system_prompt: str | None = None       # None: no system turn (tiny world); real: OU's prompt
     max_length: int = encoding.MAX_LENGTH
     fisher_batch_size: int = 4             # SPEC 4.5: items share a forward of batch 4
-    parity: str = SPEC                     # spec | reference | open-unlearning (metrics.parity)
+    parity: str = SPEC                     # spec | reference | open-unlearning (uds.parity)
     device: str = "cpu"
     progress: bool = True
 

@@ -42,14 +42,13 @@ def extraction_strength(preds: np.ndarray, targets: np.ndarray) -> float:
 def combined_prob(probs: Sequence[float]) -> float:
     """Probability of an item with one or more paraphrases: the value itself for one, else the
     geometric mean of the probabilities clipped at 1e-12 (reference rule)."""
-    if len(probs) == 1:
-        return float(probs[0])
-    return float(np.exp(np.mean(np.log(np.maximum(np.asarray(probs, dtype=float), PROB_CLIP)))))
+    return float(probs[0]) if len(probs) == 1 else floored_gm(probs)
 
 
 def floored_gm(probs: Sequence[float], floor: float = PROB_CLIP) -> float:
-    """The reference's `geometric_mean`: exp(mean(log(max(p, 1e-12)))), applied even to a single
-    probability (parity `reference`): a probability that underflows counts as 1e-12."""
+    """The reference's `geometric_mean`: exp(mean(log(max(p, 1e-12)))). `combined_prob` uses it for
+    several paraphrases; parity `reference` for a single probability too (one that underflows
+    counts as 1e-12)."""
     return float(np.exp(np.mean(np.log(np.clip(np.asarray(probs, dtype=float), floor, None)))))
 
 

@@ -22,7 +22,7 @@ from metrics import fluency as fl
 from metrics import memorization as mem
 from metrics import mia
 from metrics.context import EvalContext
-from metrics.parity import REFERENCE_EPS
+from uds.parity import REFERENCE_EPS
 from metrics.representation import FISHER_FRACTIONS, cka_score, fisher_masked_score, logit_lens_score
 from metrics.result import MetricResult
 from metrics.rouge_metrics import mean_rouge_l_recall, rouge_l_recall

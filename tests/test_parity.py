@@ -15,7 +15,7 @@ from metrics.aggregate import harmonic_mean_ou
 from metrics.context import EvalContext, EvalSettings, ModelPool
 from metrics.encoding import encode_qa, generation_prompt
 from metrics.memorization import floored_gm
-from metrics.parity import MODES, OPEN_UNLEARNING, REFERENCE, SPEC, resolve_alias
+from uds.parity import MODES, OPEN_UNLEARNING, REFERENCE, SPEC, resolve_alias
 from metrics.registry import evaluate, sweep_plan
 from metrics.representation import fisher_mask, fisher_masked_score, logit_lens_score
 from metrics.utility import UTILITY_KEYS, model_utility

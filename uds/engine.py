@@ -59,7 +59,7 @@ class EngineSettings:
         if self.logprob_dtype not in LOGPROB_DTYPES:
             raise UdsInputError(f"unknown logprob dtype {self.logprob_dtype!r} (choose model or float32)")
         if self.reference_last_layer and self.component != "block":
-            raise UdsInputError("--reference-last-layer applies only to --component block")
+            raise UdsInputError("--parity reference (--reference-last-layer) applies only to --component block")
         if self.algorithm not in ALGORITHMS:
             raise UdsInputError(f"unknown algorithm {self.algorithm!r} (choose {', '.join(ALGORITHMS)})")
         if self.max_suffix_rows < 1:

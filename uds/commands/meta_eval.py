@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from meta_eval.robustness import FORMS
-from metrics.parity import MODES as PARITY_MODES, SPEC
+from uds.parity import MODES as PARITY_MODES, SPEC
 from uds.errors import UdsInputError
 
 DEFAULT_ZOO = "tiny:small"

@@ -18,7 +18,7 @@ from tqdm.auto import tqdm
 from metrics.context import EvalContext, EvalSettings, ModelPool, eval_splits
 from metrics.encoding import OU_SYSTEM_PROMPT
 from metrics.mia import MIN_K
-from metrics.parity import MODES, OPEN_UNLEARNING, resolve_alias
+from uds.parity import MODES, OPEN_UNLEARNING, resolve_alias
 from metrics.registry import ALL_KEYS, REGISTRY, evaluate, sweep_plan, with_dependencies
 from metrics.result import MetricResult
 from uds.chat import DATE_STRING

@@ -12,6 +12,7 @@ import torch
 from tqdm import tqdm
 
 import uds
+from checkpoints.specs import default_references, has_own_tokenizer, load_model, load_tokenizer, resolve_spec
 from uds import engine, s1_cache
 from uds.batching import pad_token_id
 from uds.compat import check_compatible
@@ -20,12 +21,10 @@ from uds.engine import EngineSettings
 from uds.errors import UdsInputError
 from uds.fingerprint import model_fingerprint, tokenizer_hash
 from uds.formula import TAU
-from checkpoints.specs import has_own_tokenizer, load_model, load_tokenizer
 from uds.loading import resolve_device, resolve_dtype
+from uds.parity import REFERENCE, SPEC, resolve_alias
 from uds.prompts import prepare_items
 from uds.report import write_report
-from checkpoints.specs import default_references, resolve_spec
-from metrics.parity import REFERENCE, SPEC, resolve_alias
 
 ROLES = ("full", "retain", "unlearned")
 SCORE_PARITY = (SPEC, REFERENCE)   # open-unlearning has no UDS of its own
@@ -92,8 +91,6 @@ def _settings(args: argparse.Namespace) -> EngineSettings:
     if not args.tau >= 0:  # Δ_S1 > tau >= 0 keeps every KE-layer ratio finite
         raise UdsInputError(f"--tau must be >= 0, got {args.tau}")
     args.parity = resolve_alias(args.parity, args.reference_last_layer, "--reference-last-layer", REFERENCE)
-    if args.parity == REFERENCE and args.component != "block":
-        raise UdsInputError("--parity reference (--reference-last-layer) applies only to --component block")
     settings = EngineSettings(component=args.component, batch_size=args.batch_size,
                               logprob_dtype=args.logprob_dtype, reference_last_layer=args.parity == REFERENCE)
     settings.validate()

@@ -1,5 +1,5 @@
-"""Parity modes of the metrics (`--parity`): whose numerics a run reproduces. docs/parity.md
-tables every difference.
+"""Parity modes (`--parity` of `uds score`, `uds metrics`, `uds meta-eval`): whose numerics a run
+reproduces. docs/parity.md tables every difference.
 
 - `spec` (default): SPEC.md as written.
 - `reference`: the reference UDS implementation's numerics: every probability floored at 1e-12
@@ -18,7 +18,6 @@ from uds.errors import UdsInputError
 
 SPEC, REFERENCE, OPEN_UNLEARNING = "spec", "reference", "open-unlearning"
 MODES = (SPEC, REFERENCE, OPEN_UNLEARNING)
-PROB_FLOOR = 1e-12          # the reference's clip of each probability before a log
 REFERENCE_EPS = 1e-12       # the reference's epsilon where OU (and SPEC's default) use 1e-10
 
 
