@@ -16,6 +16,7 @@ from transformers import PreTrainedModel
 from checkpoints.methods.losses import METHODS
 from checkpoints.methods.pools import POOL_VARIANTS, train_pool
 from checkpoints.methods.trainer import train_unlearned
+from checkpoints.lmlm.recipes import lmlm_recipes, train_lmlm, train_lmlm_parametric
 from checkpoints.methods.zoo_recipes import pool_recipes, unlearned_recipes
 from checkpoints.world.core_trainers import finetune, pretrain
 from checkpoints.world.presets import Preset
@@ -42,6 +43,8 @@ TRAINERS: dict[str, Trainer] = {
     "finetune": Trainer(finetune, 2),
     **{name: Trainer(train_unlearned, 1) for name in METHODS},
     **{sign: Trainer(train_pool, 2) for sign in dict.fromkeys(v.sign for v in POOL_VARIANTS.values())},  # P, N
+    "lmlm": Trainer(train_lmlm, 1),
+    "lmlm_parametric": Trainer(train_lmlm_parametric, 1),
 }
 
 
@@ -52,7 +55,7 @@ def trainer_version(method: str | None) -> int:
 
 def recipes(preset: Preset) -> list[Recipe]:
     """Every model of the preset's zoo, in zoo order (parents before their children)."""
-    return core_recipes(preset) + unlearned_recipes(preset) + pool_recipes(preset)
+    return core_recipes(preset) + unlearned_recipes(preset) + pool_recipes(preset) + lmlm_recipes(preset)
 
 
 def find_recipe(preset: Preset, name: str) -> Recipe:

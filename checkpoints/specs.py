@@ -1,7 +1,9 @@
 """Checkpoint specs: one string names a model, in one of four forms (DESIGN.md), and its loading.
 
 - `tiny:<preset>/<model>` or `tiny:<model>` (preset `small`): a tiny-world model, built on first use;
-- a local folder saved with `save_pretrained`;
+- a local folder saved with `save_pretrained`, or a PEFT adapter folder (`adapter_config.json`),
+  loaded on its base model (the adapter config's `base_model_name_or_path`, itself any spec, or
+  the `base` argument, a command's `--base SPEC`) and merged (uds/adapters.py);
 - a registry alias of an Open-Unlearning TOFU checkpoint (`full`, `retain`, `npo_lr5e5_b01_a2_ep10`);
 - anything else: a Hugging Face hub ID.
 """
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import os
 import re
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +20,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints import ou_checkpoints
+from uds import adapters
 from uds.errors import UdsInputError
 from uds.loading import check_folder, has_tokenizer, load_model_from, load_tokenizer_from
 
@@ -28,11 +32,12 @@ HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 @dataclass(frozen=True)
 class CheckpointSpec:
     raw: str          # the string as the user gave it
-    kind: str         # "tiny" | "local" | "hub"
-    location: str     # folder (tiny, local) or hub ID (hub)
+    kind: str         # "tiny" | "local" | "hub" | "adapter"
+    location: str     # folder (tiny, local, adapter) or hub ID (hub)
     preset: str | None = None  # tiny only
     name: str | None = None    # tiny model name, or registry alias
     seed: int = DEFAULT_SEED   # tiny only: the world's seed
+    base: "CheckpointSpec | None" = None  # adapter only: the resolved base model
 
 
 def _looks_like_path(spec: str) -> bool:
@@ -73,8 +78,9 @@ def parse_tiny_zoo(text: str) -> tuple[str, int] | None:
     return _world_tag(text[len("tiny:"):]) if text.startswith("tiny:") else None
 
 
-def resolve_spec(spec: str) -> CheckpointSpec:
-    """Resolve a spec string; tiny models are located (not built) under `$UDS_HOME`."""
+def resolve_spec(spec: str, base: str | None = None) -> CheckpointSpec:
+    """Resolve a spec string; tiny models are located (not built) under `$UDS_HOME`. `base`
+    overrides the base model of an adapter folder (ignored for other specs)."""
     if not spec:
         raise UdsInputError("empty checkpoint spec")
     if spec.startswith("tiny:"):
@@ -83,6 +89,8 @@ def resolve_spec(spec: str) -> CheckpointSpec:
         preset, seed, name = parse_tiny(spec)
         return CheckpointSpec(spec, "tiny", str(world_dir(preset, seed) / "models" / name), preset, name, seed)
     path = Path(spec).expanduser()
+    if path.is_dir() and adapters.is_adapter_folder(path):
+        return _resolve_adapter(spec, path.resolve(), base)
     if path.is_dir():
         return CheckpointSpec(spec, "local", str(path.resolve()))
     hub = ou_checkpoints.hub_id_for_alias(spec)
@@ -97,13 +105,41 @@ def resolve_spec(spec: str) -> CheckpointSpec:
     return CheckpointSpec(spec, "hub", spec)
 
 
-def default_references(unlearned: str, tofu_dir: str | None = None) -> tuple[str, str, str]:
+def _resolve_adapter(spec: str, folder: Path, base: str | None) -> CheckpointSpec:
+    """An adapter folder with its base resolved (`base`, else the adapter config's); a base that
+    names no model is bad input naming the adapter and `--base`."""
+    base = base or adapters.adapter_base(folder)
+    if not base:
+        raise UdsInputError(f"adapter {spec} names no base model (base_model_name_or_path is empty); "
+                            "pass --base SPEC")
+    try:
+        resolved = resolve_spec(base)
+    except UdsInputError as exc:
+        raise _base_error(spec, exc) from exc
+    return CheckpointSpec(spec, "adapter", str(folder), base=resolved)
+
+
+def _base_error(adapter: str, exc: UdsInputError) -> UdsInputError:
+    detail = " ".join(str(exc).split())
+    return UdsInputError(f"base model of adapter {adapter}: {detail}; pass --base SPEC to use another")
+
+
+def check_base_used(specs: list[str], base: str | None) -> None:
+    """UdsInputError when `--base` was given but none of `specs` is an adapter folder."""
+    if base and not any(resolve_spec(s, base).kind == "adapter" for s in specs if s):
+        raise UdsInputError(f"--base {base} given, but no model spec is an adapter folder (adapter_config.json)")
+
+
+def default_references(unlearned: str, tofu_dir: str | None = None, base: str | None = None) -> tuple[str, str, str]:
     """(full spec, retain spec, UDS data path) that go with an unlearned model (DESIGN.md defaults).
 
     A tiny-world model takes its own preset's full, retain and forget set; anything else the
     Open-Unlearning TOFU full and retain90 models and the annotated forget10 file (of `tofu_dir`
-    when given, see `default_tofu_annotated`).
+    when given, see `default_tofu_annotated`). An adapter goes with what its base goes with.
     """
+    folder = Path(unlearned).expanduser()
+    if unlearned and folder.is_dir() and adapters.is_adapter_folder(folder):
+        return default_references(resolve_spec(unlearned, base).base.raw, tofu_dir)
     if unlearned.startswith("tiny:"):
         from checkpoints.world.store import ensure_world_data
 
@@ -114,16 +150,25 @@ def default_references(unlearned: str, tofu_dir: str | None = None) -> tuple[str
 
 
 def default_tofu_annotated(tofu_dir: str | None = None) -> Path:
-    """The annotated forget10 file in `tofu_dir`, else `$UDS_TOFU_DIR`, else ../shared/data/tofu."""
+    """The annotated forget10 file in `tofu_dir`, else `$UDS_TOFU_DIR`, else the copy shipped in the
+    installed package (uds.paths.packaged_file), else ../shared/data/tofu of a source checkout."""
+    from uds.paths import ANNOTATED_FORGET10, packaged_file
+
     folder = tofu_dir or os.environ.get("UDS_TOFU_DIR")
     if folder:
-        return Path(folder) / "forget10_annotated.json"
+        return Path(folder) / ANNOTATED_FORGET10
+    packaged = packaged_file(ANNOTATED_FORGET10)
+    if packaged is not None:
+        return packaged
     return Path(__file__).resolve().parents[2] / "shared" / "data" / "tofu" / "forget10_annotated.json"
 
 
 def model_source(spec: str | CheckpointSpec) -> str:
-    """Folder or hub ID that transformers should load; builds a tiny model if needed."""
+    """Folder or hub ID that transformers should load; builds a tiny model if needed (an
+    adapter: its base model's)."""
     s = as_spec(spec)
+    if s.kind == "adapter":
+        return model_source(s.base)
     if s.kind == "tiny":
         from checkpoints.world.build import ensure_model
 
@@ -133,31 +178,78 @@ def model_source(spec: str | CheckpointSpec) -> str:
     return s.location
 
 
-def as_spec(spec: str | CheckpointSpec) -> CheckpointSpec:
-    return spec if isinstance(spec, CheckpointSpec) else resolve_spec(spec)
+def as_spec(spec: str | CheckpointSpec, base: str | None = None) -> CheckpointSpec:
+    return spec if isinstance(spec, CheckpointSpec) else resolve_spec(spec, base)
 
 
 def load_model(spec: str | CheckpointSpec, device: str = "cpu", dtype: torch.dtype = torch.float32,
-               trust_pickle: bool = False, **kwargs) -> PreTrainedModel:
-    """The causal LM a spec names, in eval mode on `device` with parameters in `dtype`."""
-    s = as_spec(spec)
+               trust_pickle: bool = False, base: str | None = None, **kwargs) -> PreTrainedModel:
+    """The causal LM a spec names, in eval mode on `device` with parameters in `dtype`; an adapter
+    is merged into its base (`base` overrides the adapter config's)."""
+    s = as_spec(spec, base)
+    if s.kind == "adapter":
+        return _load_adapter(s, device, dtype, trust_pickle, **kwargs)
     return load_model_from(model_source(s), s.kind == "hub", device, dtype, trust_pickle, **kwargs)
 
 
-def has_own_tokenizer(spec: str | CheckpointSpec) -> bool:
-    """Whether the checkpoint carries its own tokenizer (a hub repository is assumed to)."""
-    s = as_spec(spec)
+def _load_adapter(s: CheckpointSpec, device: str, dtype: torch.dtype, trust_pickle: bool,
+                  **kwargs) -> PreTrainedModel:
+    """Base loaded as a spec in float32, adapter merged, then cast to `dtype`: the numbers of the
+    merged model saved as a float32 folder and loaded in `dtype`, whatever `dtype` is. With a
+    `quantization_config` (NF4) the merged model is saved to a temporary folder and quantised from
+    there, as a merged checkpoint would be: bitsandbytes quantises at load time, and the quantised
+    model is the merged one, not a quantised base with a float adapter on top."""
+    folder = Path(s.location)
+    adapters.check_adapter_folder(folder, trust_pickle)
+    quantised = "quantization_config" in kwargs
+    try:
+        base = load_model(s.base, "cpu" if quantised else device, torch.float32, trust_pickle,
+                          **({} if quantised else kwargs))
+    except UdsInputError as exc:
+        raise _base_error(s.raw, exc) from exc
+    merged = adapters.merge_adapter(base, folder, s.base.raw)
+    if not quantised:
+        return adapters.cast_parameters(merged, dtype)
+    with tempfile.TemporaryDirectory(prefix="uds-merged-") as tmp:
+        merged.save_pretrained(tmp)
+        model = load_model_from(tmp, False, device, dtype, trust_pickle, **kwargs)
+    adapters.copy_origin(merged, model)
+    return model
+
+
+def has_own_tokenizer(spec: str | CheckpointSpec, base: str | None = None) -> bool:
+    """Whether the checkpoint carries its own tokenizer (a hub repository is assumed to; an
+    adapter folder without tokenizer files has its base's)."""
+    s = as_spec(spec, base)
+    if s.kind == "adapter":
+        return has_tokenizer(Path(s.location)) or has_own_tokenizer(s.base)
     return s.kind == "hub" or has_tokenizer(Path(model_source(s)))
 
 
-def load_tokenizer(spec: str | CheckpointSpec) -> PreTrainedTokenizerBase:
-    """The tokenizer of the checkpoint a spec names (pad = eos when it has none)."""
-    s = as_spec(spec)
+def load_tokenizer(spec: str | CheckpointSpec, base: str | None = None) -> PreTrainedTokenizerBase:
+    """The tokenizer of the checkpoint a spec names (pad = eos when it has none); an adapter
+    folder's own, else its base's."""
+    s = as_spec(spec, base)
+    if s.kind == "adapter" and has_tokenizer(Path(s.location)):
+        return load_tokenizer_from(s.location, False)
+    if s.kind == "adapter":
+        try:
+            return load_tokenizer(s.base)
+        except UdsInputError as exc:
+            raise _base_error(s.raw, exc) from exc
     return load_tokenizer_from(model_source(s), s.kind == "hub")
 
 
+def origin(spec: CheckpointSpec) -> CheckpointSpec:
+    """The spec whose world a model belongs to: an adapter's base (followed down), else itself."""
+    return origin(spec.base) if spec.kind == "adapter" else spec
+
+
 def load_world_for_spec(spec: CheckpointSpec, tofu_dir: str | None = None):
-    """The data a model is evaluated on: its own tiny world, or the real TOFU splits."""
+    """The data a model is evaluated on: its own tiny world, or the real TOFU splits (an adapter:
+    its base's)."""
+    if spec.kind == "adapter":
+        return load_world_for_spec(spec.base, tofu_dir)
     if spec.kind == "tiny":
         from checkpoints.world.store import load_world
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from meta_eval.benchmark import AGGREGATE_KEYS, benchmark_rows, epoch_group
-from metrics.registry import META_KEYS
+from metrics.registry import KNOWLEDGE, META_KEYS, REGISTRY
 from metrics.utility import UTILITY_KEYS
 from uds.numbers import finite_or_none
 
@@ -50,14 +50,36 @@ def leaderboard_rows(records: Sequence[Mapping], explicit_full: Mapping[str, flo
     return sorted(rows, key=_order_key)
 
 
+def extra_columns(rows: Sequence[Mapping]) -> tuple[str, ...]:
+    """Registry metrics outside the benchmark (neither shown nor a raw key of its aggregates, e.g.
+    mem_bits) that some row holds, in registry order: shown after the benchmark columns."""
+    standard = set(SHOWN) | set(META_KEYS) | set(UTILITY_KEYS)
+    return tuple(k for k in REGISTRY if k not in standard and any(_num(r.get(k)) is not None for r in rows))
+
+
+def lower_is_better(column: str) -> bool:
+    """Knowledge-oriented registry metrics (higher = more of the forget set kept) are best when lowest."""
+    return column in REGISTRY and column not in SHOWN and REGISTRY[column].orientation == KNOWLEDGE
+
+
 def best_values(rows: Sequence[Mapping], columns: Sequence[str]) -> dict[str, float]:
-    """Column -> maximum over non-reference rows (columns without a value are left out)."""
+    """Column -> best over non-reference rows: the maximum, the minimum for a knowledge-oriented
+    extra column (columns without a value are left out)."""
     out = {}
     for c in columns:
         vals = [r[c] for r in rows if r.get("method") not in REFERENCES and _num(r.get(c)) is not None]
         if vals:
-            out[c] = max(vals)
+            out[c] = min(vals) if lower_is_better(c) else max(vals)
     return out
+
+
+def _extras_note(extras: Sequence[str]) -> str:
+    """The legend of the extra columns ("" when there are none: the default table is unchanged)."""
+    low = [c for c in extras if lower_is_better(c)]
+    if not extras:
+        return ""
+    return (f" Extra registry columns, in their own orientation: {', '.join(extras)}"
+            + (f" (lower = better: {', '.join(low)})." if low else "."))
 
 
 def _num(v) -> float | None:
@@ -75,18 +97,20 @@ def _cell(v) -> str:
 def csv_columns(rows: Sequence[Mapping]) -> list[str]:
     """Identity, the shown aggregates, then every raw key present (DESIGN.md order)."""
     raw = [k for k in META_KEYS + UTILITY_KEYS if k not in SHOWN and any(k in r for r in rows)]
-    return list(ID_COLUMNS + SHOWN) + raw
+    return list(ID_COLUMNS + SHOWN) + raw + list(extra_columns(rows))
 
 
 def to_markdown(rows: Sequence[Mapping]) -> str:
-    best = best_values(rows, SHOWN)
-    cols = ID_COLUMNS + SHOWN
+    extras = extra_columns(rows)
+    best = best_values(rows, SHOWN + extras)
+    cols = ID_COLUMNS + SHOWN + extras
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" if c in ID_COLUMNS else "---:" for c in cols) + "|"]
     for r in rows:
         cells = [f"**{_cell(r.get(c))}**" if c in best and r.get(c) == best[c] and r.get("method") not in REFERENCES
                  else _cell(r.get(c)) for c in cols]
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n\nBold: best per column among unlearned models; every column is higher = better.\n"
+    return ("\n".join(lines) + "\n\nBold: best per column among unlearned models; every column is higher = better."
+            + _extras_note(extras) + "\n")
 
 
 def to_csv(rows: Sequence[Mapping]) -> str:
@@ -120,8 +144,9 @@ rows.forEach(function(r){tb.appendChild(r)})})})});"""
 def to_html(rows: Sequence[Mapping], title: str = "Unlearning benchmark leaderboard") -> str:
     """One self-contained page: a table grouped by method (one <tbody> each), sortable by any
     column (click a header), best value per column marked."""
-    best = best_values(rows, SHOWN)
-    cols = ID_COLUMNS + SHOWN
+    extras = extra_columns(rows)
+    best = best_values(rows, SHOWN + extras)
+    cols = ID_COLUMNS + SHOWN + extras
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
     bodies = []
     for method in dict.fromkeys(r.get("method") for r in rows):
@@ -141,7 +166,7 @@ def to_html(rows: Sequence[Mapping], title: str = "Unlearning benchmark leaderbo
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"
             f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>"
             f"<p>{len(rows)} models. Click a column header to sort (within each method). &#9733; = best per column "
-            f"among unlearned models; every column is higher = better.</p>"
+            f"among unlearned models; every column is higher = better.{html.escape(_extras_note(extras))}</p>"
             f"<table><thead><tr>{head}</tr></thead>\n" + "\n".join(bodies) + f"</table><script>{_SCRIPT}</script>"
             "</body></html>\n")
 

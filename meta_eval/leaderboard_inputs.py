@@ -20,9 +20,10 @@ ra_Q_A_Prob_normalised -> ra_q_prob, ra_Q_A_ROUGE -> ra_q_rouge, ra_Truth_Ratio 
 wf_* likewise, model_utility -> model_utility, forget_Q_A_gibberish -> fluency.
 truth_ratio (the p_para / (p_para + p_pert) variant Mem uses) is rebuilt from TOFU_EVAL.json's
 per-item `forget_truth_ratio` values r = p_pert / p_para as mean 1 / (1 + r); the summary's
-aggregate is OU's min(r, 1/r) and is not used. Not produced by OU's TOFU evaluation:
-jailbreak_rouge, cka, logit_lens, fisher_masked_*, uds (taken from a `summary.json` in the same
-folder). s_mia_* are derived from mia_* with the retain record's AUCs (SPEC 4.4) whenever a
+aggregate is OU's min(r, 1/r) and is not used. Not produced by OU's own TOFU evaluation:
+jailbreak_rouge, cka, logit_lens, fisher_masked_*, uds; runs with the uds plug-in (uds.ou) hold
+them as `uds` and `uds_<key>` (-> <key>, any registry key, over OU's own mapping of the same key);
+otherwise uds is taken from a `summary.json` in the same folder. s_mia_* are derived from mia_* with the retain record's AUCs (SPEC 4.4) whenever a
 record lacks them.
 """
 
@@ -32,7 +33,7 @@ import json
 import re
 from pathlib import Path
 from metrics.mia import retain_normalised
-from metrics.registry import ATTACKS
+from metrics.registry import ATTACKS, REGISTRY
 from uds.errors import UdsInputError
 
 MODEL_FILES = ("metrics.json", "summary.json", "TOFU_SUMMARY.json", "TOFU_EVAL.json")
@@ -49,6 +50,7 @@ OU_KEYS: dict[str, str] = {
     "model_utility": "model_utility", "forget_Q_A_gibberish": "fluency",
 }
 OU_TRUTH_RATIO = ("forget_truth_ratio", "forget_Truth_Ratio")
+PLUGIN_PREFIX = "uds_"   # metric names the uds plug-in gives in OU results: uds, uds_<registry key>
 
 # method_results.json field -> (raw key, transform)
 PUBLISHED_KEYS: dict[str, tuple[str, bool]] = {
@@ -83,6 +85,16 @@ def describe(name: str) -> tuple[str, int | None]:
 
 # --- per-model folders --------------------------------------------------------------------------
 
+def plugin_values(flat: dict) -> dict:
+    """Registry key -> value of the uds plug-in's entries of an OU summary (`uds`, `uds_<key>`)."""
+    out = {}
+    for name, value in flat.items():
+        key = name if name == "uds" else (name[len(PLUGIN_PREFIX):] if name.startswith(PLUGIN_PREFIX) else None)
+        if key in REGISTRY and isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[key] = float(value)
+    return out
+
+
 def _ou_values(folder: Path) -> dict:
     out: dict = {}
     summary = folder / "TOFU_SUMMARY.json"
@@ -92,6 +104,7 @@ def _ou_values(folder: Path) -> dict:
     for ou, key in OU_KEYS.items():
         if isinstance(flat.get(ou), (int, float)):
             out[key] = float(flat[ou])
+    out.update(plugin_values(flat))
     for name in OU_TRUTH_RATIO:
         per_item = (evals.get(name) or {}).get("value_by_index") if isinstance(evals.get(name), dict) else None
         if per_item:

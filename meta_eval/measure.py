@@ -61,6 +61,37 @@ def plan_jobs(zoo: Zoo, keys: Sequence[str], fluency: bool = True) -> list[Job]:
     return jobs
 
 
+def s1_job(zoo: Zoo, keys: Sequence[str], jobs: Sequence[Job] = ()) -> Job | None:
+    """The job that fills the S1 cache of (full, retain, data) before a fan-out: the retain
+    model's un-perturbed job of `jobs` when the plan has one (its UDS is 1 by construction), else
+    the retain model's UDS alone. Every other UDS then reads S1 from the on-disk cache. None when
+    UDS is not measured."""
+    if "uds" not in keys:
+        return None
+    planned = [j for j in jobs if j.setting == ORIG and j.member.kind == RETAIN and j.member.spec == zoo.retain]
+    if planned:
+        return planned[0]
+    retain = next((m for m in zoo.of_kind(RETAIN) if m.spec == zoo.retain), None)
+    return Job(retain or Member(RETAIN, zoo.retain, RETAIN, RETAIN, None), ORIG, ("uds",))
+
+
+@dataclass(frozen=True)
+class MeasurerSpec:
+    """What builds a `Measurer` in another process (picklable: a Ray task gets this, not the
+    Measurer with its loaded tokenizer and models)."""
+    zoo: Zoo
+    store_root: Path
+    models_dir: Path
+    settings: EvalSettings
+    recipe: RelearnRecipe
+    fluency_classifier: str | None = None
+
+    def build(self, log: Callable[[str], None] | None = None) -> "Measurer":
+        extra = {} if log is None else {"log": log}
+        return Measurer(self.zoo, MeasurementStore(self.store_root), self.models_dir, self.settings, self.recipe,
+                        self.fluency_classifier, **extra)
+
+
 def stamp_settings(settings: EvalSettings) -> dict:
     """The metric settings as they enter a measurement stamp. The parity mode enters only when it
     is not `spec`, next to the `ou_attention_mask: False` that settings held before parity modes
@@ -86,6 +117,7 @@ class Measurer:
         self.zoo, self.store, self.models_dir = zoo, store, Path(models_dir)
         self.settings, self.recipe, self.log = settings, relearn_recipe, log
         self.fluency_classifier = fluency_classifier
+        self.spec = MeasurerSpec(zoo, store.root, self.models_dir, settings, relearn_recipe, fluency_classifier)
         world, records_path = _zoo_data(zoo)
         self.splits = eval_splits(world)
         self.forget = world.forget

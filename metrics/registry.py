@@ -20,8 +20,11 @@ import numpy as np
 
 from metrics import fluency as fl
 from metrics import memorization as mem
+from metrics import mem_bits as mbits
 from metrics import mia
 from metrics.context import EvalContext
+from metrics.probe import metric as probe_metric
+from metrics.references import check_reference_tokenizer
 from uds.parity import REFERENCE_EPS
 from metrics.representation import FISHER_FRACTIONS, cka_score, fisher_masked_score, logit_lens_score
 from metrics.result import MetricResult
@@ -280,6 +283,86 @@ UTILITY_METRICS = [s for prefix, args in UTILITY_SETS.items() for s in _utility_
                _fluency, "gibberish-classifier clean probability of forget generations, or the base-LM proxy"),
 ]
 
+# --- memorisation in bits (SPEC-probes 1.1) ----------------------------------------------------
+# x = the answer tokens of a forget item under the chat encoding (eos included, as Prob counts
+# them); reference = the retain model. mem_U(x) = max(0, NLL_retain(x) - NLL_model(x)) in bits.
+
+
+
+def _answer_bits(ctx: EvalContext, role: str) -> tuple[np.ndarray, np.ndarray]:
+    """(code length in bits, answer length in tokens) of each forget answer under the role's model."""
+    if role != MODEL:
+        check_reference_tokenizer(ctx, role)
+    stats = ctx.teacher_forced(role, "forget").answers()
+    n = np.array([s.n_labels for s in stats], dtype=np.float64)
+    return mbits.bits_from_mean_nll([s.avg_loss for s in stats], n), n
+
+
+def _mem_items(ctx: EvalContext, role: str) -> np.ndarray:
+    """mem_U of each forget item under the role's model, retain as reference (NaN: no answer token)."""
+    ref, _ = _answer_bits(ctx, RETAIN)
+    bits, n = _answer_bits(ctx, role)
+    return np.where(n > 0, mbits.mem_u(ref, bits), np.nan)
+
+
+def _listed(values: np.ndarray) -> list[float | None]:
+    return [float(v) if np.isfinite(v) else None for v in values]
+
+
+def _mem_bits(c: EvalContext) -> MetricResult:
+    return _per_item(_listed(_mem_items(c, MODEL)))
+
+
+def _mem_bits_per_token(c: EvalContext) -> MetricResult:
+    _, n = _answer_bits(c, MODEL)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return _per_item(_listed(_mem_items(c, MODEL) / n))
+
+
+def _mem_bits_erased(c: EvalContext) -> MetricResult:
+    model, full = _mem_items(c, MODEL), _mem_items(c, FULL)
+    per_item = [mbits.erased(m, f) if np.isfinite(m) and np.isfinite(f) else None for m, f in zip(model, full)]
+    return MetricResult(mbits.erased(_mean(_listed(model)), _mean(_listed(full))), per_item)
+
+
+def _mem_bits_tfidf(c: EvalContext) -> MetricResult:
+    docs = c.answer_texts("forget")
+    corpus = docs + c.answer_texts("retain_eval")   # the retain items every evaluation context holds
+    tfidf = mbits.tfidf_scores(docs, corpus)
+    rho, p = mbits.spearman(tfidf, _mem_items(c, FULL))
+    return MetricResult(rho, _listed(tfidf), {"spearman_p": p, "corpus": "forget + retain_eval answers"})
+
+
+_MEM_TF = _tf("forget", "answer", roles=(MODEL, RETAIN))
+_MEM_TF_FULL = _tf("forget", "answer", roles=(MODEL, RETAIN, FULL))
+MEM_BITS_METRICS: list[MetricSpec] = [
+    MetricSpec("mem_bits", "memorization_bits", KNOWLEDGE, (_MEM_TF,), _mem_bits,
+               "mean over forget items of max(0, NLL_retain - NLL_model) of the answer tokens, in bits"),
+    MetricSpec("mem_bits_per_token", "memorization_bits", KNOWLEDGE, (_MEM_TF,), _mem_bits_per_token,
+               "the same per item divided by its answer length in tokens (bits per token)"),
+    MetricSpec("mem_bits_erased", "memorization_bits", ERASURE, (_MEM_TF_FULL,), _mem_bits_erased,
+               "clip(1 - mem_bits(model) / mem_bits(full), 0, 1): full 0, retain 1"),
+    MetricSpec("mem_bits_tfidf", "memorization_bits", KNOWLEDGE,
+               (_tf("forget", "answer", roles=(RETAIN, FULL)),), _mem_bits_tfidf,
+               "diagnostic, not a model score: Spearman rho of per-item TF-IDF (per_example) with mem_U of "
+               "the full model"),
+]
+
+
+# --- verbatim / semantic probe (SPEC-probes 2) ------------------------------------------------
+
+
+PROBE_METRICS: list[MetricSpec] = [
+    MetricSpec("verbatim_rate", "memorization", KNOWLEDGE, (Use("probe", (MODEL,), "forget", ("prefix",)),),
+               probe_metric.verbatim_rate,
+               "share of prefix-level outputs (greedy + 5 samples, T 0.3) reproducing the forget passage "
+               "(character LCS >= 50, distractor-attributed; SPEC-probes 2.4)"),
+    MetricSpec("semantic_acc", "memorization", KNOWLEDGE, (Use("probe", (MODEL,), "forget", ("prefix",)),),
+               probe_metric.semantic_acc,
+               "share of QA answers (greedy + 5 samples, T 0.3) containing the forget item's entity"),
+]
+
+
 # --- UDS (SPEC 2) through the engine: a representation-level erasure score -------------------
 
 ENGINE_METRICS = [
@@ -288,10 +371,13 @@ ENGINE_METRICS = [
 ]
 
 REGISTRY: dict[str, MetricSpec] = {s.key: s for s in MEMORIZATION + GENERATION + MIA + REPRESENTATION
-                                   + UTILITY_METRICS + ENGINE_METRICS}
+                                   + UTILITY_METRICS + ENGINE_METRICS + MEM_BITS_METRICS + PROBE_METRICS}
 BASELINE_KEYS = tuple(s.key for s in MEMORIZATION + GENERATION + MIA + REPRESENTATION)
 ALL_KEYS = tuple(s.key for s in MEMORIZATION + GENERATION + MIA + REPRESENTATION + UTILITY_METRICS)  # `uds metrics all`
 META_KEYS = BASELINE_KEYS + tuple(s.key for s in ENGINE_METRICS)  # the 22 meta-evaluated keys (DESIGN.md order)
+# The probes' keys (SPEC-probes): meta-evaluated when named (`--metrics mem_bits,...`), not under "all".
+PROBE_META_KEYS = (("mem_bits", "mem_bits_per_token", "mem_bits_erased")   # mem_bits_tfidf is a diagnostic
+                   + tuple(s.key for s in PROBE_METRICS))
 
 
 # --- running -----------------------------------------------------------------------------------

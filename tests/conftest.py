@@ -31,3 +31,22 @@ def tofu_dir() -> Path:
     if not (TOFU_DIR / "forget10.json").is_file():
         pytest.skip("the TOFU files of ../shared/data/tofu are not present")
     return TOFU_DIR
+
+
+@pytest.fixture
+def uds(monkeypatch, capsys):
+    """The command line in-process and offline: `uds(*args, env={...})` returns a
+    CompletedProcess-like (args, exit status, stdout, stderr)."""
+    import subprocess
+
+    from uds.cli import main
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+    def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
+        for k, v in (env or {}).items():
+            monkeypatch.setenv(k, v)
+        code = main(list(args))
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, out, err)
+    return run

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from uds.cli import main
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -18,16 +17,6 @@ def offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
 
 
-@pytest.fixture
-def uds(monkeypatch, capsys):
-    """Run the command line in-process; returns (exit status, stdout, stderr) like a subprocess."""
-    def run(*args: str, env: dict | None = None) -> subprocess.CompletedProcess:
-        for k, v in (env or {}).items():
-            monkeypatch.setenv(k, v)
-        code = main(list(args))
-        out, err = capsys.readouterr()
-        return subprocess.CompletedProcess(args, code, out, err)
-    return run
 
 
 def test_real_process_exits_2_without_traceback():

@@ -3,16 +3,19 @@
 Keyed by `config.model_type`. Each entry names, as dotted paths from the *CausalLM object:
 the ModuleList of decoder blocks, the final norm (for the reference's last-layer quirk), and,
 relative to one block, its attention and MLP sub-modules (None when the family has no single
-module for it). Families whose decoder layers take the standard transformers 5.x call (hidden
-states, position embeddings computed once per model, a 4D mask, a cache with `update`) also name
-their rotary-embedding module: the fast engine (uds/suffix.py) runs only those.
+module for it). Families whose decoder layers take the standard call (hidden states, position
+embeddings computed once per model, a 4D mask, a cache with `update`; transformers 5.x, and 4.45+
+where `legacy_fast_problem` finds nothing missing) also name their rotary-embedding module: the
+fast engine (uds/suffix.py) runs only those.
 """
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass
 
 import torch.nn as nn
+import transformers
 
 from uds.errors import UdsInputError
 
@@ -53,6 +56,39 @@ ARCHITECTURES: dict[str, ArchPaths] = {
 
 
 FAST_FAMILIES = tuple(name for name, paths in ARCHITECTURES.items() if paths.fast)
+
+# Names transformers gives the same argument across the versions the toolkit supports (4.45-5.x):
+# the cache of a model's / decoder layer's forward, and the "score only the last k positions" option.
+CACHE_KWARGS = ("cache", "past_key_values", "past_key_value")
+LOGITS_KWARGS = ("logits_to_keep", "num_logits_to_keep")
+
+
+def transformers_major() -> int:
+    return int(transformers.__version__.split(".")[0])
+
+
+def keyword_of(fn, names: tuple[str, ...]) -> str | None:
+    """The first of `names` that `fn` takes as a parameter (None: none of them)."""
+    params = inspect.signature(fn).parameters
+    return next((name for name in names if name in params), None)
+
+
+def legacy_fast_problem(model: nn.Module) -> str | None:
+    """What transformers 4.x lacks for the fast engine on `model` (None: nothing, or 5.x).
+
+    4.x Llama-like layers take the same call as 5.x (hidden states, 4D mask, a cache with `update`,
+    position embeddings computed once per model), but 4.x builds sliding-window masks per family
+    and some families (Mistral) compute RoPE inside each attention module."""
+    if transformers_major() >= 5:
+        return None
+    config = model.config
+    if getattr(config, "sliding_window", None) is not None and getattr(config, "use_sliding_window", True):
+        return f"transformers {transformers.__version__} (< 5) builds sliding-window masks its own way"
+    try:
+        rotary_embedding(model)
+    except AttributeError:
+        return f"transformers {transformers.__version__} (< 5) has no model-level rotary embedding for {model_family(model)!r}"
+    return None
 
 
 def model_family(model: nn.Module) -> str:

@@ -12,7 +12,6 @@ same layout, so a source with the target's weights yields bit-identical activati
 
 from __future__ import annotations
 
-import inspect
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -22,16 +21,16 @@ import torch
 import torch.nn as nn
 from transformers import DynamicCache
 
-from uds.arch import attention_implementation, component_module, decoder_layers, final_norm
+from uds.arch import (CACHE_KWARGS, LOGITS_KWARGS, attention_implementation, component_module, decoder_layers,
+                      final_norm, keyword_of)
 from uds.hooks import at_flat, capture_inputs, capture_outputs, on_rows_only
 from uds.packing import least_work
 
 
 @lru_cache(maxsize=None)
 def cache_kw(fn) -> str | None:
-    """Name of the cache argument of a forward (`cache` from 5.x, `past_key_values` before)."""
-    params = inspect.signature(fn).parameters
-    return next((name for name in ("cache", "past_key_values") if name in params), None)
+    """Name of the cache argument of a forward (`cache`, `past_key_values`; 4.x layers: `past_key_value`)."""
+    return keyword_of(fn, CACHE_KWARGS)
 
 
 def layer_window(config, layer: int) -> int | None:
@@ -194,7 +193,8 @@ def _capture_pass(model: nn.Module, layout: CaptureLayout, modules: Mapping[str,
     sites only (valid when nothing recorded but the last block's and final norm's outputs at the
     sites depends on it)."""
     cache = KeyRecorder() if keep_kv else None
-    kwargs = {cache_kw(type(model).forward): cache, "use_cache": keep_kv, "logits_to_keep": 1}
+    kwargs = {cache_kw(type(model).forward): cache, "use_cache": keep_kv,
+              keyword_of(type(model).forward, LOGITS_KWARGS): 1}
     sites = at_flat(layout.flat)
     first = {"input0": decoder_layers(model)[0]} if with_input0 else {}
     with ExitStack() as stack:

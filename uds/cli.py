@@ -24,6 +24,10 @@ COMMANDS = {
     "leaderboard": "uds.commands.leaderboard",
     "world": "uds.commands.world",
     "checkpoints": "uds.commands.checkpoints",
+    "audit": "uds.commands.audit",
+    "sweep": "uds.commands.sweep",
+    "probe": "uds.commands.probe",
+    "capacity": "uds.commands.capacity",
 }
 COMMAND_MODULES = tuple(COMMANDS.values())
 

@@ -4,12 +4,19 @@ A model fingerprint hashes its configuration (minus load-time fields such as its
 dtype) and a deterministic sample of every state-dict tensor (name, shape and evenly spaced
 values upcast to float64). Reloading the same weights, from any path or on any device, gives
 the same fingerprint; any fine-tuning changes it.
+
+A model loaded from a PEFT adapter (uds/adapters.py) is fingerprinted as base + adapter: its
+base model's fingerprint and the adapter's digest (its config and weights) are hashed together
+with the merged model's own config and weights, so another base or another adapter gives another
+fingerprint, and so does any later change to the merged weights (relearning, say).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
+from typing import Mapping
 
 import torch
 import torch.nn as nn
@@ -34,11 +41,16 @@ def config_digest(model: nn.Module) -> str:
     return _sha(json.dumps(clean, sort_keys=True, default=str).encode())
 
 
-@torch.no_grad()
 def weights_digest(model: nn.Module, samples: int = SAMPLES_PER_TENSOR) -> str:
     """SHA-256 over (name, shape, up to `samples` evenly spaced values) of each state-dict tensor."""
+    return state_digest(model.state_dict(), samples)
+
+
+@torch.no_grad()
+def state_digest(state: Mapping[str, torch.Tensor], samples: int = SAMPLES_PER_TENSOR) -> str:
+    """`weights_digest` of a plain name -> tensor mapping."""
     h = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
+    for name, tensor in sorted(state.items()):
         flat = tensor.detach().reshape(-1)
         h.update(f"{name}:{tuple(tensor.shape)};".encode())
         if flat.numel() == 0:
@@ -51,8 +63,39 @@ def weights_digest(model: nn.Module, samples: int = SAMPLES_PER_TENSOR) -> str:
 
 
 def model_fingerprint(model: nn.Module) -> str:
-    """Short stable identity of a model's computation: 20 hex chars."""
-    return _sha((config_digest(model) + weights_digest(model)).encode())[:20]
+    """Short stable identity of a model's computation: 20 hex chars (base + adapter + merged
+    weights for a model loaded from an adapter, see `mark_adapter`)."""
+    own = config_digest(model) + weights_digest(model)
+    origin = getattr(model, ADAPTER_ATTR, None)
+    return _sha((f"adapter:{origin}:" if origin else "").encode() + own.encode())[:20]
+
+
+ADAPTER_ATTR = "uds_adapter_origin"
+# Adapter config fields that say where the adapter was saved or looked for its base, not what it adds.
+_VOLATILE_ADAPTER_KEYS = {"base_model_name_or_path", "revision", "inference_mode", "peft_version"}
+ADAPTER_WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")
+
+
+def adapter_digest(folder: Path) -> str:
+    """SHA-256 of a PEFT adapter folder's config (minus where its base was) and its weights."""
+    config = json.loads((folder / "adapter_config.json").read_text())
+    clean = {k: v for k, v in config.items() if k not in _VOLATILE_ADAPTER_KEYS}
+    path = next((folder / f for f in ADAPTER_WEIGHT_FILES if (folder / f).is_file()), None)
+    if path is None:
+        state = {}
+    elif path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        state = load_file(str(path))
+    else:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    return _sha((json.dumps(clean, sort_keys=True, default=str) + state_digest(state)).encode())
+
+
+def mark_adapter(model: nn.Module, base_fingerprint: str, adapter: str) -> None:
+    """Record on `model` that it is `base_fingerprint`'s model with the adapter of digest `adapter`
+    merged in; `model_fingerprint` hashes the record with the model's own weights."""
+    setattr(model, ADAPTER_ATTR, f"{base_fingerprint}+{adapter}")
 
 
 def tokenizer_hash(tokenizer: PreTrainedTokenizerBase) -> str:

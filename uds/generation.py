@@ -1,4 +1,4 @@
-"""Greedy generation for the ROUGE metrics and fluency (SPEC.md 3.3).
+"""Greedy generation for the ROUGE metrics and fluency (SPEC.md 3.3); seeded sampling for the probe.
 
 Left-padded batches, greedy decoding, `max_new_tokens` (default 200), pad = eos, KV cache on, no
 stop strings. The new tokens are cut at the first stop token and decoded without special tokens.
@@ -65,19 +65,48 @@ def greedy_generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompt
     """Greedy continuations of token-id prompts, in input order. `mask_id`: a token id also masked
     out of the attention wherever it occurs (Open-Unlearning masks its pad id)."""
     stops = stop_token_ids(model, tok)
-    pad_id = pad_token_id(tok)
     config = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, pad_token_id=tok.eos_token_id,
                               eos_token_id=list(stops), use_cache=True)
-    out: list[Generation] = []
-    for rows in tqdm(batches(len(prompts), batch_size), desc=desc, disable=not progress, leave=False):
+    rows = _generate(model, tok, prompts, config, stops, batch_size=batch_size, device=device, mask_id=mask_id,
+                     desc=desc, progress=progress)
+    return [g for group in rows for g in group]
+
+
+@torch.no_grad()
+def sampled_generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompts: Sequence[Sequence[int]], *,
+                     num_samples: int, temperature: float, seed: int, batch_size: int, max_new_tokens: int = 200,
+                     device: str | torch.device = "cpu", mask_id: int | None = None, desc: str = "sample",
+                     progress: bool = True) -> list[list[Generation]]:
+    """`num_samples` temperature-sampled continuations per prompt ([prompt][sample], input order).
+    Seeded per batch (`seed` + batch number), so a rerun with the same batch size repeats exactly."""
+    stops = stop_token_ids(model, tok)
+    config = GenerationConfig(do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
+                              num_return_sequences=num_samples, max_new_tokens=max_new_tokens,
+                              pad_token_id=tok.eos_token_id, eos_token_id=list(stops), use_cache=True)
+    return _generate(model, tok, prompts, config, stops, batch_size=batch_size, device=device, mask_id=mask_id,
+                     desc=desc, progress=progress, seed=seed)
+
+
+def _generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompts: Sequence[Sequence[int]],
+              config: GenerationConfig, stops: Sequence[int], *, batch_size: int, device: str | torch.device,
+              mask_id: int | None, desc: str, progress: bool, seed: int | None = None) -> list[list[Generation]]:
+    """Left-padded batched `generate`; [prompt][returned sequence] decoded generations."""
+    pad_id = pad_token_id(tok)
+    per = config.num_return_sequences or 1
+    out: list[list[Generation]] = []
+    for b, rows in enumerate(tqdm(batches(len(prompts), batch_size), desc=desc, disable=not progress, leave=False)):
         ids, mask = left_pad([prompts[i] for i in rows], pad_id)
         ids_t = torch.tensor(ids, dtype=torch.long)
         mask_t = attention_mask(ids_t, torch.tensor(mask), mask_id)
+        if seed is not None:
+            torch.manual_seed(seed + b)
         with blank_generation_config(model):
             seqs = model.generate(input_ids=ids_t.to(device), attention_mask=mask_t.to(device),
                                   generation_config=config)
+        gens = []
         for row in seqs[:, ids_t.shape[1]:].tolist():
             new = cut_at_stop(row, stops)
             text = tok.decode(list(new), skip_special_tokens=True, clean_up_tokenization_spaces=True).strip()
-            out.append(Generation(new, text))
+            gens.append(Generation(new, text))
+        out += [gens[i * per:(i + 1) * per] for i in range(len(rows))]
     return out

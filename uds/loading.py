@@ -83,7 +83,8 @@ def check_folder(folder: Path) -> None:
     """UdsInputError unless `folder` looks like a `save_pretrained` folder whose shards (when the
     weights are sharded) are all there."""
     if not (folder / "config.json").is_file():
-        raise UdsInputError(f"{folder} holds no config.json: not a folder saved with save_pretrained")
+        raise UdsInputError(f"{folder} holds no config.json (nor adapter_config.json): not a folder saved with "
+                            "save_pretrained, nor a PEFT adapter")
     for name in SHARD_INDEXES:
         index = folder / name
         if index.is_file():

@@ -19,3 +19,15 @@ def world_dir(preset: str, seed: int) -> Path:
 
 def s1_cache_dir() -> Path:
     return uds_home() / "s1_cache"
+
+
+# Data files shipped inside the wheel: setup.py's build step copies them into the built package
+# (the source tree keeps none: they live in ../shared/data); absent in a source checkout.
+PACKAGE_DATA = Path(__file__).resolve().parent / "package_data"
+ANNOTATED_FORGET10 = "forget10_annotated.json"
+
+
+def packaged_file(name: str) -> Path | None:
+    """A data file shipped in the installed package, or None when this install has none."""
+    path = PACKAGE_DATA / name
+    return path if path.is_file() else None

@@ -27,10 +27,9 @@ from typing import Mapping, Sequence
 import numpy as np
 import torch
 import torch.nn as nn
-import transformers
 
 from uds.arch import (FAST_FAMILIES, attention_implementation, component_module, decoder_layers, final_norm,
-                      model_family, rotary_embedding)
+                      legacy_fast_problem, model_family, rotary_embedding)
 from uds.capture import TargetRun, cache_kw, kernel_mask, key_cost, layer_window
 from uds.hooks import activation_of, replace_slots
 from uds.packing import Packing, pack_windows, packed_mask
@@ -41,11 +40,12 @@ LOGITS_CHUNK = 1 << 21  # at most this many logits (tokens x vocabulary) materia
 
 def fast_path_problem(model: nn.Module, component: str) -> str | None:
     """Why `model` cannot take the fast path (None when it can)."""
-    if int(transformers.__version__.split(".")[0]) < 5:
-        return f"transformers {transformers.__version__} (< 5) has another decoder-layer call"
     family = model_family(model)
     if family not in FAST_FAMILIES:
         return f"model family {family!r} is not one of {', '.join(FAST_FAMILIES)}"
+    legacy = legacy_fast_problem(model)
+    if legacy is not None:
+        return legacy
     impl = attention_implementation(model)
     if impl not in FAST_ATTENTION:
         return f"attention implementation {impl!r} is not one of {', '.join(FAST_ATTENTION)}"

@@ -20,7 +20,7 @@ from checkpoints.catalogue import TRAINERS, find_recipe, recipes, trainer_versio
 from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.recipes import Recipe, write_manifest
 from checkpoints.world.store import (BuildContext, build_lock, ensure_tokenizer, ensure_world_data, model_dir,
-                                     stored_digest)
+                                     stored_digest, write_legacy_fields)
 from uds.errors import UdsInputError
 from uds.paths import world_dir
 
@@ -57,6 +57,7 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
     ctx.tok.save_pretrained(tmp)
+    write_legacy_fields(tmp)   # also loadable by transformers 4.45 (Open-Unlearning's pin)
     meta = r.to_dict() | {"seed": seed, "preset": preset.name, "digest": digest,
                           "train_seconds": round(time.time() - t0, 1)}
     (tmp / "recipe.json").write_text(json.dumps(meta, indent=1))

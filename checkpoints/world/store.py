@@ -64,9 +64,40 @@ def ensure_tokenizer(preset_name: str, seed: int) -> PreTrainedTokenizerBase:
         tok = train_tokenizer(texts, get_preset(preset_name).vocab_size)
         tmp = folder.with_name("tokenizer.tmp")
         tok.save_pretrained(tmp)
+        write_legacy_fields(tmp)
         shutil.rmtree(folder, ignore_errors=True)
         tmp.replace(folder)
     return AutoTokenizer.from_pretrained(folder)
+
+
+# Fields transformers 5 writes under new names and 4.45 (Open-Unlearning's pin) reads under the old
+# ones: without them 4.45 silently takes rope_theta = 10000 and cannot resolve the tokenizer class.
+LEGACY_CONFIG_FIELDS = {"rope_theta": lambda c: (c.get("rope_parameters") or {}).get("rope_theta"),
+                        "torch_dtype": lambda c: c.get("dtype")}
+LEGACY_TOKENIZER_FIELDS = {"additional_special_tokens": lambda t: t.get("extra_special_tokens")
+                           if isinstance(t.get("extra_special_tokens"), list) else None}
+LEGACY_TOKENIZER_CLASS = {"TokenizersBackend": "PreTrainedTokenizerFast"}
+
+
+def write_legacy_fields(folder: Path) -> None:
+    """Add the transformers-4.x spellings to a saved folder's config.json / tokenizer_config.json
+    (weights untouched; fields already there are kept), so the model also loads under 4.45."""
+    def patch(name: str, fields: dict, extra=lambda d: None) -> None:
+        path = folder / name
+        if not path.is_file():
+            return
+        doc = json.loads(path.read_text())
+        doc.update({k: v for k, fn in fields.items() if k not in doc and (v := fn(doc)) is not None})
+        extra(doc)
+        path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+
+    def tokenizer_extra(doc: dict) -> None:
+        doc["tokenizer_class"] = LEGACY_TOKENIZER_CLASS.get(doc.get("tokenizer_class"), doc.get("tokenizer_class"))
+        template = folder / "chat_template.jinja"   # 4.45 reads the template from the config only
+        if "chat_template" not in doc and template.is_file():
+            doc["chat_template"] = template.read_text()
+    patch("config.json", LEGACY_CONFIG_FIELDS)
+    patch("tokenizer_config.json", LEGACY_TOKENIZER_FIELDS, tokenizer_extra)
 
 
 def init_model(preset: Preset, tok: PreTrainedTokenizerBase, seed: int) -> PreTrainedModel:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
 
 from meta_eval.robustness import FORMS
+from meta_eval.executors import add_executor_args
 from uds.parity import MODES as PARITY_MODES, SPEC
 from uds.errors import UdsInputError
 
@@ -53,6 +55,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shard", metavar="K/N", type=parse_shard, default=None,
                    help="measure only every N-th (model, setting) pair starting at K (0-based), e.g. one "
                         "process per GPU or core; a last run without --shard assembles the results")
+    p.add_argument("--cache", metavar="DIR",
+                   help="folder of the measurement store and relearned models (default $UDS_HOME/meta_eval/<zoo>)")
+    add_executor_args(p)
     p.set_defaults(func=run)
 
 
@@ -65,15 +70,22 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def parse_keys(text: str) -> list[str]:
-    from metrics.registry import META_KEYS
+    from metrics.registry import META_KEYS, PROBE_META_KEYS
 
     if text.strip() == "all":
         return list(META_KEYS)
     keys = list(dict.fromkeys(k.strip() for k in text.split(",") if k.strip()))
-    bad = [k for k in keys if k not in META_KEYS]
+    valid = META_KEYS + PROBE_META_KEYS
+    bad = [k for k in keys if k not in valid]
     if bad or not keys:
-        raise UdsInputError(f"unknown metric {', '.join(bad) or repr(text)}; valid: all, {', '.join(META_KEYS)}")
+        raise UdsInputError(f"unknown metric {', '.join(bad) or repr(text)}; valid: all, {', '.join(valid)}")
     return keys
+
+
+def _cache_dir(args: argparse.Namespace, zoo) -> Path:
+    from uds.paths import uds_home
+
+    return Path(args.cache) if getattr(args, "cache", None) else uds_home() / "meta_eval" / zoo.slug
 
 
 def _measurer(args: argparse.Namespace, zoo):
@@ -81,18 +93,17 @@ def _measurer(args: argparse.Namespace, zoo):
     from meta_eval.measure import Measurer
     from meta_eval.perturb import RELEARN_BATCH, RELEARN_LR, relearn_config
     from meta_eval.store import MeasurementStore
+    from meta_eval.executors import device_for
     from metrics.context import EvalSettings
-    from uds.loading import resolve_device
-    from uds.paths import uds_home
 
     if args.batch_size < 1 or args.max_new_tokens < 1:
         raise UdsInputError("--batch-size and --max-new-tokens must be at least 1")
     lr = RELEARN_LR if args.relearn_lr is None else args.relearn_lr
     if not lr > 0:
         raise UdsInputError(f"--relearn-lr must be positive, got {lr}")
-    cache = uds_home() / "meta_eval" / zoo.slug
+    cache = _cache_dir(args, zoo)
     settings = EvalSettings(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
-                            system_prompt=zoo.system_prompt, parity=args.parity, device=resolve_device(args.device),
+                            system_prompt=zoo.system_prompt, parity=args.parity, device=device_for(args),
                             progress=False)
     # the forget-set batch the unlearning grid uses for this preset (SPEC 5.3: effective 32 of 400)
     recipe = relearn_config(UNLEARN_BATCH.get(zoo.preset, RELEARN_BATCH), lr)
@@ -100,17 +111,19 @@ def _measurer(args: argparse.Namespace, zoo):
                     args.fluency_classifier)
 
 
-def measure_all(measurer, jobs, log=lambda s: print(s, file=sys.stderr)) -> tuple[dict, int]:
-    """Run every job with missing keys; returns ({(setting, model): values}, jobs run)."""
-    todo = [j for j in jobs if measurer.missing(j)]
+def measure_all(measurer, jobs, executor, first=None, log=lambda s: print(s, file=sys.stderr)):
+    """Run every job with missing keys through `executor`; `first` (the S1 job, if one of `jobs`)
+    alone before the rest. Returns ({(setting, model): values}, task records)."""
+    from meta_eval.tasks import Task, pending, stages
+
+    spec = getattr(measurer, "spec", None)
+    todo = pending(measurer, jobs)
+    head = [first] if first is not None and todo and measurer.missing(first) and first in jobs else []
     log(f"meta-eval: {len(jobs)} (model, setting) pairs, {len(todo)} with missing values")
-    for i, job in enumerate(todo, 1):
-        t0 = time.time()
-        n = len(measurer.missing(job))
-        measurer.run(job)
-        log(f"[{i}/{len(todo)}] {job.setting:7s} {job.member.name}: {n} metric(s) in {time.time() - t0:.1f} s")
-    return {(j.setting, j.member.name): measurer.store.values(j.setting, j.member.name,
-                                                              measurer.stamp(j.member, j.setting)) for j in jobs}, len(todo)
+    records = executor.run(stages([Task(spec, j) for j in head], [Task(spec, j) for j in todo if j not in head]), log)
+    values = {(j.setting, j.member.name): measurer.store.values(j.setting, j.member.name,
+                                                               measurer.stamp(j.member, j.setting)) for j in jobs}
+    return values, records
 
 
 def write_plots(out: Path, doc: dict, zoo, values: dict, keys: list[str]) -> list[Path]:
@@ -136,15 +149,29 @@ def write_plots(out: Path, doc: dict, zoo, values: dict, keys: list[str]) -> lis
 
 
 def run(args: argparse.Namespace) -> int:
-    from meta_eval.assemble import meta_evaluate
-    from meta_eval.measure import plan_jobs
-    from meta_eval.perturb import NF4, ORIG, RELEARN
-    from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, available_members, build_zoo, parse_zoo
-    from meta_eval.summary import summary_markdown
+    from meta_eval.executors import check_executor_args, make_executor
+    from meta_eval.population import parse_zoo
 
     t0 = time.time()
     keys = parse_keys(args.metrics)
+    check_executor_args(args)
     zoo = parse_zoo(args.zoo, args.models_dir, args.tofu_dir)
+    run_dir = _cache_dir(args, zoo) / "runs" / time.strftime(f"%Y%m%d-%H%M%S-{os.getpid()}")
+    executor = make_executor(args, run_dir)   # Ray joined or started here: bad flags fail before any work
+    try:
+        return _run(args, keys, zoo, executor, t0)
+    finally:
+        executor.close()
+
+
+def _run(args: argparse.Namespace, keys: list[str], zoo, executor, t0: float) -> int:
+    from meta_eval.assemble import meta_evaluate
+    from meta_eval.measure import plan_jobs, s1_job
+    from meta_eval.perturb import NF4, ORIG, RELEARN
+    from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, available_members, build_zoo
+    from meta_eval.summary import summary_markdown
+    from meta_eval.tasks import report, shard
+
     left_out: list[str] = []
     if args.built_only:
         zoo, left_out = available_members(zoo)
@@ -152,16 +179,20 @@ def run(args: argparse.Namespace) -> int:
     else:
         build_zoo(zoo)
     measurer = _measurer(args, zoo)
+    if hasattr(executor, "measurers"):
+        executor.measurers[getattr(measurer, "spec", None)] = measurer
     fluency = bool(args.fluency_classifier or zoo.base)
     if not fluency:
         print("meta-eval: fluency left out (no base LM for the proxy; pass --fluency-classifier PATH)", file=sys.stderr)
     jobs = plan_jobs(zoo, keys, fluency)
+    first = s1_job(zoo, keys, jobs)
     if args.shard:
         k, n = args.shard
-        measure_all(measurer, jobs[k::n])
+        _, records = measure_all(measurer, shard(jobs, k, n), executor, first)
         print(f"meta-eval: shard {k}/{n} measured; run again without --shard to assemble the results", file=sys.stderr)
-        return 0
-    values, fresh = measure_all(measurer, jobs)
+        return report(records, "meta-eval", lambda s: print(s, file=sys.stderr))
+    values, records = measure_all(measurer, jobs, executor, first)
+    fresh = len(records)
     doc = meta_evaluate(zoo.members, values, keys, args.robustness, not args.no_filters, args.parity)
     rows = doc.pop("benchmark")
     out = Path(args.out) if args.out else DEFAULT_OUT / zoo.slug
@@ -175,13 +206,14 @@ def run(args: argparse.Namespace) -> int:
         "metric_settings": {"batch_size": args.batch_size, "max_new_tokens": args.max_new_tokens,
                             "device": measurer.settings.device},
         "left_out": left_out, "fluency_source": sorted(fluency), "cache": str(measurer.store.root.parent),
+        "executor": args.executor, "tasks_run": fresh, "failed_tasks": [r.label for r in records if r.failed],
         "wall_seconds": round(time.time() - t0, 1)}
     (out / "meta_eval.json").write_text(json.dumps(doc, indent=1, allow_nan=False))
     (out / "results.json").write_text(json.dumps(rows, indent=1, allow_nan=False))
     notes = [f"zoo {args.zoo}: {doc['settings']['models']}", f"parity {args.parity}, robustness {args.robustness}, "
              f"filters {'on' if not args.no_filters else 'off'}, relearning lr {measurer.recipe.train.lr:g}",
              f"wall time {doc['settings']['wall_seconds']:.0f} s, measuring {fresh} of {len(jobs)} (model, setting) "
-             "pairs (the rest read from the cache)"]
+             f"pairs (the rest read from the cache), executor {args.executor}"]
     if left_out:
         notes.append(f"partial zoo (--built-only): left out {len(left_out)} model(s) not built yet")
     md = summary_markdown(doc, keys, f"Meta-evaluation on {args.zoo}", notes)
@@ -189,4 +221,4 @@ def run(args: argparse.Namespace) -> int:
     write_plots(out, doc, zoo, values, keys)
     print(md)
     print(out / "meta_eval.json")
-    return 0
+    return report(records, "meta-eval", lambda s: print(s, file=sys.stderr))

@@ -38,6 +38,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--retain", help="retain reference model; default as `uds score`")
     p.add_argument("--data", help="annotated forget file for CKA / Logit Lens / Fisher (default as `uds score`)")
     p.add_argument("--tofu-dir", help="folder of the TOFU JSON files (real checkpoints)")
+    p.add_argument("--base", metavar="SPEC",
+                   help="base model of every adapter-folder spec (default: its adapter_config.json's)")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--device", default="auto", help="auto, cpu or cuda")
     p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
@@ -61,7 +63,7 @@ def parse_metric_list(text: str) -> list[str]:
     if text.strip() == "all":
         return list(ALL_KEYS)
     keys = [k.strip() for k in text.split(",") if k.strip()]
-    bad = [k for k in keys if k not in ALL_KEYS]  # uds is in the registry for meta-eval, but comes from `uds score`
+    bad = [k for k in keys if k not in REGISTRY or k == "uds"]  # uds is in the registry for meta-eval, but comes from `uds score`
     if bad or not keys:
         hint = " (uds itself comes from `uds score`)" if "uds" in bad else ""
         raise UdsInputError(f"unknown metric {', '.join(bad) or repr(text)}{hint}; valid: all, {', '.join(ALL_KEYS)}")
@@ -88,9 +90,10 @@ def report(model: str, results: dict, settings: dict) -> dict:
 
 
 def _default_base(spec) -> str | None:
-    from checkpoints.specs import tiny_spec
+    from checkpoints.specs import origin, tiny_spec
 
-    return tiny_spec(spec.preset, spec.seed, "base") if spec.kind == "tiny" else None
+    home = origin(spec)   # a LoRA adapter on a tiny model belongs to the tiny world
+    return tiny_spec(home.preset, home.seed, "base") if home.kind == "tiny" else None
 
 
 def _needs(keys: list[str], kind: str) -> bool:
@@ -109,15 +112,17 @@ FLUENCY_UNAVAILABLE = "unavailable: pass --fluency-classifier PATH or --fluency-
 
 def _roles(args: argparse.Namespace):
     """(resolved spec of --model, role -> spec string, annotated data path), references defaulted."""
-    from checkpoints.specs import default_references, resolve_spec
+    from checkpoints.specs import check_base_used, default_references, resolve_spec
 
-    spec = resolve_spec(args.model)
-    full_d, retain_d, data_d = default_references(args.model, args.tofu_dir)
+    base = getattr(args, "base", None)   # a Namespace built by hand may not carry it
+    spec = resolve_spec(args.model, base)
+    full_d, retain_d, data_d = default_references(args.model, args.tofu_dir, base)
     roles = {"model": args.model, "full": args.full or full_d, "retain": args.retain or retain_d,
              "base": args.fluency_base or _default_base(spec)}
     for role in ("full", "retain", "base"):
         if roles[role]:
-            resolve_spec(roles[role])  # fail fast on a bad reference spec, before any model work
+            resolve_spec(roles[role], base)  # fail fast on a bad reference spec, before any model work
+    check_base_used(list(roles.values()), base)
     return spec, roles, args.data or data_d
 
 
@@ -132,14 +137,14 @@ def _fluency_available(keys: list[str], args: argparse.Namespace, roles: dict, e
 
 
 def _build_context(args: argparse.Namespace, spec, roles: dict, keys: list[str], data_path: str):
-    from checkpoints.specs import load_model, load_tokenizer, load_world_for_spec
+    from checkpoints.specs import load_model, load_tokenizer, load_world_for_spec, origin
     from uds.data import load_annotated
     from uds.loading import resolve_device, resolve_dtype
 
     device = resolve_device(args.device)
     dtype = resolve_dtype(args.dtype, device)
     system_prompt = None if args.no_system_prompt else (
-        args.system_prompt if args.system_prompt is not None else (None if spec.kind == "tiny" else OU_SYSTEM_PROMPT))
+        args.system_prompt if args.system_prompt is not None else (None if origin(spec).kind == "tiny" else OU_SYSTEM_PROMPT))
     world = load_world_for_spec(spec, args.tofu_dir)
     settings = EvalSettings(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, system_prompt=system_prompt,
                             parity=args.parity, device=device)
@@ -148,7 +153,7 @@ def _build_context(args: argparse.Namespace, spec, roles: dict, keys: list[str],
         splits=eval_splits(world),
         uds_records=load_annotated(data_path) if needs_items else [],
         tokenizer=load_tokenizer(spec),
-        models=ModelPool(roles, lambda s: load_model(s, device=device, dtype=dtype)),
+        models=ModelPool(roles, lambda s: load_model(s, device=device, dtype=dtype, base=getattr(args, "base", None))),
         settings=settings, plan=sweep_plan(keys), fluency_classifier=args.fluency_classifier)
     return ctx, dtype
 

@@ -12,7 +12,8 @@ import torch
 from tqdm import tqdm
 
 import uds
-from checkpoints.specs import default_references, has_own_tokenizer, load_model, load_tokenizer, resolve_spec
+from checkpoints.specs import (check_base_used, default_references, has_own_tokenizer, load_model, load_tokenizer,
+                               resolve_spec)
 from uds import engine, s1_cache
 from uds.batching import pad_token_id
 from uds.compat import check_compatible
@@ -40,6 +41,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--retain", metavar="SPEC",
                    help="model never trained on the forget set (default: goes with --unlearned)")
     p.add_argument("--data", metavar="FILE", help="annotated QA JSON (default: goes with --unlearned)")
+    p.add_argument("--base", metavar="SPEC",
+                   help="base model of every adapter-folder spec (default: its adapter_config.json's)")
     p.add_argument("--out", metavar="DIR", help="output folder (default: uds_out/<unlearned name>)")
     p.add_argument("--tau", type=float, default=TAU, help="KE-layer threshold on the S1 delta, strict (default 0.05)")
     p.add_argument("--batch-size", type=int, default=8, metavar="N")
@@ -69,20 +72,21 @@ def output_name(spec: str) -> str:
 def _specs(args: argparse.Namespace) -> tuple[str, str, str]:
     full, retain, data = args.full, args.retain, args.data
     if None in (full, retain, data):
-        d_full, d_retain, d_data = default_references(args.unlearned)
+        d_full, d_retain, d_data = default_references(args.unlearned, base=args.base)
         full, retain, data = full or d_full, retain or d_retain, data or d_data
     return full, retain, data
 
 
-def _load_models(specs: dict[str, str], device: str, dtype: torch.dtype, trust_pickle: bool) -> dict:
+def _load_models(specs: dict[str, str], device: str, dtype: torch.dtype, trust_pickle: bool,
+                 base: str | None = None) -> dict:
     """role -> (model, tokenizer); a spec named twice is loaded once. A folder without tokenizer
     files shares the full model's tokenizer (the full model's encodes for all three anyway)."""
     loaded: dict[str, tuple] = {}
     out = {}
     for role, spec in specs.items():   # full first
         if spec not in loaded:
-            tok = load_tokenizer(spec) if role == "full" or has_own_tokenizer(spec) else out["full"][1]
-            loaded[spec] = (load_model(spec, device=device, dtype=dtype, trust_pickle=trust_pickle), tok)
+            tok = load_tokenizer(spec, base) if role == "full" or has_own_tokenizer(spec, base) else out["full"][1]
+            loaded[spec] = (load_model(spec, device=device, dtype=dtype, trust_pickle=trust_pickle, base=base), tok)
         out[role] = loaded[spec]
     return out
 
@@ -117,15 +121,16 @@ def _compute(models: dict, items: list, skipped: list, settings: EngineSettings,
 def run(args: argparse.Namespace) -> int:
     t0 = time.time()
     settings = _settings(args)
-    resolve_spec(args.unlearned)  # a wrong path or name fails first, before data or models load
+    resolve_spec(args.unlearned, args.base)  # a wrong path or name fails first, before data or models load
     full_spec, retain_spec, data_path = _specs(args)
     specs = dict(zip(ROLES, (full_spec, retain_spec, args.unlearned)))
     for spec in specs.values():
-        resolve_spec(spec)
+        resolve_spec(spec, args.base)
+    check_base_used(list(specs.values()), args.base)
     records = load_annotated(data_path)
     device = resolve_device(args.device)
     dtype = resolve_dtype(args.dtype, device)
-    models = _load_models(specs, device, dtype, args.trust_pickle)
+    models = _load_models(specs, device, dtype, args.trust_pickle, args.base)
     check_compatible({f"{role} ({specs[role]})": models[role] for role in ROLES})
 
     full, tok = models["full"]  # the full model's tokenizer encodes for all three (SPEC 2.6)
@@ -142,7 +147,7 @@ def run(args: argparse.Namespace) -> int:
             "component": settings.component, "dtype": s1_cache.dtype_name(dtype), "logprob_dtype": settings.logprob_dtype,
             "device": device, "batch_size": settings.batch_size, "parity": args.parity,
             "reference_last_layer": settings.reference_last_layer,
-            "attn_implementation": key["attn_implementation"], "s1_cache": cache_state,
+            "attn_implementation": key["attn_implementation"], "algorithm": key["algorithm"], "s1_cache": cache_state,
             "uds_version": uds.__version__, "elapsed_s": round(time.time() - t0, 3)}
     summary = write_report(out, result, meta, order=[r["idx"] for r in records], title=args.unlearned)
     ci = summary["ci95"]

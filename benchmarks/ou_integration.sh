@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Proof on real Open-Unlearning code: OU's own src/eval.py, on CPU, with the uds plug-in, on the
+# tiny `small` world's full, retain and one unlearned model; once with OU's default TOFU suite + uds,
+# once appending uds_cka and uds_logit_lens. Then `uds score` on the same models under OU's
+# transformers 4.45.1 and under 5.x (this project's .venv), and the max difference.
+#
+#   bash benchmarks/ou_integration.sh        (about 30-60 min on 2 CPU cores, most of it pip and OU's generations)
+#
+# Environment: SRC_HOME (a UDS_HOME holding world/small-0 with full, retain, $UNLEARNED; read only),
+# WORK (scratch folder), UNLEARNED, V5_PYTHON (a python with this project on transformers 5.x),
+# OU_SRC (the vendored OU copy), UDS_TOFU_DIR (where the build finds forget10_annotated.json),
+# VENV (reuse a venv made by step 1).
+set -euo pipefail
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+WORK=${WORK:-/tmp/uds_ou_integration}
+SRC_HOME=${SRC_HOME:-$HOME/.cache/uds}
+UNLEARNED=${UNLEARNED:-npo_lr1e-4_b01_a1_ep10}
+V5_PYTHON=${V5_PYTHON:-$REPO/.venv/bin/python}
+OU_SRC=${OU_SRC:-$REPO/../shared/vendor/open-unlearning}
+export UDS_TOFU_DIR=${UDS_TOFU_DIR:-$REPO/../shared/data/tofu}
+VENV=${VENV:-$WORK/venv} OU=$WORK/open-unlearning HOME_OU=$WORK/uds_home CONF=$WORK/conf
+MODELS="full retain $UNLEARNED"
+log() { echo "[$(date -u +%H:%M:%S)] $*"; }
+mkdir -p "$WORK"
+
+log "1. venv with Open-Unlearning's pins (CPU torch 2.13.0 in place of its 2.4.1 CUDA pin)"
+if [ ! -x "$VENV/bin/python" ]; then
+  python3.11 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --upgrade pip
+  grep -v -e '^torch==' -e '^deepspeed==' "$OU_SRC/requirements.txt" > "$WORK/requirements.txt"
+  "$VENV/bin/pip" install -q torch==2.13.0 -r "$WORK/requirements.txt"
+  "$VENV/bin/pip" install -q --no-build-isolation deepspeed==0.15.4 lm-eval==0.4.8   # imported by src/eval.py
+fi
+
+log "2. this project as a wheel (not editable), built from a copy of the tree"
+rm -rf "$WORK/src" "$WORK/dist" && mkdir -p "$WORK/src"
+(cd "$REPO" && { git ls-files; git ls-files --others --exclude-standard; } | sort -u \
+  | while read -r f; do [ -f "$f" ] && echo "$f"; done | tar -cf - -T - | tar -xf - -C "$WORK/src")
+"$VENV/bin/pip" wheel -q --no-deps -w "$WORK/dist" "$WORK/src"
+WHEEL=$(ls "$WORK"/dist/uds-*.whl)
+"$VENV/bin/pip" freeze > "$WORK/freeze_before.txt"
+"$VENV/bin/pip" install -q "$WHEEL" && "$VENV/bin/pip" install -q --force-reinstall --no-deps "$WHEEL"
+"$VENV/bin/pip" freeze > "$WORK/freeze_after.txt"
+"$VENV/bin/python" "$REPO/benchmarks/ou_integration.py" pins --requirements "$OU_SRC/requirements.txt" \
+  --freeze "$WORK/freeze_after.txt"
+"$VENV/bin/pip" check
+(cd "$WORK" && "$VENV/bin/python" -c "import transformers, accelerate, uds.paths as p; print('transformers', transformers.__version__, 'accelerate', accelerate.__version__, 'packaged annotated file:', p.packaged_file(p.ANNOTATED_FORGET10))")
+
+log "3. Open-Unlearning copy, local data (locuslab/TOFU/ from the world's splits), 4.x-readable world copy"
+rm -rf "$OU" && cp -r "$OU_SRC" "$OU"
+"$VENV/bin/python" "$REPO/benchmarks/ou_integration.py" prepare --world "$SRC_HOME/world/small-0" \
+  --home "$HOME_OU" --ou "$OU" --conf "$CONF" --models "base,${MODELS// /,}"
+
+export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 UDS_HOME=$HOME_OU
+ANCHORS="full_model=tiny:small/full"
+for m in $MODELS; do
+  common=("hydra.searchpath=[pkg://uds.ou.configs,file://$CONF]" model=uds_tiny
+          "model.model_args.pretrained_model_name_or_path=$HOME_OU/world/small-0/models/$m"
+          "model.tokenizer_args.pretrained_model_name_or_path=$HOME_OU/world/small-0/models/$m" task_name=$m
+          eval.tofu.batch_size=16)
+  log "4a. OU eval, default suite + uds: $m"
+  (cd "$OU" && /usr/bin/time -f "   OU eval (suite + uds) $m: %e s" nice "$VENV/bin/python" src/eval.py "${common[@]}" \
+     experiment=eval/tofu/uds eval.tofu.metrics.uds.$ANCHORS eval.tofu.metrics.uds.retain_model=tiny:small/retain \
+     > "$WORK/ou_${m}_suite.log" 2>&1)
+  log "4b. OU eval, appending uds_cka and uds_logit_lens (metrics already in TOFU_EVAL.json are skipped): $m"
+  (cd "$OU" && /usr/bin/time -f "   OU eval (+ uds_cka, uds_logit_lens) $m: %e s" nice "$VENV/bin/python" src/eval.py "${common[@]}" \
+     experiment=eval/tofu/default hydra/callbacks=uds '+eval/tofu_metrics=[uds,uds_cka,uds_logit_lens]' \
+     eval.tofu.metrics.uds.$ANCHORS eval.tofu.metrics.uds.retain_model=tiny:small/retain \
+     eval.tofu.metrics.uds_cka.$ANCHORS eval.tofu.metrics.uds_cka.retain_model=tiny:small/retain \
+     eval.tofu.metrics.uds_logit_lens.$ANCHORS eval.tofu.metrics.uds_logit_lens.retain_model=tiny:small/retain \
+     > "$WORK/ou_${m}_append.log" 2>&1)
+  cat "$OU/saves/eval/$m/TOFU_SUMMARY.json"
+done
+
+log "5. uds score on the same models, S1 cache off (the same work): transformers 4.45.1, then 5.x"
+for m in $MODELS; do
+  nice "$VENV/bin/uds" score --unlearned "tiny:small/$m" --no-s1-cache --out "$WORK/scores/t445_$m" | tail -1
+  nice "$V5_PYTHON" -m uds score --unlearned "tiny:small/$m" --no-s1-cache --out "$WORK/scores/t5_$m" | tail -1
+done
+
+log "6. OU's uds vs uds score"
+"$VENV/bin/python" "$REPO/benchmarks/ou_integration.py" compare --saves "$OU/saves/eval" --scores "$WORK/scores" \
+  --models "${MODELS// /,}"
+"$VENV/bin/uds" leaderboard --results "$OU/saves/eval" --format md

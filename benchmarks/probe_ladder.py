@@ -1,0 +1,63 @@
+"""Guidance-ladder experiment of SPEC-probes 2.7: `uds probe` on several models of one tiny world,
+printed as a markdown table (verbatim rate per level on forget documents and on never-trained
+holdout authors, semantic accuracy, refusal rates, masked-by-refusal) and probe speed.
+
+    UDS_HOME=/tmp/uds_home_15 python benchmarks/probe_ladder.py --out /tmp/probe_ladder \\
+        --model tiny:small/full --model tiny:small/retain --model tiny:small/npo_lr1e-4_b01_a1_ep10 \\
+        -- --samples 1 --distractors 3
+
+Arguments after `--` go to `uds probe` unchanged. Speed = probe outputs (rows, QA answers
+excluded) per second of the model's whole probe (QA generation and matching included).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from uds.cli import main as uds_main
+
+
+def table(summary: dict, rows_per_model: dict[str, int]) -> str:
+    """Markdown: one line per model."""
+    levels = summary["settings"]["levels"]
+    head = (["model"] + [f"verbatim {lv}" for lv in levels] + [f"holdout {levels[-1]}", "semantic",
+            f"refusal {levels[0]}", "masked by refusal", "rows/s"])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    f = lambda v: "n/a" if v is None else f"{v:.2f}"   # noqa: E731
+    for spec, b in summary["models"].items():
+        hold = b["groups"].get("holdout", {}).get(levels[-1], {}).get("verbatim_rate")
+        speed = rows_per_model[spec] / summary["settings"]["seconds"][spec]
+        cells = ([spec] + [f(b["levels"][lv]["verbatim_rate"]) for lv in levels]
+                 + [f(hold), f(b["levels"][levels[-1]]["semantic_acc"]), f(b["levels"][levels[0]]["refusal_rate"]),
+                    f(b["masked_by_refusal"]), f"{speed:.2f}"])
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    argv = sys.argv[1:]
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", action="append", required=True)
+    ap.add_argument("--out", default="out/probe_ladder")
+    args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    cmd = ["probe", *[x for m in args.model for x in ("--model", m)], "--out", args.out, *extra]
+    code = uds_main(cmd)
+    if code:
+        sys.exit(code)
+    out = Path(args.out)
+    summary = json.loads((out / "summary.json").read_text())
+    counts: dict[str, int] = {}
+    for line in (out / "rows.jsonl").read_text().splitlines():
+        m = json.loads(line)["model"]
+        counts[m] = counts.get(m, 0) + 1
+    md = table(summary, counts)
+    (out / "table.md").write_text(md + "\n")
+    print(md)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,116 @@
+"""Repetition experiment of SPEC-probes 2.7: verbatim rate vs how often a biography was trained on.
+
+One model, fine-tuned from a tiny world's base on biographies where each group of biographies
+appears 0, 1, 2, 4, 8 or 16 times (one pass over the repeated, shuffled list, in sentence chunks
+as the world's bio pools are trained), then probed at the `prefix` level (greedy + samples) with
+the probe's matching: the verbatim rate per repetition count. Everything (model, rows, figure) is
+written under --out; nothing is added to the world or its zoo.
+
+    UDS_HOME=/tmp/uds_home_15 python benchmarks/probe_repetition.py --preset small --out /tmp/probe_rep
+
+Prints one line per repetition count and the wall times; writes results.json and repetition.png.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import time
+from pathlib import Path
+
+from checkpoints.methods.pools import sentence_chunks
+from checkpoints.specs import load_model, load_tokenizer, tiny_spec
+from checkpoints.world.encode import encode_text
+from checkpoints.world.store import load_world
+from checkpoints.world.train import TrainConfig, collate, train
+from metrics.probe.corpus import Passage, check_corpus
+from metrics.probe.refusal import RefusalDetector, default_phrases
+from metrics.probe.run import ProbeSettings, probe_model
+from uds.batching import pad_token_id
+
+COUNTS = (0, 1, 2, 4, 8, 16)
+
+
+def assign(n_bios: int, per: int, seed: int) -> list[int]:
+    """Repetition count of each biography: `per` biographies per count, shuffled; -1 = unused."""
+    counts = [c for c in COUNTS for _ in range(per)] + [-1] * max(0, n_bios - per * len(COUNTS))
+    random.Random(seed).shuffle(counts)
+    return counts[:n_bios]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--preset", default="small")
+    ap.add_argument("--per", type=int, default=3, help="biographies per repetition count")
+    ap.add_argument("--lr", type=float, default=3e-3)
+    ap.add_argument("--epochs", type=int, default=1, help="passes over the repeated list (multiplies every count)")
+    ap.add_argument("--batch-size", type=int, default=2)
+    ap.add_argument("--samples", type=int, default=2)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default="out/probe_repetition")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    world = load_world(args.preset, 0)
+    base = tiny_spec(args.preset, 0, "base")
+    tok = load_tokenizer(base)
+    bios = list(world.forget_bios) + list(world.other_bios)
+    counts = assign(len(bios), args.per, args.seed)
+    chunks = [sentence_chunks(tok, b) for b in bios]
+    data = [encode_text(tok, c) for b, r, cs in zip(bios, counts, chunks) for _ in range(max(r, 0)) for c in cs]
+
+    t0 = time.time()
+    model = load_model(base)
+    cfg = TrainConfig(lr=args.lr, epochs=args.epochs, batch_size=args.batch_size, seed=args.seed)
+    pad = pad_token_id(tok)
+    losses = train(model, data, cfg, lambda ex: collate(ex, pad), desc="repetition model")
+    train_s = time.time() - t0
+    model.save_pretrained(out / "model")
+
+    passages = check_corpus([Passage(f"bio{i:02d}", f"bio{i:02d}", k, c, group=str(r))
+                             for i, (r, cs) in enumerate(zip(counts, chunks)) if r >= 0 for k, c in enumerate(cs)],
+                            "repetition bios")
+    s = ProbeSettings(levels=("prefix",), samples=args.samples, seed=args.seed, batch_size=32)
+    t1 = time.time()
+    rows = probe_model(model, tok, passages, s, RefusalDetector(default_phrases()), desc="repetition probe")
+    probe_s = time.time() - t1
+    rate = {c: sum(r["verbatim"] for r in rows if r["group"] == str(c)) /
+            max(1, sum(r["group"] == str(c) for r in rows)) for c in COUNTS}
+    lcs = {c: sum(r["lcs"] for r in rows if r["group"] == str(c)) / max(1, sum(r["group"] == str(c) for r in rows))
+           for c in COUNTS}
+    doc = {"preset": args.preset, "counts": COUNTS, "verbatim_rate": rate, "mean_lcs": lcs,
+           "n_rows": {c: sum(r["group"] == str(c) for r in rows) for c in COUNTS},
+           "train_examples": len(data), "train_steps": len(losses), "final_loss": losses[-1],
+           "train_seconds": round(train_s, 1), "probe_seconds": round(probe_s, 1),
+           "settings": {"lr": args.lr, "epochs": args.epochs, "batch_size": args.batch_size, "samples": args.samples, "seed": args.seed,
+                        "per": args.per, "min_lcs": s.min_lcs, "temperature": s.temperature}}
+    (out / "results.json").write_text(json.dumps(doc, indent=1))
+    with (out / "rows.jsonl").open("w") as fh:
+        for r in rows:
+            fh.write(json.dumps(r) + "\n")
+    for c in COUNTS:
+        print(f"repetitions {c:2d}: verbatim rate {rate[c]:.3f}  mean LCS {lcs[c]:.1f}  ({doc['n_rows'][c]} rows)")
+    print(f"train {train_s:.0f} s ({len(losses)} steps), probe {probe_s:.0f} s")
+    plot(rate, args.epochs, out / "repetition.png")
+
+
+def plot(rate: dict[int, float], epochs: int, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    xs = list(rate)
+    fig, ax = plt.subplots(figsize=(4.2, 3))
+    ax.plot(range(len(xs)), [rate[x] for x in xs], marker="o")
+    ax.set_xticks(range(len(xs)), [str(x * epochs) for x in xs])
+    ax.set_xlabel("times the biography was trained on")
+    ax.set_ylabel("verbatim hit rate (prefix level)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    fig.savefig(path, dpi=130, bbox_inches="tight")
+    plt.close(fig)
+
+
+if __name__ == "__main__":
+    main()

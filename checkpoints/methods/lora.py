@@ -1,0 +1,71 @@
+"""LoRA unlearning: any method of `losses.METHODS` trained through peft LoRA adapters only.
+
+`lora_unlearn` wraps a causal LM with a peft `LoraConfig` and runs the one unlearning loop
+(`trainer.unlearn`) on the wrapped model: the method's loss and data are the full fine-tuning
+ones, but only the low-rank matrices receive gradients (the reference of NPO-like methods is a
+frozen copy taken before training, so it is the base model itself). `save_adapter` writes what
+people publish: the adapter folder, whose `base_model_name_or_path` names the model it goes on.
+Methods that hook a decoder block (RMU) need the plain module paths of `uds.arch` and are not
+supported through the wrapper.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping
+
+import torch
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+from checkpoints.methods.trainer import unlearn
+from checkpoints.world.train import TrainConfig
+from uds.errors import UdsInputError
+
+HOOKED_METHODS = ("rmu",)   # losses that read a block's output through uds.arch module paths
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    """Rank, scaling (alpha / r), dropout and target linears of the adapter; `seed` fixes the
+    random initialisation of the A matrices (B starts at zero, so training starts at the base)."""
+    r: int = 8
+    alpha: int = 16
+    dropout: float = 0.0
+    targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    seed: int = 0
+
+
+def lora_unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: list[dict], retain: list[dict],
+                 method: str, cfg: TrainConfig, hparams: Mapping[str, float] | None = None,
+                 lora: LoraSettings = LoraSettings(), **kwargs):
+    """(PeftModel around `model`, step losses): `method` unlearned into a fresh LoRA adapter.
+
+    `model` is wrapped in place (its own weights stay frozen and unchanged); `kwargs` go to
+    `trainer.unlearn` (idk, alternates, forms, progress, desc)."""
+    from peft import LoraConfig, get_peft_model
+
+    if method in HOOKED_METHODS:
+        raise UdsInputError(f"method {method!r} hooks a decoder block and is not supported with LoRA")
+    torch.manual_seed(lora.seed)
+    config = LoraConfig(task_type="CAUSAL_LM", r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+                        target_modules=list(lora.targets), bias="none")
+    peft_model = get_peft_model(model, config)
+    losses = unlearn(peft_model, tok, forget, retain, method, cfg, hparams, **kwargs)
+    return peft_model.eval(), losses
+
+
+def save_adapter(peft_model, folder: Path, base: str) -> Path:
+    """Write the adapter folder (`adapter_config.json`, `adapter_model.safetensors`) with
+    `base_model_name_or_path` = `base` (a spec: local folder, hub ID or `tiny:` name)."""
+    for config in peft_model.peft_config.values():
+        config.base_model_name_or_path = base
+    peft_model.save_pretrained(str(folder))
+    return folder
+
+
+def merged_copy(peft_model) -> PreTrainedModel:
+    """A plain model with the adapter merged into a copy of the base weights (the wrapper and
+    its base stay as they are)."""
+    return copy.deepcopy(peft_model).merge_and_unload().eval()

@@ -1,0 +1,1 @@
+"""The causal deletion audit of a retrieval-backed LM (SPEC-probes 3): scoring, protocol, report."""

@@ -1,0 +1,233 @@
+"""The Open-Unlearning plug-in (uds.ou) through a stand-in of OU's calling convention, on the
+`test` tiny world; no OU install needed.
+
+OU looks a handler up in a registry dict and calls `fn(model, tokenizer=..., template_args=...,
+[data=..., collators=...,] **yaml_keys)` (evals/metrics/base.py), with the model it loaded
+itself. The stand-in does exactly that with models loaded here, independently of the plug-in's
+anchor cache. Expected numbers come from invariants (UDS of full = 0, of retain = 1) and from the
+command line (`uds score`, `uds metrics`) on the same models.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import yaml
+
+from checkpoints.specs import load_model, load_tokenizer
+from checkpoints.world.store import load_world
+from metrics.registry import REGISTRY
+from uds.arch import transformers_major
+from uds.cli import main
+from uds.errors import UdsInputError
+from uds.ou import gen_configs, handlers
+from uds.ou.callback import RegisterUds
+from uds.ou.register import register
+
+# The test world was saved by transformers 5 without the 4.x fields (its tokenizer class does not
+# exist in 4.45): under OU's pin, tests/test_ou_compat.py and benchmarks/ou_integration.sh cover this.
+pytestmark = pytest.mark.skipif(transformers_major() < 5, reason="test world saved without the 4.x fields")
+
+FULL, RETAIN = "tiny:test/full", "tiny:test/retain"
+UNLEARNED = "tiny:test/npo_lr2e-4_b01_a1_ep10"
+CONFIGS = Path(handlers.__file__).resolve().parent / "configs" / "eval" / "tofu_metrics"
+
+
+class Rows:
+    """Stands in for the HF dataset inside OU's QADataset (`dataset.data`): columns by name."""
+
+    def __init__(self, questions: list[str]):
+        self.column_names = ["question", "answer", "index"]
+        self._questions = questions
+
+    def __getitem__(self, column: str) -> list[str]:
+        assert column == "question"
+        return self._questions
+
+
+def ou_data(questions: list[str]) -> dict:
+    return {"TOFU_QA_forget": types.SimpleNamespace(data=Rows(questions))}
+
+
+def yaml_keys(name: str, **override) -> dict:
+    """The keys OU passes from `eval/tofu_metrics/<name>.yaml` (its defaults list and dataset
+    config are consumed by Hydra / OU before the call)."""
+    doc = yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())
+    doc.pop("defaults", None)
+    doc.pop("datasets", None)
+    return doc | override
+
+
+@pytest.fixture(scope="module")
+def world(test_world):
+    return load_world("test", 0)
+
+
+@pytest.fixture(scope="module")
+def ou(test_world):
+    """(registry, call): the handlers registered in a stand-in registry, and OU's call."""
+    registry: dict = {}
+    register(registry)
+    tok = load_tokenizer(FULL)
+
+    def call(name: str, model, **keys):
+        assert keys["handler"] == name   # OU picks the function by the YAML's handler
+        return registry[name](model, tokenizer=tok, template_args={"apply_chat_template": True}, **keys)
+    return registry, call
+
+
+@pytest.fixture(scope="module")
+def models(test_world):
+    """Models loaded as OU loads them (not through the plug-in's anchor cache)."""
+    return {name: load_model(f"tiny:test/{name}") for name in ("full", "retain", UNLEARNED.split("/")[-1])}
+
+
+@pytest.fixture
+def s1_dir(tmp_path, monkeypatch):
+    """A fresh S1 cache folder for the plug-in and `uds score` alike."""
+    monkeypatch.setattr("uds.s1_cache.s1_cache_dir", lambda: tmp_path / "s1")
+    return tmp_path / "s1"
+
+
+def anchors(**more) -> dict:
+    return yaml_keys("uds", **({"full_model": FULL, "retain_model": RETAIN} | more))
+
+
+def test_every_registry_metric_has_a_generated_config():
+    assert gen_configs.stale_files() == [], "run: python -m uds.ou.gen_configs"
+    for key in REGISTRY:
+        name = "uds" if key == "uds" else f"uds_{key}"
+        doc = yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())
+        assert doc["handler"] == name and doc.get("key", "uds") == key
+    registry: dict = {}
+    assert sorted(register(registry)) == sorted(registry) == sorted(
+        ["uds"] + [f"uds_{k}" for k in REGISTRY if k != "uds"])
+
+
+def test_uds_of_full_is_0_and_of_retain_is_1(ou, models, world, s1_dir):
+    _, call = ou
+    questions = [it["question"] for it in world.forget]
+    full = call("uds", models["full"], data=ou_data(questions), **anchors())
+    retain = call("uds", models["retain"], data=ou_data(questions), **anchors())
+    assert full["n_scored"] > 0 and full["n_scored"] == retain["n_scored"]
+    assert full["agg_value"] == pytest.approx(0.0, abs=1e-12)
+    assert retain["agg_value"] == pytest.approx(1.0, abs=1e-12)
+    assert json.loads(json.dumps(retain, allow_nan=False)) == retain   # JSON-safe as is
+    assert retain["settings"]["s1_cache"] == "hit"                     # the full model's run wrote it
+    # keyed by dataset row: each annotated idx is the row of its question in the forget split
+    records = json.loads(Path(retain["settings"]["data_path"]).read_text())
+    assert set(retain["value_by_index"]) == {str(r["idx"]) for r in records}
+    assert all(questions[int(r["idx"])] == r["question"] for r in records)
+
+
+def test_unlearned_equals_uds_score_and_shares_its_s1_cache(ou, models, s1_dir, tmp_path, capsys):
+    _, call = ou
+    doc = call("uds", models[UNLEARNED.split("/")[-1]], **anchors())
+    assert doc["settings"]["s1_cache"] == "miss" and doc["settings"]["algorithm"].startswith("fast")
+    out = tmp_path / "score"
+    assert main(["score", "--unlearned", UNLEARNED, "--full", FULL, "--retain", RETAIN, "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["s1_cache"] == "hit"      # one key function: the plug-in's S1 entry serves `uds score`
+    assert doc["agg_value"] == pytest.approx(summary["uds"], abs=1e-6)
+    assert doc["n_scored"] == summary["n_scored"] and doc["ci95"] == pytest.approx(summary["ci95"], abs=1e-6)
+    per_example = {str(e["idx"]): e["uds"] for e in map(json.loads, (out / "examples.jsonl").read_text().splitlines())}
+    assert {k: v["score"] for k, v in doc["value_by_index"].items()} == pytest.approx(per_example, abs=1e-6)
+
+
+def test_nothing_scored_gives_null_not_zero(ou, models, s1_dir):
+    _, call = ou
+    doc = call("uds", models["retain"], **anchors(tau=1e9))   # no layer passes tau: no KE layer anywhere
+    assert doc["agg_value"] is None and doc["n_scored"] == 0 and doc["ci95"] is None
+
+
+def test_registry_metrics_equal_uds_metrics(ou, models, tmp_path):
+    _, call = ou
+    model = models[UNLEARNED.split("/")[-1]]
+    keys = ("prob", "logit_lens")
+    got = {k: call(f"uds_{k}", model, **yaml_keys(f"uds_{k}", full_model=FULL, retain_model=RETAIN)) for k in keys}
+    out = tmp_path / "metrics"
+    assert main(["metrics", "--model", UNLEARNED, "--metrics", ",".join(keys), "--out", str(out)]) == 0
+    want = json.loads((out / "metrics.json").read_text())
+    for k in keys:
+        assert got[k]["agg_value"] == pytest.approx(want["metrics"][k], abs=1e-9)
+        assert json.loads(json.dumps(got[k], allow_nan=False)) == got[k]
+    per_item = got["prob"]["value_by_index"]
+    assert list(per_item) == [str(i) for i in range(len(want["per_example"]["prob"]))]
+    assert list(per_item.values()) == pytest.approx(want["per_example"]["prob"], abs=1e-9)
+
+
+def _message(exc: pytest.ExceptionInfo) -> str:
+    text = str(exc.value)
+    assert "\n" not in text
+    return text
+
+
+def test_bad_input_is_one_line_naming_the_key_or_path(ou, models, world, tmp_path):
+    _, call = ou
+    model = models["retain"]
+    with pytest.raises(UdsInputError) as e:
+        call("uds", model, **anchors(taux=0.1))
+    assert "'taux'" in _message(e)
+    with pytest.raises(UdsInputError) as e:
+        call("uds_cka", model, **yaml_keys("uds_cka", full_model=FULL, retain_model=RETAIN, key="nope"))
+    assert "'nope'" in _message(e)
+    missing = str(tmp_path / "no_such_full")
+    with pytest.raises(UdsInputError) as e:
+        call("uds", model, **anchors(full_model=missing))
+    assert "no_such_full" in _message(e)
+    unannotated = tmp_path / "plain.json"
+    unannotated.write_text(json.dumps([{"idx": 0, "question": "q?", "answer": "a."}]))
+    with pytest.raises(UdsInputError) as e:
+        call("uds", model, **anchors(data_path=str(unannotated)))
+    assert "plain.json" in _message(e) and "prefix" in _message(e)
+    shuffled = [it["question"] for it in world.forget][::-1]
+    with pytest.raises(UdsInputError) as e:
+        call("uds", model, data=ou_data(shuffled), **anchors())
+    assert "TOFU_QA_forget" in _message(e)
+
+
+def test_architecture_mismatch_is_refused(ou, models):
+    _, call = ou
+    cfg = models["full"].config.to_dict() | {"num_hidden_layers": 2}
+    other = type(models["full"])(type(models["full"].config).from_dict(cfg)).eval()
+    with pytest.raises(UdsInputError) as e:
+        call("uds", other, **anchors())
+    assert "number of decoder layers" in _message(e)
+
+
+def test_callback_registers_in_ou_registry(monkeypatch):
+    """The Hydra callback fills OU's `evals.metrics.METRICS_REGISTRY` through OU's decorator."""
+    registry: dict = {}
+    wrapped = []
+
+    class unlearning_metric:   # OU's decorator: name -> callable wrapping fn
+        def __init__(self, name):
+            self.name = name
+
+        def __call__(self, fn):
+            wrapped.append(self.name)
+            return types.SimpleNamespace(name=self.name, fn=fn)
+    monkeypatch.setitem(sys.modules, "evals", types.ModuleType("evals"))
+    monkeypatch.setitem(sys.modules, "evals.metrics", types.SimpleNamespace(METRICS_REGISTRY=registry))
+    monkeypatch.setitem(sys.modules, "evals.metrics.base", types.SimpleNamespace(unlearning_metric=unlearning_metric))
+    RegisterUds().on_run_start(config=None)
+    assert registry["uds"].fn is handlers.uds_handler and registry["uds_cka"].name == "uds_cka"
+    assert sorted(wrapped) == sorted(registry)
+
+
+def test_callback_without_ou_is_one_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "evals", None)
+    with pytest.raises(UdsInputError) as e:
+        RegisterUds().on_job_start(config=None)
+    assert "evals.metrics" in _message(e)
+
+
+def test_json_safe_drops_nan_and_numpy():
+    import numpy as np
+
+    doc = handlers.json_safe({1: np.float32(0.5), "x": [float("nan"), np.int64(3), None, True], "t": (1.0,)})
+    assert doc == {"1": 0.5, "x": [None, 3.0, None, True], "t": [1.0]}

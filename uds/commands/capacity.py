@@ -1,0 +1,104 @@
+"""`uds capacity`: bits per parameter of tiny Llamas trained on uniform random sequences (SPEC-probes 1.2).
+
+Writes to --out: `runs.csv` (one row per model size x dataset size), `summary.json` (capacity
+per size, the fit capacity = alpha * params with R^2, the MIA sigmoid-law fit, the grid and the
+convergence curve of every run), `runs.jsonl` (written as runs finish), `mem_vs_n.png`,
+`capacity_vs_params.png`, `mia_f1.png`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from uds.errors import UdsInputError
+
+DEFAULT_OUT = Path("out") / "capacity"
+RUN_FIELDS = {"size", "hidden", "layers", "params", "n", "seq_len", "vocab", "mem_bits", "steps", "stop",
+              "mia_f1", "seconds", "curve"}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("capacity", help="bits per parameter on uniform random sequences",
+                              description=__doc__.splitlines()[0])
+    p.add_argument("--grid", default="default", help="default (5 sizes x 6 dataset sizes) or quick")
+    p.add_argument("--quick", action="store_true", help="alias of --grid quick (a few minutes)")
+    p.add_argument("--max-steps", type=int, help="training step budget per run (default: the grid's)")
+    p.add_argument("--bf16", action="store_true", help="train and score under bfloat16 autocast")
+    p.add_argument("--vocab", type=int, help="vocabulary V of the uniform sequences (default 64)")
+    p.add_argument("--seq-len", type=int, help="sequence length S (default 32)")
+    p.add_argument("--threads", type=int, help="torch threads (default 1)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", help=f"output folder (default {DEFAULT_OUT}/<grid>[-bf16])")
+    p.add_argument("--from-runs", metavar="JSONL", help="train nothing: summarise the runs.jsonl of an earlier "
+                                                        "(possibly cut-short) run into --out")
+    p.set_defaults(func=run)
+
+
+def make_grid(args: argparse.Namespace):
+    """The named grid with the command line's overrides; bad numbers are bad input."""
+    from metrics.capacity import GRIDS
+
+    name = "quick" if args.quick else args.grid
+    if name not in GRIDS:
+        raise UdsInputError(f"unknown grid {name!r}; valid: {', '.join(GRIDS)}")
+    grid = GRIDS[name]
+    for flag, value, low in (("--max-steps", args.max_steps, 1), ("--vocab", args.vocab, 2),
+                             ("--seq-len", args.seq_len, 1), ("--threads", args.threads, 1)):
+        if value is not None and value < low:
+            raise UdsInputError(f"{flag} must be at least {low} (got {value})")
+    budget = replace(grid.budget, bf16=args.bf16, max_steps=args.max_steps or grid.budget.max_steps)
+    over = {k: v for k, v in (("vocab", args.vocab), ("seq_len", args.seq_len), ("threads", args.threads))
+            if v is not None}
+    return name, replace(grid, budget=budget, seed=args.seed, **over)
+
+
+def read_runs(path: Path) -> list[dict]:
+    """The rows of a runs.jsonl; a missing, empty or malformed file is bad input."""
+    try:
+        rows = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except (OSError, json.JSONDecodeError) as e:
+        raise UdsInputError(f"cannot read runs from {path}: {e}") from None
+    if not rows:
+        raise UdsInputError(f"{path} holds no runs")
+    bad = [i for i, r in enumerate(rows, 1) if not isinstance(r, dict) or not RUN_FIELDS <= r.keys()]
+    if bad:
+        raise UdsInputError(f"{path} line {bad[0]} is not a run (needs {', '.join(sorted(RUN_FIELDS))})")
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    from metrics.capacity import run_grid, summarise
+    from metrics.capacity_report import write_all
+
+    name, grid = make_grid(args)
+    precision = "bf16" if args.bf16 else "fp32"
+    out = Path(args.out) if args.out else DEFAULT_OUT / (name + ("-bf16" if args.bf16 else ""))
+    t0 = time.time()
+    out.mkdir(parents=True, exist_ok=True)
+    partial = out / "runs.jsonl"     # one line per finished run: what a cut-short grid leaves
+    if not args.from_runs:
+        partial.write_text("")
+
+    def progress(row: dict) -> None:
+        with open(partial, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        print(f"[{time.time() - t0:7.1f} s] {row['size']:8s} params {row['params']:6d} N {row['n']:5d}: "
+              f"mem {row['mem_bits']:9.0f} bits ({row['bits_per_param']:.2f}/param), {row['steps']} steps "
+              f"({row['stop']}), MIA F1 {row['mia_f1']:.3f}, {row['seconds']:.1f} s ({row['cpu_seconds']:.1f} s CPU)",
+              file=sys.stderr, flush=True)
+
+    rows = read_runs(Path(args.from_runs)) if args.from_runs else run_grid(grid, progress)
+    summary = summarise(rows, precision)
+    write_all(out, rows, summary, grid.to_dict() | {"name": name})
+    fit = summary.get("fit", {})
+    if fit:
+        print(f"alpha = {fit['alpha']:.3f} bits/param (R2 {fit['r2_origin']:.3f} through the origin; free intercept "
+              f"{fit['slope']:.3f} * params + {fit['intercept']:.0f}, R2 {fit['r2']:.3f}); published "
+              f"{summary['published_alpha']} ({precision}); {time.time() - t0:.0f} s")
+    print(out / "summary.json")
+    return 0

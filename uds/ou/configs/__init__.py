@@ -1,0 +1,1 @@
+"""Hydra config files of the Open-Unlearning plug-in (`hydra.searchpath=[pkg://uds.ou.configs]`)."""

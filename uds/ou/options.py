@@ -1,0 +1,80 @@
+"""The YAML keys of the plug-in's metric configs, with their defaults (one source for the handlers
+and for the generated config files), and their validation.
+
+Open-Unlearning calls a handler as `fn(model, **kwargs)`: kwargs hold what OU adds (tokenizer,
+template_args and, when the YAML names datasets / collators, the loaded `data` / `collators`)
+plus every key of the metric's YAML. Any other key is a typo and fails with one line naming it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+from uds.engine import EngineSettings
+from uds.errors import UdsInputError
+from uds.formula import TAU
+from uds.parity import MODES, SPEC
+
+OU_KEYS = frozenset({"tokenizer", "template_args", "data", "collators", "handler", "generation_args"})
+
+
+@dataclass(frozen=True)
+class AnchorOptions:
+    """Keys every plug-in YAML has: the anchors, the annotated data and the batch size."""
+    full_model: str = "full"        # checkpoint spec of the full anchor (default: OU's TOFU full model)
+    retain_model: str = "retain"    # checkpoint spec of the retain anchor (default: OU's retain90 model)
+    data_path: str | None = None    # annotated forget file (default: goes with full_model)
+    batch_size: int = 8
+
+    @classmethod
+    def from_kwargs(cls, handler: str, kwargs: Mapping[str, Any]):
+        """The options among OU's kwargs; UdsInputError naming an unknown key or a bad value."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(k for k in kwargs if k not in known and k not in OU_KEYS)
+        if unknown:
+            raise UdsInputError(f"metric handler {handler!r}: unknown key {unknown[0]!r} in its YAML "
+                                f"(known: {', '.join(sorted(known))})")
+        opts = cls(**{k: kwargs[k] for k in known if k in kwargs and kwargs[k] is not None})
+        opts.validate(handler)
+        return opts
+
+    def validate(self, handler: str) -> None:
+        if int(self.batch_size) < 1:
+            raise UdsInputError(f"metric handler {handler!r}: batch_size must be at least 1, got {self.batch_size}")
+
+
+@dataclass(frozen=True)
+class UdsOptions(AnchorOptions):
+    """Keys of `eval/tofu_metrics/uds.yaml` (DESIGN.md, Open-Unlearning plug-in)."""
+    tau: float = TAU
+    component: str = "block"
+    s1_cache: bool = True
+
+    def validate(self, handler: str) -> None:
+        super().validate(handler)
+        if not self.tau >= 0:
+            raise UdsInputError(f"metric handler {handler!r}: tau must be >= 0, got {self.tau}")
+        EngineSettings(component=self.component, batch_size=int(self.batch_size)).validate()
+
+
+@dataclass(frozen=True)
+class MetricOptions(AnchorOptions):
+    """Keys of `eval/tofu_metrics/uds_<key>.yaml`: the anchor keys plus the registry metric's."""
+    key: str = ""                   # registry metric key (metrics/registry.py)
+    parity: str = SPEC              # spec | reference | open-unlearning (docs/parity.md)
+    max_new_tokens: int = 200
+    system_prompt: str | None = None   # None: template_args.system_prompt of OU's model config; "": none
+    tofu_dir: str | None = None     # TOFU JSON files (real anchors; default $UDS_TOFU_DIR)
+    fluency_base: str | None = None    # base LM of the fluency proxy (tiny default: <preset>/base)
+
+    def validate(self, handler: str) -> None:
+        super().validate(handler)
+        if self.parity not in MODES:
+            raise UdsInputError(f"metric handler {handler!r}: unknown parity {self.parity!r} "
+                                f"(choose {', '.join(MODES)})")
+
+
+def yaml_defaults(cls) -> dict[str, Any]:
+    """Field -> default, in declaration order (what the generated YAML files write)."""
+    return {f.name: f.default for f in fields(cls)}
