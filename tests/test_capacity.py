@@ -17,7 +17,6 @@ from metrics import mem_bits as mb
 from metrics.capacity import GRIDS, run_cell, summarise
 from metrics.capacity_fit import best_threshold_f1, fit_capacity, fit_sigmoid_law, sigmoid_law
 from tests.test_cli_errors import assert_one_line_error
-from tests.test_mem_bits import uds  # noqa: F401  (the in-process command line fixture)
 
 
 def test_fit_recovers_an_exact_line():

@@ -49,6 +49,11 @@ def _quiet_libraries() -> None:
 
     hf_logging.disable_progress_bar()
     hf_logging.set_verbosity_error()
+    # bitsandbytes warns on import, on CPUs with AVX512-BF16, that an optional fast NF4 kernel
+    # package is absent; its fallback gives the same numbers, and the line broke one-line errors.
+    import logging
+
+    logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
