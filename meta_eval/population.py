@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from checkpoints.specs import DEFAULT_SEED, parse_tiny_zoo, resolve_spec, tiny_spec
+from uds.adapters import is_checkpoint_folder
 from uds.errors import UdsInputError
 
 UNLEARNED, POOL, FULL, RETAIN = "unlearned", "pool", "full", "retain"
@@ -93,7 +94,7 @@ def ou_zoo(models_dir: str | None = None, tofu_dir: str | None = None) -> Zoo:
         raise UdsInputError(f"--models-dir {models_dir}: no such folder")
 
     def spec(alias: str) -> str:
-        return str(local / alias) if local is not None and (local / alias / "config.json").is_file() else alias
+        return str(local / alias) if local is not None and is_checkpoint_folder(local / alias) else alias
 
     members = [Member("full", spec("full"), FULL, FULL, 10), Member("retain", spec("retain"), RETAIN, RETAIN, 10)]
     members += [Member(c.alias, spec(c.alias), UNLEARNED, c.method, c.epoch) for c in ou_checkpoints.UNLEARNED]
@@ -123,7 +124,7 @@ def available_members(zoo: Zoo) -> tuple[Zoo, list[str]]:
         built = {r.name for r in recipes(preset) if is_built(preset, zoo.seed, r)}
         present = lambda m: m.name in built  # noqa: E731
     else:
-        present = lambda m: (Path(m.spec) / "config.json").is_file()  # noqa: E731
+        present = lambda m: is_checkpoint_folder(Path(m.spec))  # noqa: E731
     have = {m.name: present(m) for m in zoo.members}
     for kind in (FULL, RETAIN):
         if not have[zoo.member(kind).name]:
@@ -150,8 +151,10 @@ def model_identity(spec: str) -> str:
     if resolved.kind == "hub":
         return f"hub:{resolved.location}"
     folder = Path(resolved.location)
-    if not (folder / "config.json").is_file():
+    if not is_checkpoint_folder(folder):
         raise UdsInputError(f"{spec} is not built (no model folder at {folder})")
+    if resolved.kind == "adapter":   # a measurement of an adapter is one of adapter and base together
+        return f"{folder_stamp(folder)}+{model_identity(resolved.base.raw)}"
     return folder_stamp(folder)
 
 

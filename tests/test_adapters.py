@@ -218,3 +218,14 @@ def test_adapter_without_weights(lora, tmp_path, capsys):
 def test_a_folder_that_is_neither_model_nor_adapter(lora, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     _one_line_error(capsys, _score_args(lora, tmp_path / "empty"), "no config.json (nor adapter_config.json)")
+
+
+def test_a_cached_measurement_of_an_adapter_is_tied_to_its_base_too(lora, tmp_path):
+    """meta-eval's cache identity: an adapter on another base folder is another model."""
+    from meta_eval.population import folder_stamp, model_identity
+
+    shutil.copytree(lora["full"], tmp_path / "base_copy")
+    on_full = model_identity(str(lora["adapter"]))
+    on_copy = model_identity(str(_adapter_with_base(lora, tmp_path / "adapter", str(tmp_path / "base_copy"))))
+    assert on_full.endswith("+" + folder_stamp(lora["full"]))
+    assert on_copy.endswith("+" + folder_stamp(tmp_path / "base_copy")) and on_copy != on_full

@@ -26,9 +26,16 @@ KILLED = "orig/rmu_lr2e-4_l2_s10_ep5"
 CHEAP = ["--what", "score,metrics", "--metrics", "es,prob", "--batch-size", "8", "--max-new-tokens", "8"]
 
 
+POOLS = ["pos_full_lr3e-3_ep12", "neg_retain_lr3e-3_ep12"]
+
+
 @pytest.fixture(scope="module")
 def ray_cluster(test_world):
-    """A fresh 2-CPU cluster for this module; shut down after it so other tests see no Ray."""
+    """A fresh 2-CPU cluster for this module (the models it measures built first, as a fresh clone
+    has only base, full and retain); shut down after it so other tests see no Ray."""
+    from checkpoints.world.build import build_world
+
+    build_world("test", 0, progress=False, names=[m.split("/")[1] for m in MODELS] + POOLS)
     if ray.is_initialized():
         ray.shutdown()
     env = {k: v for k, v in os.environ.items() if k.startswith(("UDS_", "HF_"))}
@@ -89,7 +96,7 @@ def test_ray_sweep_equals_serial_survives_a_killed_worker_and_resumes(ray_cluste
 def _small_zoo(text: str):
     """The `test` zoo cut to full, retain, one unlearned model and one P and one N pool model."""
     zoo = TINY_ZOO(text)
-    keep = {"full", "retain", "npo_lr2e-4_b01_a1_ep5", "pos_full_lr3e-3_ep12", "neg_retain_lr3e-3_ep12"}
+    keep = {"full", "retain", "npo_lr2e-4_b01_a1_ep5", *POOLS}
     return replace(zoo, members=tuple(m for m in zoo.members if m.name in keep))
 
 
