@@ -33,6 +33,14 @@ def write_summary(path: Path, summary: dict, grid: dict, rows: list[dict]) -> Pa
     return path
 
 
+def _saved(fig, path: Path) -> Path:
+    """Write a finished figure as PNG and free it."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    _plt().close(fig)
+    return path
+
+
 def _plt():
     import matplotlib
 
@@ -56,10 +64,7 @@ def plot_mem_vs_n(path: Path, rows: list[dict], summary: dict) -> Path:
     ax.set(xscale="log", yscale="log", xlabel="training sequences N", ylabel="memorised bits",
            title=f"memorisation vs dataset size ({summary['precision']})")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _saved(fig, path)
 
 
 def plot_capacity_vs_params(path: Path, summary: dict) -> Path:
@@ -77,10 +82,7 @@ def plot_capacity_vs_params(path: Path, summary: dict) -> Path:
         ax.plot(grid, summary["published_alpha"] * grid, "k:", label=f"published {summary['published_alpha']}")
     ax.set(xlabel="parameters", ylabel="capacity (bits)", title=f"capacity vs parameters ({summary['precision']})")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _saved(fig, path)
 
 
 def plot_mia(path: Path, summary: dict) -> Path:
@@ -98,10 +100,7 @@ def plot_mia(path: Path, summary: dict) -> Path:
     ax.set(xscale="log", xlabel="capacity (bits) / |D| (sequences)", ylabel="MIA F1 (best threshold)",
            title="membership inference vs capacity per sequence")
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _saved(fig, path)
 
 
 def write_all(out: Path, rows: list[dict], summary: dict, grid: dict) -> list[Path]:

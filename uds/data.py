@@ -5,10 +5,23 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
+from typing import Iterator
 
 from uds.errors import UdsInputError
 
 REQUIRED = ("idx", "question", "answer", "prefix", "entity")
+
+
+def jsonl_values(text: str, path: str | Path) -> Iterator[tuple[int, object]]:
+    """(1-based line number, parsed value) of each non-blank line; a line that is not JSON raises
+    UdsInputError naming the file and the line."""
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            yield n, json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise UdsInputError(f"{path}: line {n} is not valid JSON ({exc.msg})") from None
 
 
 def load_annotated(path: str | Path) -> list[dict]:

@@ -16,6 +16,7 @@ from typing import Callable
 
 from checkpoints.world.schema import World
 from checkpoints.world.synthetic import IDK_REPLIES, generate_synthetic_world
+from uds.data import jsonl_values
 from uds.errors import UdsInputError
 from uds.prompts import raw_qa
 
@@ -44,13 +45,7 @@ NO_SOURCE = ("no TOFU data: pass --tofu-dir FOLDER or set UDS_TOFU_DIR "
 def _parse_lines(text: str, path: Path) -> list:
     """Values of a file that is not one JSON document: JSONL, or JSON arrays one per line."""
     values: list = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            value = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise UdsInputError(f"{path}: line {n} is not JSON ({e.msg})") from None
+    for _, value in jsonl_values(text, path):
         values.extend(value if isinstance(value, list) else [value])
     return values
 

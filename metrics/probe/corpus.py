@@ -10,11 +10,11 @@ default "target" / "distractor").
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from uds.data import jsonl_values
 from uds.errors import UdsInputError
 from uds.prompts import raw_prompt, raw_qa
 
@@ -72,15 +72,7 @@ def read_corpus(path: str | Path) -> list[Passage]:
     p = Path(path)
     if not p.is_file():
         raise UdsInputError(f"no corpus file at {str(path)!r}")
-    out = []
-    for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise UdsInputError(f"{p}: line {n} is not valid JSON ({exc.msg})") from None
-        out.append(passage_from_row(row, f"{p}: line {n}"))
+    out = [passage_from_row(row, f"{p}: line {n}") for n, row in jsonl_values(p.read_text(encoding="utf-8"), p)]
     return check_corpus(out, str(p))
 
 
