@@ -4,7 +4,9 @@ configs (no downloads), annotated records with the edge cases SPEC.md 1 lists.""
 from __future__ import annotations
 
 import copy
+import json
 from functools import lru_cache
+from pathlib import Path
 
 import torch
 import transformers as T
@@ -137,3 +139,9 @@ def memorise(model: T.PreTrainedModel, tokenizer, records=RECORDS, steps: int = 
         loss.backward()
         opt.step()
     return out.eval()
+
+
+def world_examples_file(world: Path, n: int, path: Path) -> Path:
+    """`path` holding the first `n` annotated examples of a built tiny world's UDS data."""
+    path.write_text(json.dumps(json.loads((world / "data" / "uds_data.json").read_text())[:n]))
+    return path

@@ -16,7 +16,7 @@ from checkpoints.methods.lora import lora_unlearn, merged_copy, save_adapter
 from checkpoints.specs import default_references, load_model, resolve_spec, tiny_spec
 from checkpoints.world.store import load_world
 from checkpoints.world.train import TrainConfig
-from tests.engine_fixtures import make_tokenizer, tiny_model
+from tests.engine_fixtures import make_tokenizer, tiny_model, world_examples_file
 from uds.cli import main
 from uds.fingerprint import model_fingerprint
 
@@ -41,9 +41,7 @@ def lora(test_world: Path, tmp_path_factory) -> dict[str, Path]:
     merged.save_pretrained(root / "merged")
     tok.save_pretrained(root / "merged")
     out["merged"] = root / "merged"
-    data = json.loads((test_world / "data" / "uds_data.json").read_text())[:N_EXAMPLES]
-    (root / "data.json").write_text(json.dumps(data))
-    out["data"] = root / "data.json"
+    out["data"] = world_examples_file(test_world, N_EXAMPLES, root / "data.json")
     return out
 
 

@@ -124,6 +124,14 @@ class FakeMeasurer:
         self.store.write(job.setting, job.member.name, {"stamp": "S", "values": values, "info": {}, "errors": {}})
 
 
+def fake_command(monkeypatch, measurer) -> None:
+    """`uds meta-eval --zoo tiny:fake` on `_zoo()`, nothing built, `measurer` measuring, no plots."""
+    monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: _zoo())
+    monkeypatch.setattr("meta_eval.population.build_zoo", lambda zoo, progress=True: None)
+    monkeypatch.setattr(cmd, "_measurer", lambda args, zoo: measurer)
+    monkeypatch.setattr(cmd, "write_plots", lambda *a: None)
+
+
 def test_command_outputs_and_rerun_computes_nothing(tmp_path, monkeypatch, capsys):
     fake = FakeMeasurer(tmp_path / "store")
     monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: _zoo())
@@ -159,10 +167,7 @@ def test_command_outputs_and_rerun_computes_nothing(tmp_path, monkeypatch, capsy
 
 def test_shards_split_the_pairs_and_a_last_run_only_assembles(tmp_path, monkeypatch):
     fake = FakeMeasurer(tmp_path / "store")
-    monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: _zoo())
-    monkeypatch.setattr("meta_eval.population.build_zoo", lambda zoo, progress=True: None)
-    monkeypatch.setattr(cmd, "_measurer", lambda args, zoo: fake)
-    monkeypatch.setattr(cmd, "write_plots", lambda *a: None)
+    fake_command(monkeypatch, fake)
     out = tmp_path / "out"
     assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), "--shard", "0/2"]) == 0
     first = list(fake.runs)

@@ -12,7 +12,7 @@ from meta_eval.perturb import ORIG
 from meta_eval.population import Member
 from meta_eval.tasks import (DONE, ERROR, INPUT_ERROR, METRIC_ERRORS, LocalExecutor, Task, TaskRecord,
                              failure_table, pending, report, shard, stages)
-from tests.test_meta_eval_command import FakeMeasurer, _zoo
+from tests.test_meta_eval_command import FakeMeasurer, _zoo, fake_command
 from uds.cli import main
 from uds.errors import UdsInputError
 
@@ -83,13 +83,8 @@ def test_local_executor_records_and_exit_status(tmp_path):
 
 
 def test_meta_eval_rerun_runs_only_missing_tasks(tmp_path, monkeypatch):
-    from uds.commands import meta_eval as cmd
-
     m = StoreMeasurer(tmp_path / "store")
-    monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: _zoo())
-    monkeypatch.setattr("meta_eval.population.build_zoo", lambda zoo, progress=True: None)
-    monkeypatch.setattr(cmd, "_measurer", lambda args, zoo: m)
-    monkeypatch.setattr(cmd, "write_plots", lambda *a: None)
+    fake_command(monkeypatch, m)
     out = tmp_path / "out"
     assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), "--metrics", "es,uds"]) == 0
     first = list(m.runs)
@@ -103,13 +98,8 @@ def test_meta_eval_rerun_runs_only_missing_tasks(tmp_path, monkeypatch):
 
 
 def test_failed_task_gives_exit_1_and_keeps_the_rest(tmp_path, monkeypatch, capsys):
-    from uds.commands import meta_eval as cmd
-
     m = StoreMeasurer(tmp_path / "store", {"u2": "crash"})
-    monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: _zoo())
-    monkeypatch.setattr("meta_eval.population.build_zoo", lambda zoo, progress=True: None)
-    monkeypatch.setattr(cmd, "_measurer", lambda args, zoo: m)
-    monkeypatch.setattr(cmd, "write_plots", lambda *a: None)
+    fake_command(monkeypatch, m)
     assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(tmp_path / "o"), "--metrics", "es"]) == 1
     err = capsys.readouterr().err
     assert "| orig/u2 | error | 1 | RuntimeError: boom |" in err and "| nf4/u2 | error |" in err

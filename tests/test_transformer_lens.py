@@ -32,6 +32,7 @@ tl = pytest.importorskip("transformer_lens", reason="transformer-lens is not ins
 
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: E402
 
+from tests.engine_fixtures import world_examples_file  # noqa: E402
 from uds.cli import main  # noqa: E402
 
 # Tiny models on a shared 2-core machine: one intra-op thread (as tests/engine_fixtures.py sets).
@@ -132,9 +133,7 @@ def models(test_world: Path, tmp_path_factory) -> dict[str, Path]:
     full.load_state_dict({k: 0.5 * v + 0.5 * retain[k] for k, v in full.state_dict().items()})
     full.save_pretrained(root / "half")
     folders["unlearned"] = root / "half"
-    records = json.loads((test_world / "data" / "uds_data.json").read_text())[:N_EXAMPLES]
-    (root / "data.json").write_text(json.dumps(records))
-    folders["data"] = root / "data.json"
+    folders["data"] = world_examples_file(test_world, N_EXAMPLES, root / "data.json")
     return folders
 
 
