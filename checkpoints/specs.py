@@ -245,6 +245,12 @@ def origin(spec: CheckpointSpec) -> CheckpointSpec:
     return origin(spec.base) if spec.kind == "adapter" else spec
 
 
+def tiny_base(spec: CheckpointSpec) -> str | None:
+    """The base model of the tiny world a model belongs to (its fluency reference), None outside."""
+    home = origin(spec)   # a LoRA adapter on a tiny model belongs to the tiny world
+    return tiny_spec(home.preset, home.seed, "base") if home.kind == "tiny" else None
+
+
 def load_world_for_spec(spec: CheckpointSpec, tofu_dir: str | None = None):
     """The data a model is evaluated on: its own tiny world, or the real TOFU splits (an adapter:
     its base's)."""

@@ -25,6 +25,7 @@ from metrics import mia
 from metrics.context import EvalContext
 from metrics.probe import metric as probe_metric
 from metrics.references import check_reference_tokenizer
+from uds.errors import UdsInputError
 from uds.parity import REFERENCE_EPS
 from metrics.representation import FISHER_FRACTIONS, cka_score, fisher_masked_score, logit_lens_score
 from metrics.result import MetricResult
@@ -381,6 +382,19 @@ PROBE_META_KEYS = (("mem_bits", "mem_bits_per_token", "mem_bits_erased")   # mem
 
 
 # --- running -----------------------------------------------------------------------------------
+
+def metric_keys(text: str) -> list[str]:
+    """`uds metrics`' key list: `all` or comma-separated registry keys in the order given (not
+    `uds`, which comes from `uds score`); UdsInputError lists the valid keys."""
+    if text.strip() == "all":
+        return list(ALL_KEYS)
+    keys = [k.strip() for k in text.split(",") if k.strip()]
+    bad = [k for k in keys if k not in REGISTRY or k == "uds"]  # uds is in the registry for meta-eval, but comes from `uds score`
+    if bad or not keys:
+        hint = " (uds itself comes from `uds score`)" if "uds" in bad else ""
+        raise UdsInputError(f"unknown metric {', '.join(bad) or repr(text)}{hint}; valid: all, {', '.join(ALL_KEYS)}")
+    return list(dict.fromkeys(keys))
+
 
 def with_dependencies(keys: Sequence[str]) -> list[str]:
     """`keys` preceded by the metrics they read, each once, dependencies first."""

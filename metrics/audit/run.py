@@ -7,6 +7,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from checkpoints.lmlm.db import FactDB
 from checkpoints.lmlm.prompts import STYLES
 from metrics.audit.protocol import FactResult, audit_rows
 from metrics.audit.published import side_by_side
@@ -26,19 +27,21 @@ class AuditSettings:
     progress: bool = True
 
 
-def run_audit(model, tok, sets: list[AuditSet], settings: AuditSettings) -> tuple[list[FactResult], list[dict], dict]:
-    """(per-fact results, traces, {(variant, style): (prompt file, database file)})."""
+def run_audit(model, tok, sets: list[AuditSet], dbs: list[FactDB], settings: AuditSettings
+              ) -> tuple[list[FactResult], list[dict], dict, float]:
+    """(per-fact results, traces, {(variant, style): (prompt file, database file)}, seconds);
+    `dbs`: each set's database, opened (`AuditSet.open_db`)."""
+    t0 = time.time()
     facts: list[FactResult] = []
     traces: list[dict] = []
     files = {}
-    for s in sets:
-        db = s.open_db()
+    for s, db in zip(sets, dbs):
         for style, rows in s.prompts.items():
             rows = spaced(rows, settings.limit)
             facts += audit_rows(model, tok, db, rows, s.variant, settings.threshold, settings.batch_size,
                                 settings.max_new_tokens, settings.progress, traces)
             files[(s.variant, style)] = (s.prompt_dir / f"prompts_{STYLES[style]}.jsonl", s.db_path)
-    return facts, traces, files
+    return facts, traces, files, time.time() - t0
 
 
 def spaced(rows: list, limit: int | None) -> list:
@@ -69,9 +72,3 @@ def write_outputs(out: Path, model_spec: str, db_arg: str, facts: list[FactResul
             summary["published_cells"] = len(rows)
     (out / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
-
-
-def timed_audit(model, tok, sets, settings) -> tuple[list[FactResult], list[dict], dict, float]:
-    t0 = time.time()
-    facts, traces, files = run_audit(model, tok, sets, settings)
-    return facts, traces, files, time.time() - t0

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
     from checkpoints.lmlm.prompts import parse_styles
     from checkpoints.lmlm.recipes import published_root
     from checkpoints.specs import load_model, load_tokenizer, parse_tiny_zoo, tiny_spec
-    from metrics.audit.run import AuditSettings, timed_audit, write_outputs
+    from metrics.audit.run import AuditSettings, run_audit, write_outputs
     from metrics.audit.sources import resolve_sets
 
     if not 0.0 <= args.threshold <= 1.0:
@@ -44,11 +44,10 @@ def run(args: argparse.Namespace) -> int:
         raise UdsInputError("--model is required unless --db is a tiny world (tiny:<preset>)")
     variants = [v.strip() for v in args.variants.split(",")] if args.variants else None
     sets = resolve_sets(args.db, args.prompts, variants, parse_styles(args.styles))
-    for s in sets:
-        s.open_db()   # bad databases, alias cycles and unknown targets fail before any model loads
+    dbs = [s.open_db() for s in sets]   # bad databases and alias cycles fail before any model loads
     settings = AuditSettings(args.threshold, args.batch_size, args.max_new_tokens, args.limit)
     model, tok = load_model(spec), load_tokenizer(spec)
-    facts, traces, files, secs = timed_audit(model, tok, sets, settings)
+    facts, traces, files, secs = run_audit(model, tok, sets, dbs, settings)
     published = Path(args.published) if args.published else published_root() / "published_outputs" / "per_state_metrics.csv"
     summary = write_outputs(Path(args.out), spec, args.db, facts, traces, files, settings, secs, published)
     print(f"{'variant':<12}{'n':>6}{'FULL EM':>9}{'DEL-ON':>8}{'DEL-OFF':>9}{'L':>7}{'R':>7}{'artef':>7}")

@@ -19,7 +19,7 @@ from metrics.context import EvalContext, EvalSettings, ModelPool, eval_splits
 from metrics.encoding import OU_SYSTEM_PROMPT
 from metrics.mia import MIN_K
 from uds.parity import MODES, OPEN_UNLEARNING, resolve_alias
-from metrics.registry import ALL_KEYS, REGISTRY, evaluate, sweep_plan, with_dependencies
+from metrics.registry import REGISTRY, evaluate, metric_keys, sweep_plan, with_dependencies
 from metrics.result import MetricResult
 from uds.chat import DATE_STRING
 from uds.errors import UdsInputError
@@ -58,18 +58,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def parse_metric_list(text: str) -> list[str]:
-    """`all` or comma-separated registry keys, in the order given; UdsInputError lists valid keys."""
-    if text.strip() == "all":
-        return list(ALL_KEYS)
-    keys = [k.strip() for k in text.split(",") if k.strip()]
-    bad = [k for k in keys if k not in REGISTRY or k == "uds"]  # uds is in the registry for meta-eval, but comes from `uds score`
-    if bad or not keys:
-        hint = " (uds itself comes from `uds score`)" if "uds" in bad else ""
-        raise UdsInputError(f"unknown metric {', '.join(bad) or repr(text)}{hint}; valid: all, {', '.join(ALL_KEYS)}")
-    return list(dict.fromkeys(keys))
-
-
 def _json_value(v):
     """Floats for JSON: numpy scalars unwrapped, NaN/inf -> null, lists recursively."""
     if isinstance(v, (list, tuple)):
@@ -89,13 +77,6 @@ def report(model: str, results: dict, settings: dict) -> dict:
             "settings": settings}
 
 
-def _default_base(spec) -> str | None:
-    from checkpoints.specs import origin, tiny_spec
-
-    home = origin(spec)   # a LoRA adapter on a tiny model belongs to the tiny world
-    return tiny_spec(home.preset, home.seed, "base") if home.kind == "tiny" else None
-
-
 def _needs(keys: list[str], kind: str) -> bool:
     return any(u.kind == kind for k in with_dependencies(keys) for u in REGISTRY[k].uses)
 
@@ -112,13 +93,13 @@ FLUENCY_UNAVAILABLE = "unavailable: pass --fluency-classifier PATH or --fluency-
 
 def _roles(args: argparse.Namespace):
     """(resolved spec of --model, role -> spec string, annotated data path), references defaulted."""
-    from checkpoints.specs import check_base_used, default_references, resolve_spec
+    from checkpoints.specs import check_base_used, default_references, resolve_spec, tiny_base
 
     base = getattr(args, "base", None)   # a Namespace built by hand may not carry it
     spec = resolve_spec(args.model, base)
     full_d, retain_d, data_d = default_references(args.model, args.tofu_dir, base)
     roles = {"model": args.model, "full": args.full or full_d, "retain": args.retain or retain_d,
-             "base": args.fluency_base or _default_base(spec)}
+             "base": args.fluency_base or tiny_base(spec)}
     for role in ("full", "retain", "base"):
         if roles[role]:
             resolve_spec(roles[role], base)  # fail fast on a bad reference spec, before any model work
@@ -159,7 +140,7 @@ def _build_context(args: argparse.Namespace, spec, roles: dict, keys: list[str],
 
 
 def run(args: argparse.Namespace) -> int:
-    keys = parse_metric_list(args.metrics)
+    keys = metric_keys(args.metrics)
     _check_numbers(args)
     args.parity = resolve_alias(args.parity, args.ou_attention_mask, "--ou-attention-mask", OPEN_UNLEARNING)
     spec, roles, data_path = _roles(args)

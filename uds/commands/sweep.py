@@ -48,18 +48,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def parse_what(text: str, metrics: str) -> tuple[str, ...]:
     """The metric keys a task measures: `uds` for score, the --metrics keys for metrics."""
-    from metrics.registry import ALL_KEYS
+    from metrics.registry import metric_keys
 
     what = [w.strip() for w in text.split(",") if w.strip()]
     if not what or any(w not in WHAT for w in what):
         raise UdsInputError(f"--what {text!r}: choose score, metrics or score,metrics")
     keys = ["uds"] if "score" in what else []
     if "metrics" in what:
-        chosen = ALL_KEYS if metrics.strip() == "all" else [k.strip() for k in metrics.split(",") if k.strip()]
-        bad = [k for k in chosen if k not in ALL_KEYS]
-        if bad or not chosen:
-            raise UdsInputError(f"unknown metric {', '.join(bad) or repr(metrics)}; valid: all, {', '.join(ALL_KEYS)}")
-        keys += list(chosen)
+        keys += metric_keys(metrics)
     return tuple(dict.fromkeys(keys))
 
 
@@ -67,15 +63,11 @@ def model_specs(text: str, models_dir: str | None = None) -> list[str]:
     """The checkpoint specs `--models` names (nothing resolved yet)."""
     from checkpoints.specs import parse_tiny_zoo
 
+    from meta_eval.population import UNLEARNED, ou_zoo, tiny_zoo
+
     if text.strip() == OU_UNLEARNED:
-        from checkpoints import ou_checkpoints
-
-        local = Path(models_dir).expanduser() if models_dir else None
-        return [str(local / c.alias) if local and (local / c.alias / "config.json").is_file() else c.alias
-                for c in ou_checkpoints.UNLEARNED]
+        return [m.spec for m in ou_zoo(models_dir).of_kind(UNLEARNED)]
     if parse_tiny_zoo(text) is not None and "/" not in text:
-        from meta_eval.population import UNLEARNED, tiny_zoo
-
         return [m.spec for m in tiny_zoo(text).of_kind(UNLEARNED)]
     path = Path(text).expanduser()
     if not path.is_file():
@@ -95,7 +87,7 @@ def model_name(spec: str) -> str:
 
 def group_zoos(specs: list[str], tofu_dir: str | None):
     """One Zoo per (full, retain, data) group; every spec (and reference) must exist now."""
-    from checkpoints.specs import default_references, resolve_spec, tiny_spec
+    from checkpoints.specs import default_references, origin, resolve_spec, tiny_base
     from meta_eval.population import UNLEARNED, Member, Zoo, model_identity
     from metrics.encoding import OU_SYSTEM_PROMPT
 
@@ -117,11 +109,10 @@ def group_zoos(specs: list[str], tofu_dir: str | None):
     for (full, retain, _data), members in groups.items():
         for ref in (full, retain):
             model_identity(ref)
-        first = resolve_spec(members[0].spec)
+        first = origin(resolve_spec(members[0].spec))   # an adapter on a tiny model is in the tiny world
         tiny = first.kind == "tiny"
         zoos.append(Zoo(f"sweep:{model_name(full)}", first.preset if tiny else None, first.seed if tiny else 0,
-                        tuple(members), full, retain, tiny_spec(first.preset, first.seed, "base") if tiny else None,
-                        tofu_dir, None if tiny else OU_SYSTEM_PROMPT))
+                        tuple(members), full, retain, tiny_base(first), tofu_dir, None if tiny else OU_SYSTEM_PROMPT))
     return zoos
 
 
@@ -170,10 +161,10 @@ def run(args: argparse.Namespace) -> int:
             group_keys = tuple(k for k in keys if k != "fluency" or args.fluency_classifier or m.zoo.base)
             group = [Job(member, ORIG, group_keys) for member in m.zoo.members]
             jobs += [(m, j) for j in group]
-            first = s1_job(m.zoo, group_keys)
-            if first is not None and m.missing(first) and pending(m, group):
+            first, todo = s1_job(m.zoo, group_keys), pending(m, group)
+            if first is not None and m.missing(first) and todo:
                 heads.append(Task(m.spec, first))
-            rest += [Task(m.spec, j) for j in pending(m, group)]
+            rest += [Task(m.spec, j) for j in todo]
         print(f"sweep: {len(jobs)} model(s) in {len(zoos)} reference group(s), {len(rest)} with missing values",
               file=sys.stderr)
         records = executor.run(stages(heads, rest), lambda s: print(s, file=sys.stderr))

@@ -17,7 +17,7 @@ import torch
 import torch.nn as nn
 
 import uds
-from checkpoints.specs import default_references, load_world_for_spec, resolve_spec, tiny_spec
+from checkpoints.specs import default_references, load_world_for_spec, resolve_spec, tiny_base
 from metrics.context import EvalContext, EvalSettings, ModelPool, eval_splits
 from metrics.registry import REGISTRY, evaluate
 from metrics.result import MetricResult
@@ -146,7 +146,7 @@ def _context(model: nn.Module, tokenizer, template_args: Mapping | None, opts: M
         system_prompt = (opts.system_prompt if opts.system_prompt is not None
                          else (template_args or {}).get("system_prompt")) or None
         device, _ = placement(model)
-        base = opts.fluency_base or (tiny_spec(spec.preset, spec.seed, "base") if spec.kind == "tiny" else None)
+        base = opts.fluency_base or tiny_base(spec)
         roles = {"model": OU_MODEL, "full": opts.full_model, "retain": opts.retain_model, "base": base}
 
         def loader(s: str) -> nn.Module:
