@@ -105,6 +105,7 @@ class TrainLog:
     steps: int = 0
     stop: str = "max_steps"                                   # solved | plateau | max_steps
     curve: list[tuple[int, float]] = field(default_factory=list)   # (step, memorised bits of the set)
+    nll: torch.Tensor | None = None   # per-sequence NLL (nats) of the final weights: training always ends on an evaluation
 
 
 def train_to_plateau(model: LlamaForCausalLM, x: torch.Tensor, budget: TrainBudget, seed: int,
@@ -130,6 +131,7 @@ def train_to_plateau(model: LlamaForCausalLM, x: torch.Tensor, budget: TrainBudg
         if step % budget.eval_every == 0 or step == budget.max_steps:
             nll = sequence_nll_nats(model, x, bos, bf16=budget.bf16)
             log.curve.append((step, mem_of(nll)))
+            log.nll = nll
             if float(nll.mean()) / LN2 < budget.solved_bits:
                 log.stop = "solved"
                 break

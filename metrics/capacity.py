@@ -61,7 +61,7 @@ def run_cell(grid: Grid, size: ModelSize, n: int) -> dict:
     mem_of = lambda nll: mb.dataset_mem_bits(mb.bits_from_mean_nll(nll, 1), grid.seq_len, grid.vocab)  # noqa: E731
     log = train_to_plateau(model, x, grid.budget, seed=grid.seed, mem_of=mem_of)
     bos = model.config.bos_token_id
-    nll = sequence_nll_nats(model, x, bos, bf16=grid.budget.bf16).numpy()
+    nll = log.nll.numpy()   # the final weights' evaluation (no second pass over the set)
     fresh = uniform_sequences(grid.n_fresh, grid.seq_len, grid.vocab, seed=grid.seed * 7919 + n + FRESH_SEED_OFFSET)
     fresh_nll = sequence_nll_nats(model, fresh, bos, bf16=grid.budget.bf16).numpy()
     f1, thr = best_threshold_f1(nll[:grid.n_fresh], fresh_nll)

@@ -54,8 +54,8 @@ def tfidf_scores(docs: Sequence[str], corpus: Sequence[str]) -> np.ndarray:
     equally, so rank statistics do not depend on that choice."""
     if not corpus:
         raise ValueError("the TF-IDF corpus is empty")
-    vec = CountVectorizer().fit(corpus)
-    counts = np.asarray(vec.transform(corpus).sum(axis=0), dtype=np.float64).ravel()   # tf(w, D)
+    vec = CountVectorizer()
+    counts = np.asarray(vec.fit_transform(corpus).sum(axis=0), dtype=np.float64).ravel()   # tf(w, D)
     per_doc = vec.transform(docs)                                                        # (n_docs, vocab)
     idf = np.log(len(corpus) / counts)
     lengths = np.asarray(per_doc.sum(axis=1), dtype=np.float64).ravel()

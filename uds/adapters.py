@@ -12,6 +12,7 @@ saved as a full folder (tests/test_adapters.py checks this to 1e-6). Which spec 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import torch
 from transformers import PreTrainedModel
 
 from uds.errors import UdsInputError
-from uds.fingerprint import ADAPTER_ATTR, adapter_digest, mark_adapter, model_fingerprint
+from uds.fingerprint import ADAPTER_ATTR, mark_adapter, model_fingerprint, state_digest
 
 ADAPTER_CONFIG = "adapter_config.json"
 SAFE_WEIGHTS = "adapter_model.safetensors"
@@ -54,6 +55,26 @@ def check_adapter_folder(folder: Path, trust_pickle: bool = False) -> None:
         return
     extra = f" (its {PICKLE_WEIGHTS} loads only with --trust-pickle)" if (folder / PICKLE_WEIGHTS).is_file() else ""
     raise UdsInputError(f"adapter {folder} holds no {SAFE_WEIGHTS}{extra}")
+
+
+# Adapter config fields that say where the adapter was saved or looked for its base, not what it adds.
+_VOLATILE_KEYS = {"base_model_name_or_path", "revision", "inference_mode", "peft_version"}
+
+
+def adapter_digest(folder: Path) -> str:
+    """SHA-256 of an adapter folder's config (minus where its base was) and its weights."""
+    clean = {k: v for k, v in adapter_config(folder).items() if k not in _VOLATILE_KEYS}
+    path = next((folder / f for f in (SAFE_WEIGHTS, PICKLE_WEIGHTS) if (folder / f).is_file()), None)
+    if path is None:
+        state = {}
+    elif path.suffix == ".safetensors":
+        from safetensors.torch import load_file
+
+        state = load_file(str(path))
+    else:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    text = json.dumps(clean, sort_keys=True, default=str) + state_digest(state)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def merge_adapter(base: PreTrainedModel, folder: Path, base_label: str) -> PreTrainedModel:

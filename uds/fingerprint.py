@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Mapping
 
 import torch
@@ -71,27 +70,6 @@ def model_fingerprint(model: nn.Module) -> str:
 
 
 ADAPTER_ATTR = "uds_adapter_origin"
-# Adapter config fields that say where the adapter was saved or looked for its base, not what it adds.
-_VOLATILE_ADAPTER_KEYS = {"base_model_name_or_path", "revision", "inference_mode", "peft_version"}
-ADAPTER_WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")
-
-
-def adapter_digest(folder: Path) -> str:
-    """SHA-256 of a PEFT adapter folder's config (minus where its base was) and its weights."""
-    config = json.loads((folder / "adapter_config.json").read_text())
-    clean = {k: v for k, v in config.items() if k not in _VOLATILE_ADAPTER_KEYS}
-    path = next((folder / f for f in ADAPTER_WEIGHT_FILES if (folder / f).is_file()), None)
-    if path is None:
-        state = {}
-    elif path.suffix == ".safetensors":
-        from safetensors.torch import load_file
-
-        state = load_file(str(path))
-    else:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    return _sha((json.dumps(clean, sort_keys=True, default=str) + state_digest(state)).encode())
-
-
 def mark_adapter(model: nn.Module, base_fingerprint: str, adapter: str) -> None:
     """Record on `model` that it is `base_fingerprint`'s model with the adapter of digest `adapter`
     merged in; `model_fingerprint` hashes the record with the model's own weights."""

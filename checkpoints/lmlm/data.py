@@ -19,7 +19,7 @@ from transformers import PreTrainedTokenizerBase
 
 from checkpoints.lmlm.db import UNKNOWN
 from checkpoints.lmlm.markup import call_text, value_text
-from checkpoints.lmlm.prompts import STYLES
+from checkpoints.lmlm.prompts import STYLES, read_prompt_file
 from checkpoints.lmlm.world_db import RELATIONS, author_facts, render_prompt, subject_aliases
 from checkpoints.world.schema import World
 from uds.chat import IGNORE
@@ -69,15 +69,13 @@ def published_fact_prompts(root: Path, styles: tuple[str, ...] = tuple(STYLES)) 
         for s, r, o in db["triplets"]:
             by_rel.setdefault(r, set()).add(o)
         everything = sorted({o for _, _, o in db["triplets"]})
-        for stem in (STYLES[s] for s in styles):
-            for line in (pdir / f"prompts_{stem}.jsonl").read_text().splitlines():
-                d = json.loads(line)
-                if d["prompt_text"] in seen:
+        for style in styles:
+            for r in read_prompt_file(pdir / f"prompts_{STYLES[style]}.jsonl", style):
+                if r.text in seen:
                     continue
-                seen.add(d["prompt_text"])
-                alts = sorted(by_rel.get(d["relation"], set()) - {d["gold_object"]}) or \
-                    [o for o in everything if o != d["gold_object"]]
-                out.append(FactPrompt(d["prompt_text"], d["subject"], d["relation"], d["gold_object"], tuple(alts)))
+                seen.add(r.text)
+                alts = sorted(by_rel.get(r.relation, set()) - {r.gold}) or [o for o in everything if o != r.gold]
+                out.append(FactPrompt(r.text, r.subject, r.relation, r.gold, tuple(alts)))
     return out
 
 

@@ -17,8 +17,8 @@ from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
 from checkpoints.lmlm.markup import pending_call, strip_markup, value_text
-from uds.arch import CACHE_KWARGS, keyword_of
 from uds.batching import batches, left_pad, pad_token_id
+from uds.capture import cache_kw
 from uds.generation import stop_token_ids
 
 Lookup = Callable[[int, str, str], str]   # (row index in the input, subject, relation) -> value
@@ -36,19 +36,20 @@ def splice_generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompt
                     lookup: Lookup, *, batch_size: int = 32, max_new_tokens: int = 64, max_calls: int = 2,
                     device: str = "cpu", progress: bool = True, desc: str = "generate") -> list[SpliceOutput]:
     """Greedy continuations of token-id prompts with lookups answered by `lookup`, in input order."""
+    stops = set(stop_token_ids(model, tok))
+    kw = cache_kw(type(model).forward) or "past_key_values"   # `cache` in transformers >= 5.2x
     out: list[SpliceOutput] = []
     for rows in tqdm(batches(len(prompts), batch_size), desc=desc, disable=not progress, leave=False):
         out.extend(_batch(model, tok, [prompts[i] for i in rows], list(rows), lookup, max_new_tokens,
-                          max_calls, device))
+                          max_calls, device, stops, kw))
     return out
 
 
-def _batch(model, tok, prompts, row_ids, lookup, max_new_tokens, max_calls, device) -> list[SpliceOutput]:
-    stops = set(stop_token_ids(model, tok))
+def _batch(model, tok, prompts, row_ids, lookup, max_new_tokens, max_calls, device, stops: set[int],
+           kw: str) -> list[SpliceOutput]:
     ids, mask = left_pad(prompts, pad_token_id(tok))
     ids_t, mask_t = torch.tensor(ids, device=device), torch.tensor(mask, device=device)
     pos = (mask_t.cumsum(-1) - 1).clamp(min=0)
-    kw = keyword_of(model.forward, CACHE_KWARGS) or "past_key_values"   # `cache` in transformers >= 5.2x
     res = model(input_ids=ids_t, attention_mask=mask_t, position_ids=pos, use_cache=True)
     past, logits = _cache_of(res), res.logits[:, -1]
     n = len(prompts)

@@ -4,10 +4,10 @@ JSONL files named `prompts_<style>.jsonl` (the published layout, `data/lmlm_audi
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from uds.data import jsonl_values
 from uds.errors import UdsInputError
 
 # Short style name (command line) -> the published file stem.
@@ -42,13 +42,7 @@ def parse_styles(text: str | None) -> list[str]:
 
 def read_prompt_file(path: Path, style: str) -> list[PromptRow]:
     rows = []
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            d = json.loads(line)
-        except json.JSONDecodeError:
-            raise UdsInputError(f"{path}:{n}: not a JSON object") from None
+    for n, d in jsonl_values(path.read_text(), path):
         missing = [k for k in REQUIRED if not isinstance(d, dict) or not isinstance(d.get(k), str)]
         if missing:
             raise UdsInputError(f"{path}:{n}: prompt row without {', '.join(missing)}")

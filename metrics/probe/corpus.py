@@ -131,9 +131,3 @@ def world_corpus(world, distractors: int | None = None) -> list[Passage]:
         keep = set(list(dict.fromkeys(authors))[:distractors])
         groups = {g: [it for it in items if (it.get("author") or "unknown") in keep] for g, items in groups.items()}
     return qa_corpus(list(world.forget), groups, f"tiny:{world.kind}")
-
-
-def passage_rows(passages: Sequence[Passage]) -> list[dict]:
-    """JSON-safe rows of the passages (the schema `read_corpus` reads back)."""
-    keys = ("doc_id", "title", "position", "text", "target", "question", "answer", "entity", "topic", "prefix", "group")
-    return [{k: getattr(p, k) for k in keys if getattr(p, k) is not None} for p in passages]
