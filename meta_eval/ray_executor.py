@@ -129,11 +129,8 @@ class RayExecutor:
         self._all = []
         total = sum(len(s) for s in stages)
         t0 = time.time()
-        try:
-            with tqdm(total=total, desc="tasks", unit="task", mininterval=0.5) as bar:
-                for stage in stages:
-                    self._all += self.run_stage(stage, bar, log)
-        finally:
-            self.close()
+        with tqdm(total=total, desc="tasks", unit="task", mininterval=0.5) as bar:   # the caller closes
+            for stage in stages:
+                self._all += self.run_stage(stage, bar, log)
         log(f"ray: {total} task(s) in {time.time() - t0:.1f} s")
         return self._all
