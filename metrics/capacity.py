@@ -74,15 +74,22 @@ def run_cell(grid: Grid, size: ModelSize, n: int) -> dict:
             "cpu_seconds": round(time.process_time() - c0, 2), "curve": log.curve}
 
 
-def run_grid(grid: Grid, progress: Callable[[dict], None] = lambda row: None) -> list[dict]:
-    """Every (size, dataset size) cell in order, smallest model first; `progress(row)` after each."""
+def run_grid(grid: Grid, progress: Callable[[dict], None] = lambda row: None,
+             done: list[dict] = ()) -> list[dict]:
+    """Every (size, dataset size) cell in order, smallest model first; `progress(row)` after each
+    newly trained cell. Cells with a row in `done` (an interrupted run of the same grid) are kept,
+    not retrained."""
     import torch
 
     torch.set_num_threads(grid.threads)
+    finished = {(r["size"], r["n"]): r for r in done}
     rows = []
     for size in grid.sizes:
         params = n_params(build_model(size, grid.vocab, grid.seq_len, seed=grid.seed))
         for n in grid.dataset_sizes(params):
+            if (size.name, n) in finished:
+                rows.append(finished[(size.name, n)])
+                continue
             rows.append(run_cell(grid, size, n))
             progress(rows[-1])
     return rows

@@ -149,3 +149,21 @@ def test_run_cell_row_is_consistent():
     assert row["data_bits"] == 16 * 32 * math.log2(64) and 0 <= row["mem_bits"] <= row["data_bits"]
     assert row["bits_per_param"] == pytest.approx(row["mem_bits"] / row["params"]) and 0.5 <= row["mia_f1"] <= 1
     assert [s for s, _ in row["curve"]] == [10, 20]
+
+
+def test_an_interrupted_grid_resumes_and_a_changed_grid_starts_over(uds, tmp_path):  # noqa: F811
+    """Rerunning the same command keeps the runs already in runs.jsonl (their recorded times are
+    untouched) and trains the rest to the same numbers; another budget retrains everything."""
+    args = ("capacity", "--quick", "--max-steps", "3", "--out", str(tmp_path))
+    assert uds(*args).returncode == 0
+    first = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    kept = [{**r, "seconds": 1e6} for r in first[:2]]    # marks what must not be retrained
+    (tmp_path / "runs.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+    proc = uds(*args)
+    assert proc.returncode == 0 and "resuming: 2 finished runs" in proc.stderr
+    again = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [r["seconds"] for r in again[:2]] == [1e6, 1e6]
+    assert [(r["size"], r["n"], r["mem_bits"]) for r in again] == [(r["size"], r["n"], r["mem_bits"]) for r in first]
+    assert uds(*args[:-3], "4", "--out", str(tmp_path)).returncode == 0
+    changed = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert len(changed) == len(first) and all(r["steps"] == 4 and r["seconds"] < 1e6 for r in changed)

@@ -3,7 +3,10 @@
 Writes to --out: `runs.csv` (one row per model size x dataset size), `summary.json` (capacity
 per size, the fit capacity = alpha * params with R^2, the MIA sigmoid-law fit, the grid and the
 convergence curve of every run), `runs.jsonl` (written as runs finish), `mem_vs_n.png`,
-`capacity_vs_params.png`, `mia_f1.png`.
+`capacity_vs_params.png`, `mia_f1.png`, `grid.json` (the grid the runs belong to).
+
+Interrupted runs resume: run the same command again and the runs already in `runs.jsonl` of the
+same grid are kept, not retrained (`--fresh` retrains everything).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=int, help="torch threads (default 1)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", help=f"output folder (default {DEFAULT_OUT}/<grid>[-bf16])")
+    p.add_argument("--fresh", action="store_true", help="retrain every cell, even those an interrupted run "
+                                                         "of the same grid left in --out/runs.jsonl")
     p.add_argument("--from-runs", metavar="JSONL", help="train nothing: summarise the runs.jsonl of an earlier "
                                                         "(possibly cut-short) run into --out")
     p.set_defaults(func=run)
@@ -71,6 +76,16 @@ def read_runs(path: Path) -> list[dict]:
     return rows
 
 
+def resumable_runs(out: Path, grid_dict: dict) -> list[dict]:
+    """The finished runs an interrupted run of exactly this grid left in `out` (none otherwise)."""
+    try:
+        same = json.loads((out / "grid.json").read_text()) == json.loads(json.dumps(grid_dict))
+    except (OSError, json.JSONDecodeError):
+        return []
+    return read_runs(out / "runs.jsonl") if same and (out / "runs.jsonl").is_file() and \
+        (out / "runs.jsonl").read_text().strip() else []
+
+
 def run(args: argparse.Namespace) -> int:
     from metrics.capacity import run_grid, summarise
     from metrics.capacity_report import write_all
@@ -81,8 +96,13 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.time()
     out.mkdir(parents=True, exist_ok=True)
     partial = out / "runs.jsonl"     # one line per finished run: what a cut-short grid leaves
+    grid_dict = grid.to_dict() | {"name": name}
+    done = [] if args.from_runs or args.fresh else resumable_runs(out, grid_dict)
+    if done:
+        print(f"resuming: {len(done)} finished runs kept from {partial}", file=sys.stderr)
     if not args.from_runs:
-        partial.write_text("")
+        (out / "grid.json").write_text(json.dumps(grid_dict, indent=1))
+        partial.write_text("".join(json.dumps(r) + "\n" for r in done))
 
     def progress(row: dict) -> None:
         with open(partial, "a") as fh:
@@ -92,9 +112,9 @@ def run(args: argparse.Namespace) -> int:
               f"({row['stop']}), MIA F1 {row['mia_f1']:.3f}, {row['seconds']:.1f} s ({row['cpu_seconds']:.1f} s CPU)",
               file=sys.stderr, flush=True)
 
-    rows = read_runs(Path(args.from_runs)) if args.from_runs else run_grid(grid, progress)
+    rows = read_runs(Path(args.from_runs)) if args.from_runs else run_grid(grid, progress, done)
     summary = summarise(rows, precision)
-    write_all(out, rows, summary, grid.to_dict() | {"name": name})
+    write_all(out, rows, summary, grid_dict)
     fit = summary.get("fit", {})
     if fit:
         print(f"alpha = {fit['alpha']:.3f} bits/param (R2 {fit['r2_origin']:.3f} through the origin; free intercept "
