@@ -302,5 +302,7 @@ def test_probe_keys_are_meta_evaluated_when_named_but_not_under_all():
 
     assert parse_keys("mem_bits,verbatim_rate,uds") == ["mem_bits", "verbatim_rate", "uds"]
     assert len(parse_keys("all")) == 22 and "mem_bits" not in parse_keys("all")
+    both = parse_keys("all,mem_bits,uds")   # named extras beside all; uds is in all already: listed once
+    assert both[:22] == parse_keys("all") and both[22:] == ["mem_bits"]
     with pytest.raises(UdsInputError, match="mem_bits_tfidf"):   # a diagnostic, not a model score
         parse_keys("mem_bits_tfidf")

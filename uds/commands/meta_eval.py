@@ -37,7 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--built-only", action="store_true",
                    help="use only the models that exist now (tiny: built; ou:tofu: local copies) instead "
                         "of building or downloading the rest; the outputs list what was left out")
-    p.add_argument("--metrics", default="all", help="all (the 22 keys) or comma-separated keys")
+    p.add_argument("--metrics", default="all", help="all (the 22 keys) or comma-separated keys; all combines with "
+                                                    "named extras (all,mem_bits)")
     p.add_argument("--out", metavar="DIR", help=f"output folder (default {DEFAULT_OUT}/<zoo>)")
     p.add_argument("--robustness", choices=sorted(FORMS), default="symmetric",
                    help="Q/R formulas: the reference's symmetric ones (default) or OU's one-way ones")
@@ -72,9 +73,9 @@ def parse_shard(text: str) -> tuple[int, int]:
 def parse_keys(text: str) -> list[str]:
     from metrics.registry import META_KEYS, PROBE_META_KEYS
 
-    if text.strip() == "all":
-        return list(META_KEYS)
-    keys = list(dict.fromkeys(k.strip() for k in text.split(",") if k.strip()))
+    names = [k.strip() for k in text.split(",") if k.strip()]
+    # `all` is SPEC.md's 22 keys; it combines with named extras (`all,mem_bits`)
+    keys = list(dict.fromkeys(k for n in names for k in (META_KEYS if n == "all" else (n,))))
     valid = META_KEYS + PROBE_META_KEYS
     bad = [k for k in keys if k not in valid]
     if bad or not keys:
