@@ -105,3 +105,9 @@ def test_bad_inputs(uds, tiny_model, tmp_path):
                     "lacks required table")
     _one_line_error(uds("audit", "--db", str(db), "--model", tiny_model, "--styles", "haiku"), "unknown prompt style")
     _one_line_error(uds("audit", "--db", str(db)), "--model is required")
+    import torch
+
+    if not torch.cuda.is_available():   # asking for a GPU that is not there is bad input
+        (tmp_path / "ok").mkdir()
+        ok = _write_set(tmp_path / "ok")
+        _one_line_error(uds("audit", "--db", str(ok), *args, "--device", "cuda"), "no CUDA device")

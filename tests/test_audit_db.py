@@ -105,7 +105,9 @@ def test_variants(world):
     noise_extra = [t for t in dbs["noise"][0]["triplets"] if tuple(t) not in base]
     assert all(any(o == g for _, g in golds) and s not in {x for x, _ in golds} for s, _, o in noise_extra)
     coll_extra = [t for t in dbs["collision"][0]["triplets"] if tuple(t) not in base]
-    assert all((s, o) not in golds and s in {x for x, _ in golds} for s, _, o in coll_extra)
+    assert all(s in {x for x, _ in golds} and r not in {x for _, x, _ in base} for s, r, _ in coll_extra)
+    same = [(s, o) in golds for s, _, o in coll_extra]   # a near miss that coincides with a fact of its subject
+    assert 0.15 < sum(same) / len(same) < 0.55 and not all(same)
     alias_db = FactDB.from_records(dbs["alias"][0]["triplets"], dbs["alias"][0]["aliases"])
     assert len(alias_db.triples) == 2 * n_facts and not base & {tuple(t) for t in dbs["alias"][0]["triplets"]}
     for t in dbs["alias"][1]:   # each target's closure holds both aliased forms
@@ -118,3 +120,33 @@ def test_markup():
     assert pending_call("x [dblookup('A', 'C') -> v] v") is None
     assert strip_markup("[dblookup('A', 'C') -> Paris] Paris") == "Paris"
     assert strip_markup("Paris [dblookup('A', 'C') ->") == "Paris"
+
+
+def test_world_audit_folder_is_rewritten_when_the_variants_change(test_world):
+    """A world's cached audit folder from an older generator (no or another VERSION) is rewritten,
+    so an audit never runs on stale variants; a current one is left as it is."""
+    from checkpoints.lmlm.world_db import AUDIT_DATA_VERSION, ensure_world_audit
+
+    folder = ensure_world_audit("test", 0)
+    (folder / "VERSION").unlink()
+    (folder / "collision.json").write_text("{}")
+    folder = ensure_world_audit("test", 0)
+    assert (folder / "VERSION").read_text() == AUDIT_DATA_VERSION
+    fresh = json.loads((folder / "collision.json").read_text())
+    assert fresh["triplets"] and (folder / "prompts" / "collision" / "prompts_direct_questions.jsonl").is_file()
+    (folder / "base.json").write_text('{"kept": 1}')           # current version: not touched
+    assert json.loads((ensure_world_audit("test", 0) / "base.json").read_text()) == {"kept": 1}
+    (folder / "VERSION").unlink()
+    ensure_world_audit("test", 0)
+
+
+def test_near_miss_relations_are_where_a_lookup_drifts():
+    """Each kind's collision relation is more similar to its relation label than any other label
+    of the world (other relations, their aliases and near misses), so a lookup of a deleted fact
+    falls on it first among the subject's entries."""
+    from checkpoints.lmlm.db import similarity
+    from checkpoints.lmlm.world_db import RELATIONS
+
+    for kind, (rel, aliases, near) in RELATIONS.items():
+        others = [x for k, (r, a, n) in RELATIONS.items() if k != kind for x in (r, *a, n)]
+        assert near not in aliases and similarity(rel, near) > max(similarity(rel, x) for x in others), kind

@@ -6,7 +6,10 @@ audited and deleted): the forget authors' facts. Variants:
 - `base`: canonical triples;
 - `alias`: each fact only under two aliased (subject, relation) forms;
 - `noise`: base + a decoy per chosen fact reaching the object through a paraphrased subject;
-- `collision`: base + a near-miss per chosen fact: same subject, a near relation, another object.
+- `collision`: base + a near-miss per chosen fact: same subject, a near relation, mostly another
+  object; for about a third the near relation's value coincides with the fact's, as in the
+  published countries collision (`Largest City` = `Capital` for 13 of its 40 near-miss entries),
+  which is how a collision lets a deleted fact survive through retrieval.
 """
 
 from __future__ import annotations
@@ -18,16 +21,20 @@ from checkpoints.world.schema import World
 from checkpoints.world.synthetic import FACT_KINDS
 
 VARIANTS = ("base", "alias", "noise", "collision")
+COLLISION_SAME_OBJECT = 1 / 3   # share of near-miss entries whose value coincides (published: 13/40)
+AUDIT_DATA_VERSION = "2"        # bump when the variants change: cached world audit folders are rewritten
 
-# fact kind -> (relation label, two relation aliases, near-miss relation for `collision`)
+# fact kind -> (relation label, two relation aliases, near-miss relation for `collision`); the near
+# miss is the label most similar to the relation's after its aliases (tested), so that a lookup
+# drifts to it once the fact is deleted
 RELATIONS: dict[str, tuple[str, tuple[str, str], str]] = {
-    "birthplace": ("Birthplace", ("Place of Birth", "Born In"), "Burial Place"),
-    "birth_date": ("Birth Date", ("Date of Birth", "Born On"), "Death Date"),
+    "birthplace": ("Birthplace", ("Place of Birth", "Born In"), "Birthplace Listed"),
+    "birth_date": ("Birth Date", ("Date of Birth", "Born On"), "Birth Date Listed"),
     "genre": ("Genre", ("Literary Genre", "Writes In"), "Second Genre"),
-    "father_profession": ("Father's Profession", ("Father's Occupation", "Father's Job"), "Father-in-law's Profession"),
-    "mother_profession": ("Mother's Profession", ("Mother's Occupation", "Mother's Job"), "Mother-in-law's Profession"),
+    "father_profession": ("Father's Profession", ("Father's Occupation", "Father's Job"), "Stepfather's Profession"),
+    "mother_profession": ("Mother's Profession", ("Mother's Occupation", "Mother's Job"), "Stepmother's Profession"),
     "award": ("Award", ("Prize Won", "Honor Received"), "Award Nomination"),
-    "first_book": ("First Book", ("Debut Book", "Debut Title"), "First Article"),
+    "first_book": ("First Book", ("Debut Book", "Debut Title"), "First Book Listed"),
     "known_book": ("Best-Known Book", ("Most Famous Book", "Signature Book"), "Least-Known Book"),
     "theme": ("Recurring Theme", ("Main Theme", "Central Theme"), "Rare Theme"),
     "country": ("Home Country", ("Country of Origin", "Nationality"), "Country of Residence"),
@@ -79,8 +86,8 @@ def build_variant(world: World, variant: str, seed: int = 0) -> tuple[dict, list
         if variant == "noise" and rng.random() < 0.8:
             triplets.append([rng.choice(DECOY_SUBJECTS).format(n=author), rel, value])
         if variant == "collision" and rng.random() < 0.4:
-            other = rng.choice([v for v in pool[kind] if v != value])
-            triplets.append([author, near, other])
+            same = rng.random() < COLLISION_SAME_OBJECT
+            triplets.append([author, near, value if same else rng.choice([v for v in pool[kind] if v != value])])
         if is_target:
             s, r = stored[0][:2]
             targets.append({"subject": s, "relation": r, "gold_object": value, "kind": kind,
@@ -154,10 +161,12 @@ def ensure_world_audit(preset: str, seed: int = 0):
     from uds.paths import world_dir
 
     folder = world_dir(preset, seed) / "lmlm_audit"
-    if not (folder / "collision.json").is_file():
+    stamp = folder / "VERSION"
+    if not (stamp.is_file() and stamp.read_text() == AUDIT_DATA_VERSION):
         tmp = folder.with_name("lmlm_audit.tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         write_world_audit(load_world(preset, seed), tmp, seed)
+        (tmp / "VERSION").write_text(AUDIT_DATA_VERSION)
         shutil.rmtree(folder, ignore_errors=True)
         tmp.replace(folder)
     return folder

@@ -12,6 +12,7 @@ from a retained (non-equivalent) entry, i.e. explicit near-miss database evidenc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 from checkpoints.lmlm.db import UNKNOWN, FactDB
 from checkpoints.lmlm.generate import splice_generate
@@ -41,6 +42,7 @@ class FactResult:
         return {"variant": self.variant, "style": self.style, "fact_id": self.fact_id, "subject": self.subject,
                 "relation": self.relation, "gold": self.gold, "deleted_ids": self.deleted_ids,
                 **{f"answer_{s}": self.answers[s] for s in STATES}, **{f"em_{s}": self.scores[s].exact for s in STATES},
+                **{f"contains_{s}": self.scores[s].contains for s in STATES},
                 "L": self.leak, "R": self.retrieval, "artefact": self.artefact, "evidence": self.evidence}
 
 
@@ -51,10 +53,14 @@ def gold_set(db: FactDB, row: PromptRow) -> list[str]:
 
 def audit_rows(model, tok, db: FactDB, rows: list[PromptRow], variant: str, threshold: float,
                batch_size: int = 32, max_new_tokens: int = 64, progress: bool = True,
-               traces: list[dict] | None = None) -> list[FactResult]:
-    """Run FULL, DEL-ON and DEL-OFF on `rows` (one prompt style) and score every fact."""
+               traces: list[dict] | None = None, encode: Callable[[str], list[int]] | None = None
+               ) -> list[FactResult]:
+    """Run FULL, DEL-ON and DEL-OFF on `rows` (one prompt style) and score every fact. `encode`:
+    prompt text -> token ids (default: the raw text with the tokenizer's special tokens; a chat
+    model's template is passed in by the caller)."""
     deleted = [frozenset(db.delete_verified(r.subject, r.relation, r.gold)) for r in rows]
-    prompts = [tok.encode(r.text, add_special_tokens=True) for r in rows]
+    encode = encode or (lambda text: tok.encode(text, add_special_tokens=True))
+    prompts = [encode(r.text) for r in rows]
     log: dict[tuple[str, int], list[dict]] = {}
 
     def lookup_for(state: str):
@@ -67,8 +73,9 @@ def audit_rows(model, tok, db: FactDB, rows: list[PromptRow], variant: str, thre
             return res.value
         return lookup
 
+    device = next(model.parameters()).device   # generate where the caller put the model
     outs = {st: splice_generate(model, tok, prompts, lookup_for(st), batch_size=batch_size,
-                                max_new_tokens=max_new_tokens, progress=progress,
+                                max_new_tokens=max_new_tokens, device=device, progress=progress,
                                 desc=f"{variant}/{rows[0].style}/{st}") for st in STATES}
     results = []
     for i, r in enumerate(rows):

@@ -25,6 +25,8 @@ class AuditSettings:
     max_new_tokens: int = 64
     limit: int | None = None      # N evenly spaced prompt rows per file (None: all)
     progress: bool = True
+    chat: bool = False            # prompts as a user turn of the model's chat template (chat-tuned models)
+    system_prompt: str | None = None   # with `chat`
 
 
 def run_audit(model, tok, sets: list[AuditSet], dbs: list[FactDB], settings: AuditSettings
@@ -35,11 +37,16 @@ def run_audit(model, tok, sets: list[AuditSet], dbs: list[FactDB], settings: Aud
     facts: list[FactResult] = []
     traces: list[dict] = []
     files = {}
+    encode = None
+    if settings.chat:
+        from uds.chat import chat_prompt_ids
+
+        encode = lambda text: chat_prompt_ids(tok, text, settings.system_prompt)  # noqa: E731
     for s, db in zip(sets, dbs):
         for style, rows in s.prompts.items():
             rows = spaced(rows, settings.limit)
             facts += audit_rows(model, tok, db, rows, s.variant, settings.threshold, settings.batch_size,
-                                settings.max_new_tokens, settings.progress, traces)
+                                settings.max_new_tokens, settings.progress, traces, encode)
             files[(s.variant, style)] = (s.prompt_dir / f"prompts_{STYLES[style]}.jsonl", s.db_path)
     return facts, traces, files, time.time() - t0
 
@@ -59,6 +66,7 @@ def write_outputs(out: Path, model_spec: str, db_arg: str, facts: list[FactResul
     summary = {"model": model_spec, "db": db_arg, "variants": variant_summary(facts), "cells": grid,
                "attribution": attribution(facts),
                "settings": {"threshold": settings.threshold, "lookup": LOOKUP, "limit": settings.limit,
+                            "chat": settings.chat, "system_prompt": settings.system_prompt,
                             "max_new_tokens": settings.max_new_tokens, "batch_size": settings.batch_size},
                "seconds": round(seconds, 1), "n_traces": len(traces)}
     write_csv(out / "grid.csv", grid)

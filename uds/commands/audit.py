@@ -24,6 +24,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--limit", type=int, default=None, help="N evenly spaced prompt rows of each file (default: all)")
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--max-new-tokens", type=int, default=64)
+    p.add_argument("--chat", action="store_true",
+                   help="put each prompt in the model's chat template as a user turn (chat-tuned models, e.g. "
+                        "the tiny world's full / retain / unlearned models; the LMLM is trained on raw prompts)")
+    p.add_argument("--system-prompt", default=None, help="system turn with --chat (default: none)")
+    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
     p.add_argument("--published", default=None, help="published per_state_metrics.csv (default: the shared copy)")
     p.add_argument("--out", default="audit_out")
     p.set_defaults(func=run)
@@ -35,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     from checkpoints.specs import load_model, load_tokenizer, parse_tiny_zoo, tiny_spec
     from metrics.audit.run import AuditSettings, run_audit, write_outputs
     from metrics.audit.sources import resolve_sets
+    from uds.loading import resolve_device, resolve_dtype
 
     if not 0.0 <= args.threshold <= 1.0:
         raise UdsInputError(f"--threshold {args.threshold} is not in [0, 1]")
@@ -45,8 +52,12 @@ def run(args: argparse.Namespace) -> int:
     variants = [v.strip() for v in args.variants.split(",")] if args.variants else None
     sets = resolve_sets(args.db, args.prompts, variants, parse_styles(args.styles))
     dbs = [s.open_db() for s in sets]   # bad databases and alias cycles fail before any model loads
-    settings = AuditSettings(args.threshold, args.batch_size, args.max_new_tokens, args.limit)
-    model, tok = load_model(spec), load_tokenizer(spec)
+    if args.system_prompt is not None and not args.chat:
+        raise UdsInputError("--system-prompt needs --chat")
+    settings = AuditSettings(args.threshold, args.batch_size, args.max_new_tokens, args.limit,
+                             chat=args.chat, system_prompt=args.system_prompt)
+    device = resolve_device(args.device)
+    model, tok = load_model(spec, device=device, dtype=resolve_dtype(args.dtype, device)), load_tokenizer(spec)
     facts, traces, files, secs = run_audit(model, tok, sets, dbs, settings)
     published = Path(args.published) if args.published else published_root() / "published_outputs" / "per_state_metrics.csv"
     summary = write_outputs(Path(args.out), spec, args.db, facts, traces, files, settings, secs, published)
