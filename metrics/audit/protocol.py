@@ -73,7 +73,7 @@ def audit_rows(model, tok, db: FactDB, rows: list[PromptRow], variant: str, thre
             return res.value
         return lookup
 
-    device = next(model.parameters()).device   # generate where the caller put the model
+    device = getattr(model, "device", "cpu")   # generate where the caller put the model
     outs = {st: splice_generate(model, tok, prompts, lookup_for(st), batch_size=batch_size,
                                 max_new_tokens=max_new_tokens, device=device, progress=progress,
                                 desc=f"{variant}/{rows[0].style}/{st}") for st in STATES}
