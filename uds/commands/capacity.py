@@ -78,12 +78,13 @@ def read_runs(path: Path) -> list[dict]:
 
 def resumable_runs(out: Path, grid_dict: dict) -> list[dict]:
     """The finished runs an interrupted run of exactly this grid left in `out` (none otherwise)."""
+    runs = out / "runs.jsonl"
     try:
         same = json.loads((out / "grid.json").read_text()) == json.loads(json.dumps(grid_dict))
+        any_run = bool(runs.read_text().strip())
     except (OSError, json.JSONDecodeError):
         return []
-    return read_runs(out / "runs.jsonl") if same and (out / "runs.jsonl").is_file() and \
-        (out / "runs.jsonl").read_text().strip() else []
+    return read_runs(runs) if same and any_run else []
 
 
 def run(args: argparse.Namespace) -> int:
