@@ -135,13 +135,14 @@ def available_members(zoo: Zoo) -> tuple[Zoo, list[str]]:
 
 
 def build_zoo(zoo: Zoo, progress: bool = True) -> Path | None:
-    """Build whatever of the tiny world is missing (resumable); returns the world folder. Real
-    checkpoints are not built: each loads from the hub or its local folder when measured."""
+    """Build whatever of the zoo's members is missing (resumable); returns the world folder. Only
+    members: the world's other models (the audit's LMLMs) are not meta-evaluated, so not built here.
+    Real checkpoints are not built: each loads from the hub or its local folder when measured."""
     from checkpoints.world.build import build_world
 
     if zoo.preset is None:
         return None
-    return build_world(zoo.preset, zoo.seed, progress=progress)
+    return build_world(zoo.preset, zoo.seed, progress=progress, names=[m.name for m in zoo.members])
 
 
 def model_identity(spec: str) -> str:

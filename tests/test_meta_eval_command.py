@@ -306,3 +306,17 @@ def test_probe_keys_are_meta_evaluated_when_named_but_not_under_all():
     assert both[:22] == parse_keys("all") and both[22:] == ["mem_bits"]
     with pytest.raises(UdsInputError, match="mem_bits_tfidf"):   # a diagnostic, not a model score
         parse_keys("mem_bits_tfidf")
+
+
+def test_build_zoo_builds_only_the_members(monkeypatch):
+    """Meta-evaluation builds the zoo's members, not the world's other models (the audit's LMLMs,
+    which a first version trained before measuring anything)."""
+    from meta_eval.population import build_zoo, tiny_zoo
+
+    asked = {}
+    monkeypatch.setattr("checkpoints.world.build.build_world",
+                        lambda preset, seed, progress=True, names=None: asked.setdefault("names", names))
+    zoo = tiny_zoo("tiny:small")
+    build_zoo(zoo, progress=False)
+    assert set(asked["names"]) == {m.name for m in zoo.members}
+    assert "lmlm" not in asked["names"] and len(asked["names"]) == 48 + 24 + 2
