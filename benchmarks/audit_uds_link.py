@@ -24,18 +24,19 @@ from pathlib import Path
 
 import numpy as np
 
-from checkpoints.specs import load_model, load_tokenizer, tiny_spec
+from checkpoints.specs import load_model, load_tokenizer, tiny_spec, tiny_tag
 from checkpoints.world.store import load_world
 from metrics.audit.link import agreement, fact_rows, model_summary
 from metrics.audit.report import write_csv
 from metrics.audit.run import AuditSettings, run_audit
 from metrics.audit.sources import resolve_sets
 from uds.cli import main as uds_main
+from uds.data import jsonl_values
 
 
 def del_off_correct(spec: str, preset: str, seed: int, styles: list[str], golds: list[str]) -> list[float]:
     """Per forget fact: mean over `styles` of DEL-OFF contains-match (the base variant, chat prompts)."""
-    sets = resolve_sets(f"tiny:{preset}-{seed}" if seed else f"tiny:{preset}", None, ["base"], styles)
+    sets = resolve_sets(f"tiny:{tiny_tag(preset, seed)}", None, ["base"], styles)
     dbs = [s.open_db() for s in sets]
     facts = run_audit(load_model(spec), load_tokenizer(spec), sets, dbs,
                       AuditSettings(max_new_tokens=48, progress=False, chat=True))[0]
@@ -51,8 +52,8 @@ def uds_per_example(spec: str, out: Path) -> list[float | None]:
     """`uds score --unlearned spec`: UDS of each forget example in idx order (None: skipped)."""
     if uds_main(["score", "--unlearned", spec, "--out", str(out)]) != 0:
         raise RuntimeError(f"uds score failed on {spec}")
-    rows = sorted((json.loads(line) for line in (out / "examples.jsonl").read_text().splitlines()),
-                  key=lambda r: r["idx"])
+    path = out / "examples.jsonl"
+    rows = sorted((r for _, r in jsonl_values(path.read_text(), path)), key=lambda r: r["idx"])
     return [r["uds"] for r in rows]
 
 

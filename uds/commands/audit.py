@@ -11,6 +11,7 @@ import argparse
 from pathlib import Path
 
 from uds.errors import UdsInputError
+from uds.device_args import add_device_args, device_and_dtype
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,8 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="put each prompt in the model's chat template as a user turn (chat-tuned models, e.g. "
                         "the tiny world's full / retain / unlearned models; the LMLM is trained on raw prompts)")
     p.add_argument("--system-prompt", default=None, help="system turn with --chat (default: none)")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
+    add_device_args(p)
     p.add_argument("--published", default=None, help="published per_state_metrics.csv (default: the shared copy)")
     p.add_argument("--out", default="audit_out")
     p.set_defaults(func=run)
@@ -41,7 +41,6 @@ def run(args: argparse.Namespace) -> int:
     from checkpoints.specs import load_model, load_tokenizer, parse_tiny_zoo, tiny_spec
     from metrics.audit.run import AuditSettings, run_audit, write_outputs
     from metrics.audit.sources import resolve_sets
-    from uds.loading import resolve_device, resolve_dtype
 
     if not 0.0 <= args.threshold <= 1.0:
         raise UdsInputError(f"--threshold {args.threshold} is not in [0, 1]")
@@ -56,8 +55,8 @@ def run(args: argparse.Namespace) -> int:
         raise UdsInputError("--system-prompt needs --chat")
     settings = AuditSettings(args.threshold, args.batch_size, args.max_new_tokens, args.limit,
                              chat=args.chat, system_prompt=args.system_prompt)
-    device = resolve_device(args.device)
-    model, tok = load_model(spec, device=device, dtype=resolve_dtype(args.dtype, device)), load_tokenizer(spec)
+    device, dtype = device_and_dtype(args)
+    model, tok = load_model(spec, device=device, dtype=dtype), load_tokenizer(spec)
     facts, traces, files, secs = run_audit(model, tok, sets, dbs, settings)
     published = Path(args.published) if args.published else published_root() / "published_outputs" / "per_state_metrics.csv"
     summary = write_outputs(Path(args.out), spec, args.db, facts, traces, files, settings, secs, published)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from meta_eval.robustness import FORMS
 from meta_eval.executors import add_executor_args
+from uds.device_args import add_device_args
 from uds.parity import MODES as PARITY_MODES, SPEC
 from uds.errors import UdsInputError
 
@@ -51,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "Values measured under one mode are cached apart from the others")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--max-new-tokens", type=int, default=200)
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    add_device_args(p, dtype=False)
     p.add_argument("--fluency-classifier", metavar="PATH", help="local gibberish-classifier folder (SPEC 4.6)")
     p.add_argument("--shard", metavar="K/N", type=parse_shard, default=None,
                    help="measure only every N-th (model, setting) pair starting at K (0-based), e.g. one "

@@ -23,6 +23,7 @@ from metrics.registry import REGISTRY, evaluate, metric_keys, sweep_plan, with_d
 from metrics.result import MetricResult
 from uds.chat import DATE_STRING
 from uds.errors import UdsInputError
+from uds.device_args import add_device_args, device_and_dtype
 from uds.numbers import finite_or_none
 
 DEFAULT_OUT = Path("out") / "metrics"
@@ -41,8 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--base", metavar="SPEC",
                    help="base model of every adapter-folder spec (default: its adapter_config.json's)")
     p.add_argument("--batch-size", type=int, default=8)
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
+    add_device_args(p)
     p.add_argument("--max-new-tokens", type=int, default=200)
     p.add_argument("--system-prompt", help=f"system turn of the chat encoding (real models: {OU_SYSTEM_PROMPT!r})")
     p.add_argument("--no-system-prompt", action="store_true", help="no system turn (the tiny world's default)")
@@ -120,10 +120,8 @@ def _fluency_available(keys: list[str], args: argparse.Namespace, roles: dict, e
 def _build_context(args: argparse.Namespace, spec, roles: dict, keys: list[str], data_path: str):
     from checkpoints.specs import load_model, load_tokenizer, load_world_for_spec, origin
     from uds.data import load_annotated
-    from uds.loading import resolve_device, resolve_dtype
 
-    device = resolve_device(args.device)
-    dtype = resolve_dtype(args.dtype, device)
+    device, dtype = device_and_dtype(args)
     system_prompt = None if args.no_system_prompt else (
         args.system_prompt if args.system_prompt is not None else (None if origin(spec).kind == "tiny" else OU_SYSTEM_PROMPT))
     world = load_world_for_spec(spec, args.tofu_dir)

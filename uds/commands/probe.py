@@ -17,6 +17,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from uds.errors import UdsInputError
+from uds.device_args import add_device_args, device_and_dtype
 
 DEFAULT_OUT = Path("out") / "probe"
 
@@ -41,8 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--max-new-tokens", type=int, default=256)
     p.add_argument("--system-prompt", help="system turn of the chat levels (default: none)")
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
-    p.add_argument("--dtype", default="auto", help="auto, float32, bfloat16 or float16")
+    add_device_args(p)
     p.set_defaults(func=run)
 
 
@@ -84,7 +84,6 @@ def run(args: argparse.Namespace) -> int:
     from metrics.probe.run import ProbeSettings, probe_model
     from metrics.probe.summary import heat, model_summary
     from metrics.probe.plots import heatmap_png
-    from uds.loading import resolve_device, resolve_dtype
 
     levels = parse_levels(args.levels)
     _check(args)
@@ -92,8 +91,7 @@ def run(args: argparse.Namespace) -> int:
         resolve_spec(m)   # fail fast on a bad spec, before any model work
     phrases = read_phrases(args.refusal_phrases) if args.refusal_phrases else default_phrases()
     passages, corpus_name = load_corpus(args.corpus, args.model, args.distractors)
-    device = resolve_device(args.device)
-    dtype = resolve_dtype(args.dtype, device)
+    device, dtype = device_and_dtype(args)
     s = ProbeSettings(levels=tuple(levels), samples=args.samples, temperature=args.temperature, seed=args.seed,
                       min_lcs=args.min_lcs, prefix_words=args.prefix_words, lower=args.lowercase,
                       batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,

@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 from meta_eval.executors import add_executor_args
+from uds.device_args import add_device_args
 from uds.errors import UdsInputError
 from uds.parity import MODES as PARITY_MODES, SPEC
 
@@ -40,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--parity", choices=PARITY_MODES, default=SPEC, help="whose numerics (docs/parity.md)")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--max-new-tokens", type=int, default=200)
-    p.add_argument("--device", default="auto", help="auto, cpu or cuda")
+    add_device_args(p, dtype=False)
     p.add_argument("--fluency-classifier", metavar="PATH", help="local gibberish-classifier folder (SPEC 4.6)")
     add_executor_args(p)
     p.set_defaults(func=run)
