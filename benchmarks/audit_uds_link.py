@@ -26,12 +26,12 @@ import numpy as np
 
 from checkpoints.specs import load_model, load_tokenizer, tiny_spec, tiny_tag
 from checkpoints.world.store import load_world
-from metrics.audit.link import agreement, fact_rows, model_summary
-from metrics.audit.report import write_csv
-from metrics.audit.run import AuditSettings, run_audit
-from metrics.audit.sources import resolve_sets
+from analyses.audit.link import agreement, fact_rows, model_summary
+from analyses.audit.report import write_csv
+from analyses.audit.run import AuditSettings, run_audit
+from analyses.audit.sources import resolve_sets
 from uds.cli import main as uds_main
-from uds.data import jsonl_values
+from core.data import jsonl_values
 
 
 def del_off_correct(spec: str, preset: str, seed: int, styles: list[str], golds: list[str]) -> list[float]:

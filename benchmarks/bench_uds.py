@@ -36,9 +36,9 @@ import torch.nn as nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from uds import capture, engine, suffix  # noqa: E402
-from uds.engine import EngineSettings, TargetRuns, UdsResult, compute_uds  # noqa: E402
-from uds.prompts import PreparedItem, prepare_items  # noqa: E402
+from core import capture, engine, suffix  # noqa: E402
+from core.engine import EngineSettings, TargetRuns, UdsResult, compute_uds  # noqa: E402
+from core.prompts import PreparedItem, prepare_items  # noqa: E402
 
 ALGORITHMS = ("naive", "fast")
 

@@ -1,6 +1,6 @@
 """Sanity of the memorisation-in-bits metrics on a tiny-world preset (SPEC-probes 1.1): mem_bits
 of full (large), retain (exactly 0), the other built models, and the weight interpolation
-full -> retain (uds.sanity's alpha grid; expected monotone), plus the TF-IDF Spearman diagnostic.
+full -> retain (core.sanity's alpha grid; expected monotone), plus the TF-IDF Spearman diagnostic.
 
     UDS_HOME=... python benchmarks/mem_bits_sanity.py --preset small [--out mem_bits_small.json]
 
@@ -17,11 +17,12 @@ import numpy as np
 
 from checkpoints.specs import load_model, load_tokenizer, resolve_spec
 from checkpoints.world.store import load_world
-from uds.paths import world_dir
-from metrics.context import EvalContext, EvalSettings, ModelPool, eval_splits
-from metrics.registry import evaluate, sweep_plan
+from core.paths import world_dir
+from metrics.context import EvalSettings, eval_splits
+from metrics.registry import evaluate
+from metrics.session import build_context
 from metrics.work import WorkCache
-from uds.sanity import ALPHAS, interpolate_weights
+from core.sanity import ALPHAS, interpolate_weights
 
 KEYS = ["mem_bits", "mem_bits_per_token", "mem_bits_erased"]
 
@@ -46,11 +47,9 @@ def main() -> None:
     work = WorkCache()   # full / retain sweeps shared by every row
     rows = {}
     for name in list(models):
-        ctx = EvalContext(splits=splits, uds_records=[], tokenizer=tok,
-                          models=ModelPool({"model": name, "full": spec("full"), "retain": spec("retain")},
-                                           models.__getitem__),
-                          settings=EvalSettings(batch_size=args.batch_size, progress=False),
-                          plan=sweep_plan(KEYS + ["mem_bits_tfidf"]), work=work)
+        ctx = build_context(splits, [], tok, {"model": name, "full": spec("full"), "retain": spec("retain")},
+                            models.__getitem__, EvalSettings(batch_size=args.batch_size, progress=False),
+                            KEYS + ["mem_bits_tfidf"], work=work)
         res = evaluate(ctx, KEYS + (["mem_bits_tfidf"] if name == spec("full") else []))
         rows[name] = {k: r.value for k, r in res.items()}
         print(f"{name:45s} " + "  ".join(f"{k} {v:.4f}" for k, v in rows[name].items() if v is not None), flush=True)

@@ -44,7 +44,7 @@ WHEEL=$(ls "$WORK"/dist/uds-*.whl)
 "$VENV/bin/python" "$REPO/benchmarks/ou_integration.py" pins --requirements "$OU_SRC/requirements.txt" \
   --freeze "$WORK/freeze_after.txt"
 "$VENV/bin/pip" check
-(cd "$WORK" && "$VENV/bin/python" -c "import transformers, accelerate, uds.paths as p; print('transformers', transformers.__version__, 'accelerate', accelerate.__version__, 'packaged annotated file:', p.packaged_file(p.ANNOTATED_FORGET10))")
+(cd "$WORK" && "$VENV/bin/python" -c "import transformers, accelerate, core.paths as p; print('transformers', transformers.__version__, 'accelerate', accelerate.__version__, 'packaged annotated file:', p.packaged_file(p.ANNOTATED_FORGET10))")
 
 log "3. Open-Unlearning copy, local data (locuslab/TOFU/ from the world's splits), 4.x-readable world copy"
 rm -rf "$OU" && cp -r "$OU_SRC" "$OU"

@@ -24,10 +24,10 @@ from checkpoints.specs import load_model, load_tokenizer, tiny_spec
 from checkpoints.world.encode import encode_text
 from checkpoints.world.store import load_world
 from checkpoints.world.train import TrainConfig, collate, train
-from metrics.probe.corpus import Passage, check_corpus
-from metrics.probe.refusal import RefusalDetector, default_phrases
-from metrics.probe.run import ProbeSettings, probe_model
-from uds.batching import pad_token_id
+from analyses.probe.corpus import Passage, check_corpus
+from analyses.probe.refusal import RefusalDetector, default_phrases
+from analyses.probe.run import ProbeSettings, probe_model
+from core.batching import pad_token_id
 
 COUNTS = (0, 1, 2, 4, 8, 16)
 

@@ -22,7 +22,7 @@ from checkpoints.world.core_trainers import finetune, pretrain
 from checkpoints.world.presets import Preset
 from checkpoints.world.recipes import Recipe, core_recipes
 from checkpoints.world.store import BuildContext
-from uds.errors import UdsInputError
+from core.errors import UdsInputError
 
 
 @dataclass(frozen=True)

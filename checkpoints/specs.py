@@ -3,7 +3,7 @@
 - `tiny:<preset>/<model>` or `tiny:<model>` (preset `small`): a tiny-world model, built on first use;
 - a local folder saved with `save_pretrained`, or a PEFT adapter folder (`adapter_config.json`),
   loaded on its base model (the adapter config's `base_model_name_or_path`, itself any spec, or
-  the `base` argument, a command's `--base SPEC`) and merged (uds/adapters.py);
+  the `base` argument, a command's `--base SPEC`) and merged (core/adapters.py);
 - a registry alias of an Open-Unlearning TOFU checkpoint (`full`, `retain`, `npo_lr5e5_b01_a2_ep10`);
 - anything else: a Hugging Face hub ID.
 """
@@ -20,9 +20,10 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints import ou_checkpoints
-from uds import adapters
-from uds.errors import UdsInputError
-from uds.loading import check_folder, has_tokenizer, load_model_from, load_tokenizer_from
+from core import adapters
+from core.errors import UdsInputError
+from core.paths import safe_name
+from core.loading import check_folder, has_tokenizer, load_model_from, load_tokenizer_from
 
 DEFAULT_PRESET = "small"
 DEFAULT_SEED = 0
@@ -84,7 +85,7 @@ def resolve_spec(spec: str, base: str | None = None) -> CheckpointSpec:
     if not spec:
         raise UdsInputError("empty checkpoint spec")
     if spec.startswith("tiny:"):
-        from uds.paths import world_dir
+        from core.paths import world_dir
 
         preset, seed, name = parse_tiny(spec)
         return CheckpointSpec(spec, "tiny", str(world_dir(preset, seed) / "models" / name), preset, name, seed)
@@ -130,29 +131,28 @@ def check_base_used(specs: list[str], base: str | None) -> None:
         raise UdsInputError(f"--base {base} given, but no model spec is an adapter folder (adapter_config.json)")
 
 
-def default_references(unlearned: str, tofu_dir: str | None = None, base: str | None = None) -> tuple[str, str, str]:
+def default_references(unlearned: "str | CheckpointSpec", tofu_dir: str | None = None,
+                       base: str | None = None) -> tuple[str, str, str]:
     """(full spec, retain spec, UDS data path) that go with an unlearned model (DESIGN.md defaults).
 
     A tiny-world model takes its own preset's full, retain and forget set; anything else the
     Open-Unlearning TOFU full and retain90 models and the annotated forget10 file (of `tofu_dir`
-    when given, see `default_tofu_annotated`). An adapter goes with what its base goes with.
+    when given, see `default_tofu_annotated`). An adapter goes with what its base goes with. A
+    resolved spec is not resolved again.
     """
-    folder = Path(unlearned).expanduser()
-    if unlearned and folder.is_dir() and adapters.is_adapter_folder(folder):
-        return default_references(resolve_spec(unlearned, base).base.raw, tofu_dir)
-    if unlearned.startswith("tiny:"):
+    spec = origin(as_spec(unlearned, base))   # an adapter goes with its base's world
+    if spec.kind == "tiny":
         from checkpoints.world.store import ensure_world_data
 
-        preset, seed, _ = parse_tiny(unlearned)
-        data = ensure_world_data(preset, seed) / "uds_data.json"
-        return tiny_spec(preset, seed, "full"), tiny_spec(preset, seed, "retain"), str(data)
+        data = ensure_world_data(spec.preset, spec.seed) / "uds_data.json"
+        return tiny_spec(spec.preset, spec.seed, "full"), tiny_spec(spec.preset, spec.seed, "retain"), str(data)
     return "full", "retain", str(default_tofu_annotated(tofu_dir))
 
 
 def default_tofu_annotated(tofu_dir: str | None = None) -> Path:
     """The annotated forget10 file in `tofu_dir`, else `$UDS_TOFU_DIR`, else the copy shipped in the
-    installed package (uds.paths.packaged_file), else ../shared/data/tofu of a source checkout."""
-    from uds.paths import ANNOTATED_FORGET10, packaged_file
+    installed package (core.paths.packaged_file), else ../shared/data/tofu of a source checkout."""
+    from core.paths import ANNOTATED_FORGET10, packaged_file
 
     folder = tofu_dir or os.environ.get("UDS_TOFU_DIR")
     if folder:
@@ -161,6 +161,13 @@ def default_tofu_annotated(tofu_dir: str | None = None) -> Path:
     if packaged is not None:
         return packaged
     return Path(__file__).resolve().parents[2] / "shared" / "data" / "tofu" / "forget10_annotated.json"
+
+
+def file_name(spec: str) -> str:
+    """Output-folder name of a spec: a folder's base name, else the spec made file-safe
+    (`tiny:small/rmu_x` -> `tiny_small_rmu_x`); never empty."""
+    path = Path(spec).expanduser()
+    return safe_name(path.name if path.is_dir() else spec).strip("._-") or "run"
 
 
 def model_source(spec: str | CheckpointSpec) -> str:

@@ -14,8 +14,9 @@ from meta_eval.faithfulness import Faithfulness, classified_absent, faithfulness
 from meta_eval.perturb import NF4, ORIG, RELEARN
 from meta_eval.robustness import Robustness, hm_pair, passes_utility, robustness
 from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member
-from uds.parity import SPEC
-from metrics.registry import ATTACKS, REGISTRY
+from core.parity import SPEC
+from metrics.families.mia import ATTACKS
+from metrics.registry import REGISTRY
 
 Values = Mapping[tuple[str, str], Mapping[str, float | None]]
 

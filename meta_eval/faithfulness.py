@@ -13,8 +13,8 @@ from typing import Sequence
 
 import numpy as np
 
-from metrics.mia import roc_auc, roc_auc_rows
-from uds.numbers import finite_or_none
+from metrics.ranking import roc_auc, roc_auc_rows
+from core.numbers import finite_or_none
 
 MIN_POOL = 2          # models per pool below which the AUC is N/A (SPEC 5.2)
 N_BOOT = 2000

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from meta_eval.benchmark import AGGREGATE_KEYS, benchmark_rows, epoch_group
-from metrics.registry import KNOWLEDGE, META_KEYS, REGISTRY
+from metrics.registry import META_KEYS, REGISTRY
+from metrics.spec import KNOWLEDGE
 from metrics.utility import UTILITY_KEYS
-from uds.numbers import finite_or_none
+from core.numbers import finite_or_none
 
 REFERENCES = ("full", "retain")
 SHOWN = ("overall",) + tuple(k for k in AGGREGATE_KEYS if k != "overall") + ("uds", "model_utility", "fluency",

@@ -33,8 +33,9 @@ import json
 import re
 from pathlib import Path
 from metrics.mia import retain_normalised
-from metrics.registry import ATTACKS, REGISTRY
-from uds.errors import UdsInputError
+from metrics.families.mia import ATTACKS
+from metrics.registry import REGISTRY
+from core.errors import UdsInputError
 
 MODEL_FILES = ("metrics.json", "summary.json", "TOFU_SUMMARY.json", "TOFU_EVAL.json")
 MAX_DEPTH = 3

@@ -20,17 +20,16 @@ from typing import Callable, Sequence
 
 import torch
 
-from checkpoints.specs import default_references, load_model, load_tokenizer, load_world_for_spec, resolve_spec
 from meta_eval.assemble import FILTER_SOURCE
 from meta_eval.perturb import NF4, ORIG, RELEARN, RelearnRecipe, ensure_relearned, load_nf4, nf4_description
 from meta_eval.store import MeasurementStore
 from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member, Zoo, model_identity
-from metrics.context import EvalContext, EvalSettings, ModelPool, eval_splits
-from uds.parity import SPEC
-from metrics.registry import evaluate, sweep_plan, with_dependencies
+from metrics.context import EvalSettings, eval_splits
+from core.parity import SPEC
+from metrics.registry import evaluate
+from metrics.session import EvalSession, Placement, build_context
 from metrics.work import WorkCache
-from uds.data import load_annotated
-from uds.numbers import finite_or_none
+from core.numbers import finite_or_none
 
 BENCHMARK_EXTRA = ("model_utility", "fluency")   # what the utility filter and the benchmark need
 MEASURE_VERSION = 1   # bump when a change here alters measured values
@@ -118,12 +117,14 @@ class Measurer:
         self.settings, self.recipe, self.log = settings, relearn_recipe, log
         self.fluency_classifier = fluency_classifier
         self.spec = MeasurerSpec(zoo, store.root, self.models_dir, settings, relearn_recipe, fluency_classifier)
-        world, records_path = _zoo_data(zoo)
+        # the zoo's anchors and data: the full model's world and annotated file, loaded once
+        self.session = EvalSession(zoo.full, full=zoo.full, retain=zoo.retain, fluency_base=zoo.base,
+                                   tofu_dir=zoo.tofu_dir, placement=Placement(settings.device), with_base=False)
+        world = self.session.world()
         self.splits = eval_splits(world)
         self.forget = world.forget
-        self.records = load_annotated(records_path)
-        self.tokenizer = load_tokenizer(zoo.full)
-        self._anchors: dict[str, torch.nn.Module] = {}
+        self.records = self.session.records()
+        self.tokenizer = self.session.tokenizer(zoo.full)
         self.shared_work = WorkCache()   # the contexts' work cache: anchor work is kept across jobs
         self._loaders = {ORIG: self._load_orig, NF4: self._load_nf4, RELEARN: self._load_relearned}
 
@@ -142,7 +143,7 @@ class Measurer:
 
     # --- loading ---------------------------------------------------------------------------
     def _load_orig(self, member: Member) -> torch.nn.Module:
-        return load_model(member.spec, device=self.settings.device, dtype=torch.float32)
+        return self.session.load_uncached(member.spec)
 
     def _load_nf4(self, member: Member) -> torch.nn.Module:
         return load_nf4(member.spec, device=self.settings.device)
@@ -151,12 +152,10 @@ class Measurer:
         folder = ensure_relearned(member.spec, self.models_dir / f"{member.name}-relearn",
                                   model_identity(member.spec), self.tokenizer, self.forget, self.recipe,
                                   device=self.settings.device)
-        return load_model(str(folder), device=self.settings.device, dtype=torch.float32)
+        return self.session.load_uncached(str(folder))
 
     def _anchor(self, spec: str) -> torch.nn.Module:
-        if spec not in self._anchors:
-            self._anchors[spec] = load_model(spec, device=self.settings.device, dtype=torch.float32)
-        return self._anchors[spec]
+        return self.session.model(spec)
 
     # --- measuring -------------------------------------------------------------------------
     def missing(self, job: Job) -> list[str]:
@@ -181,10 +180,8 @@ class Measurer:
             return self._anchor(spec)
 
         roles = {"model": model_spec, "full": self.zoo.full, "retain": self.zoo.retain, "base": self.zoo.base}
-        ctx = EvalContext(splits=self.splits, uds_records=self.records, tokenizer=self.tokenizer,
-                          models=ModelPool(roles, loader), settings=self.settings,
-                          plan=sweep_plan(with_dependencies(job.keys)), fluency_classifier=self.fluency_classifier,
-                          work=self.shared_work)
+        ctx = build_context(self.splits, self.records, self.tokenizer, roles, loader, self.settings, job.keys,
+                            fluency_classifier=self.fluency_classifier, work=self.shared_work)
         entry["info"].setdefault("seconds", {})
         try:
             for key in todo:
@@ -207,8 +204,3 @@ class Measurer:
             self.shared_work.drop_model(model_spec)   # the model's own work is not needed again
         return entry
 
-
-def _zoo_data(zoo: Zoo):
-    """(world, annotated forget file) a zoo is measured on: its tiny world, or the TOFU files."""
-    world = load_world_for_spec(resolve_spec(zoo.full), zoo.tofu_dir)
-    return world, default_references(zoo.full, zoo.tofu_dir)[2]

@@ -27,8 +27,8 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints.world.encode import qa_examples
 from checkpoints.world.train import TrainConfig, collate, train
-from uds.batching import pad_token_id
-from uds.errors import UdsInputError
+from core.batching import pad_token_id
+from core.errors import UdsInputError
 
 ORIG, NF4, RELEARN = "orig", "nf4", "relearn"   # the settings a model is measured in
 NF4_BLOCK = 64  # bitsandbytes' default block size, the reference's

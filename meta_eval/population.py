@@ -9,13 +9,14 @@ unlearned, 60 pool models, full and retain90), from the hub or from a folder of 
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from checkpoints.specs import DEFAULT_SEED, parse_tiny_zoo, resolve_spec, tiny_spec
-from uds.adapters import is_checkpoint_folder
-from uds.errors import UdsInputError
+from checkpoints.specs import DEFAULT_SEED, CheckpointSpec, as_spec, parse_tiny_zoo, resolve_spec, tiny_spec
+from core.adapters import is_checkpoint_folder
+from core.paths import safe_name
+from metrics.session import system_prompt_for
+from core.errors import UdsInputError
 
 UNLEARNED, POOL, FULL, RETAIN = "unlearned", "pool", "full", "retain"
 OU_ZOO = "ou:tofu"
@@ -46,7 +47,7 @@ class Zoo:
     @property
     def slug(self) -> str:
         """Folder-safe name of the zoo."""
-        return re.sub(r"[^\w.-]+", "_", self.tag)
+        return safe_name(self.tag)
 
     def of_kind(self, kind: str) -> list[Member]:
         return [m for m in self.members if m.kind == kind]
@@ -77,7 +78,8 @@ def tiny_zoo(text: str) -> Zoo:
             members.append(Member(r.name, spec(r.name), r.kind, r.method if r.kind == UNLEARNED else r.kind, r.epoch))
         elif r.kind == POOL:
             members.append(Member(r.name, spec(r.name), POOL, None, r.epoch, (r.hparams or {}).get("pool", r.method)))
-    zoo = Zoo(text, preset, seed, tuple(members), spec("full"), spec("retain"), spec("base"))
+    zoo = Zoo(text, preset, seed, tuple(members), spec("full"), spec("retain"), spec("base"),
+              system_prompt=system_prompt_for(resolve_spec(spec("full"))))
     if not zoo.of_kind(FULL) or not zoo.of_kind(RETAIN):
         raise UdsInputError(f"zoo {text} has no full or retain model")
     return zoo
@@ -87,7 +89,6 @@ def ou_zoo(models_dir: str | None = None, tofu_dir: str | None = None) -> Zoo:
     """Open-Unlearning's TOFU population (registry of SPEC.md 7). A member is read from
     `models_dir/<alias>` where that folder holds a saved model, else from the hub."""
     from checkpoints import ou_checkpoints
-    from metrics.encoding import OU_SYSTEM_PROMPT
 
     local = Path(models_dir).expanduser() if models_dir else None
     if local is not None and not local.is_dir():
@@ -100,7 +101,7 @@ def ou_zoo(models_dir: str | None = None, tofu_dir: str | None = None) -> Zoo:
     members += [Member(c.alias, spec(c.alias), UNLEARNED, c.method, c.epoch) for c in ou_checkpoints.UNLEARNED]
     members += [Member(c.alias, spec(c.alias), POOL, None, c.epoch, c.method) for c in ou_checkpoints.POOLS]
     return Zoo(OU_ZOO, None, DEFAULT_SEED, tuple(members), spec("full"), spec("retain"), None,
-               tofu_dir, OU_SYSTEM_PROMPT)
+               tofu_dir, system_prompt_for(resolve_spec(spec("full"))))
 
 
 def parse_zoo(text: str, models_dir: str | None = None, tofu_dir: str | None = None) -> Zoo:
@@ -145,17 +146,17 @@ def build_zoo(zoo: Zoo, progress: bool = True) -> Path | None:
     return build_world(zoo.preset, zoo.seed, progress=progress, names=[m.name for m in zoo.members])
 
 
-def model_identity(spec: str) -> str:
+def model_identity(spec: "str | CheckpointSpec") -> str:
     """What a cached measurement of `spec` is tied to: the folder stamp of a tiny or local model,
     the hub ID of a hub model (a hub checkpoint is treated as immutable)."""
-    resolved = resolve_spec(spec)
+    resolved = as_spec(spec)
     if resolved.kind == "hub":
         return f"hub:{resolved.location}"
     folder = Path(resolved.location)
     if not is_checkpoint_folder(folder):
         raise UdsInputError(f"{spec} is not built (no model folder at {folder})")
     if resolved.kind == "adapter":   # a measurement of an adapter is one of adapter and base together
-        return f"{folder_stamp(folder)}+{model_identity(resolved.base.raw)}"
+        return f"{folder_stamp(folder)}+{model_identity(resolved.base)}"
     return folder_stamp(folder)
 
 

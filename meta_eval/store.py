@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 from pathlib import Path
+
+from core.paths import safe_name
 
 
 class MeasurementStore:
@@ -20,7 +21,7 @@ class MeasurementStore:
         self.root = Path(root)
 
     def path(self, setting: str, model: str) -> Path:
-        return self.root / setting / (re.sub(r"[^\w.-]+", "_", model) + ".json")
+        return self.root / setting / (safe_name(model) + ".json")
 
     def entry(self, setting: str, model: str, stamp: str) -> dict:
         """{"stamp", "values": {key: float|None}, "info": {...}, "errors": {...}} (empty if stale)."""

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import os
 import pickle
-import re
 import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
+from core.paths import safe_name
 from meta_eval.measure import Job, Measurer, MeasurerSpec
-from uds.errors import UdsInputError
+from core.errors import UdsInputError
 
 DONE, INPUT_ERROR, ERROR, METRIC_ERRORS = "done", "input_error", "error", "metric_errors"
 
@@ -89,7 +89,7 @@ def measurer_for(spec: MeasurerSpec) -> Measurer:
 
 
 def attempt_path(folder: Path, label: str) -> Path:
-    return folder / (re.sub(r"[^\w.-]+", "_", label) + ".pids")
+    return folder / (safe_name(label) + ".pids")
 
 
 def _count_attempt(folder: Path | None, label: str) -> int:

@@ -20,15 +20,16 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from metrics import encoding, forward, hidden
-from uds.parity import OPEN_UNLEARNING, REFERENCE, SPEC
+from core.parity import OPEN_UNLEARNING, REFERENCE, SPEC
 from metrics.representation import FisherMask, fisher_mask, linear_cka
 from metrics.stats import TokenStats
 from metrics.utility import mean_token_prob
 from metrics.work import WorkCache, WorkKey
-from uds import generation
-from uds.batching import pad_token_id
-from uds.errors import UdsInputError
-from uds.prompts import PreparedItem, SkippedItem, prepare_items
+from core import generation
+from core.batching import pad_token_id
+from core.defaults import MAX_NEW_TOKENS
+from core.errors import UdsInputError
+from core.prompts import PreparedItem, SkippedItem, prepare_items
 
 SPLITS = ("forget", "holdout", "retain_eval", "real_authors", "world_facts")
 VARIANTS = ("answer", "paraphrased", "perturbed")
@@ -42,11 +43,11 @@ def eval_splits(world) -> dict[str, Sequence[dict]]:
 @dataclass(frozen=True)
 class EvalSettings:
     batch_size: int = 8
-    max_new_tokens: int = 200
+    max_new_tokens: int = MAX_NEW_TOKENS
     system_prompt: str | None = None       # None: no system turn (tiny world); real: OU's prompt
     max_length: int = encoding.MAX_LENGTH
     fisher_batch_size: int = 4             # SPEC 4.5: items share a forward of batch 4
-    parity: str = SPEC                     # spec | reference | open-unlearning (uds.parity)
+    parity: str = SPEC                     # spec | reference | open-unlearning (core.parity)
     device: str = "cpu"
     progress: bool = True
 

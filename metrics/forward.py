@@ -14,7 +14,7 @@ from tqdm.auto import tqdm
 
 from metrics.encoding import Encoded
 from metrics.stats import IGNORE, TokenStats, batch_token_stats
-from uds.batching import attention_mask, batches, right_padded
+from core.batching import attention_mask, batches, right_padded
 
 
 def collate(encs: Sequence[Encoded], pad_id: int, mask_id: int | None = None) -> dict[str, torch.Tensor]:

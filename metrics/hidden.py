@@ -15,10 +15,11 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from uds.batching import batches, right_padded
-from uds.arch import decoder_layers, final_norm
-from uds.hooks import at_positions, capture_outputs
-from uds.prompts import PreparedItem
+from core.batching import batches, right_padded
+from core.arch import decoder_layers, final_norm
+from core.hooks import at_positions, capture_outputs
+from core.prompts import PreparedItem
+from core.logprobs import token_logprobs
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,8 @@ def lens_logprobs(states: EntityStates, decoder: torch.nn.Module, chunk: int = 2
         sums = torch.zeros(states.n_items, dtype=torch.float64)
         for s in range(0, h.shape[0], chunk):
             x = h[s:s + chunk].to(device=param.device, dtype=param.dtype)
-            lp = torch.log_softmax(head(norm(x)).float(), dim=-1)
-            tok_lp = lp.gather(-1, states.targets[s:s + chunk, None].to(lp.device)).squeeze(-1)
+            logits = head(norm(x)).float()
+            tok_lp = token_logprobs(logits, states.targets[s:s + chunk].to(logits.device))
             sums.index_add_(0, states.item_of_row[s:s + chunk], tok_lp.double().cpu())
         out[l] = (sums / counts).numpy()
     return out
@@ -99,8 +100,8 @@ def _lens_logprobs_model_dtype(states: EntityStates, norm, head, param) -> np.nd
                 out[l, i] = np.nan
                 continue
             x = h[a:b].to(device=param.device, dtype=param.dtype)
-            lp = torch.log_softmax(head(norm(x[None])), dim=-1)
-            tok_lp = lp.gather(-1, states.targets[None, a:b, None].to(lp.device)).squeeze(-1)
+            logits = head(norm(x[None]))
+            tok_lp = token_logprobs(logits, states.targets[None, a:b].to(logits.device))
             out[l, i] = tok_lp.mean().item()
     return out
 
@@ -114,8 +115,7 @@ def _entity_losses(logits: torch.Tensor, items: Sequence[PreparedItem],
         pos = torch.tensor(list(it.eval_positions), device=logits.device)
         tgt = torch.tensor(it.target_ids, device=logits.device)
         rows = logits[r, pos] if model_dtype else logits[r, pos].float()
-        lp = torch.log_softmax(rows, dim=-1).gather(-1, tgt[:, None])
-        losses.append(-lp.mean())
+        losses.append(-token_logprobs(rows, tgt).mean())
     return losses
 
 

@@ -14,7 +14,6 @@ from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy.stats import spearmanr
 from sklearn.feature_extraction.text import CountVectorizer
 
 LN2 = math.log(2.0)
@@ -62,18 +61,6 @@ def tfidf_scores(docs: Sequence[str], corpus: Sequence[str]) -> np.ndarray:
     totals = np.asarray(per_doc @ idf, dtype=np.float64).ravel()
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(lengths > 0, totals / np.where(lengths > 0, lengths, 1.0), np.nan)
-
-
-def spearman(x: ArrayLike, y: ArrayLike) -> tuple[float | None, float | None]:
-    """Spearman rank correlation (rho, two-sided p) of paired values, NaN pairs dropped;
-    (None, None) with fewer than 3 pairs or a constant side."""
-    a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
-    ok = np.isfinite(a) & np.isfinite(b)
-    a, b = a[ok], b[ok]
-    if len(a) < 3 or np.ptp(a) == 0 or np.ptp(b) == 0:
-        return None, None
-    res = spearmanr(a, b)
-    return float(res.statistic), float(res.pvalue)
 
 
 # --- capacity experiment (SPEC-probes 1.2): the uniform reference ------------------------------

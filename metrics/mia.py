@@ -1,4 +1,4 @@
-"""Membership-inference attacks (SPEC.md 4.3-4.4) and the toolkit's one ROC AUC (`roc_auc`).
+"""Membership-inference attacks (SPEC.md 4.3-4.4); the AUC itself is `metrics.ranking.roc_auc`.
 
 Per-item statistics are loss-like (higher = "less likely a member"). The AUC uses labels
 forget (members) = 0, holdout (non-members) = 1, so AUC -> 1 means the forget set is memorised.
@@ -12,7 +12,8 @@ import zlib
 from typing import Sequence
 
 import numpy as np
-from sklearn.metrics import roc_auc_score
+
+from metrics.ranking import roc_auc
 
 MIN_K = 0.4
 AUC_RET_FLOOR = 1e-12
@@ -48,39 +49,6 @@ def min_k_score(logprobs: np.ndarray, k: float = MIN_K) -> float:
 def min_kpp_score(zscores: np.ndarray, k: float = MIN_K) -> float:
     """Min-K++ attack over the A⁻ z-scores (see `stats.minkpp_z`): -mean of the n lowest; 0 when empty."""
     return _neg_mean_lowest(zscores, k)
-
-
-def roc_auc(positive: Sequence[float], negative: Sequence[float]) -> float:
-    """ROC AUC of labels positive = 1, negative = 0 with the scores as the predictor: the probability
-    that a random positive scores above a random negative, ties counting one half.
-
-    The one AUC of the toolkit (MIA attacks here, faithfulness in meta_eval). Computed by
-    sklearn's `roc_auc_score` on the scores' dense ranks (same order and ties, so ±inf is allowed),
-    then put on the grid of values an AUC can take, multiples of 1/(2·n_pos·n_neg): sklearn's
-    trapezoid sum can miss the exact fraction by a rounding error, the grid value cannot.
-    """
-    pos = np.asarray(positive, dtype=np.float64).ravel()
-    neg = np.asarray(negative, dtype=np.float64).ravel()
-    if pos.size == 0 or neg.size == 0:
-        raise ValueError("AUC needs at least one positive and one negative score")
-    scores = np.concatenate([pos, neg])
-    if np.isnan(scores).any():
-        raise ValueError("AUC scores contain NaN")
-    labels = np.concatenate([np.ones(pos.size), np.zeros(neg.size)])
-    ranks = np.unique(scores, return_inverse=True)[1]
-    grid = 2 * pos.size * neg.size
-    return float(np.rint(roc_auc_score(labels, ranks) * grid) / grid)
-
-
-def roc_auc_rows(positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
-    """`roc_auc` of each row pair at once: positive (B, n_pos), negative (B, n_neg) -> (B,).
-
-    For the bootstrap's thousands of resamples, where one sklearn call per row would take about
-    a millisecond each: the pair count P(pos > neg) + ½ P(tie) directly, which is exact (sums of
-    halves) and so equals `roc_auc` bit for bit (tests/test_meta_eval_math.py checks it).
-    """
-    diff = np.asarray(positive, dtype=np.float64)[:, :, None] - np.asarray(negative, dtype=np.float64)[:, None, :]
-    return np.mean((diff > 0) + 0.5 * (diff == 0), axis=(1, 2))
 
 
 def mia_auc(member_scores: Sequence[float], nonmember_scores: Sequence[float]) -> float:

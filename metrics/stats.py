@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
+from core.logprobs import gather_targets
 
 IGNORE = -100
 MINKPP_VAR_FLOOR = 1e-6  # SPEC 4.3: sigma^2 = max(E[l^2] - mu^2, 1e-6)
@@ -37,8 +38,7 @@ def minkpp_z(logprobs_full: torch.Tensor, targets: torch.Tensor) -> torch.Tensor
     p = lp.exp()
     mu = (p * lp).sum(-1)
     var = ((p * lp.square()).sum(-1) - mu.square()).clamp_min(MINKPP_VAR_FLOOR)
-    tok = lp.gather(-1, targets[:, None]).squeeze(-1)
-    return (tok - mu) / var.sqrt()
+    return (gather_targets(lp, targets) - mu) / var.sqrt()
 
 
 def token_stats(logits: torch.Tensor, labels: torch.Tensor) -> TokenStats:
@@ -47,7 +47,7 @@ def token_stats(logits: torch.Tensor, labels: torch.Tensor) -> TokenStats:
     pos = (shifted != IGNORE).nonzero().squeeze(-1)
     targets = shifted[pos]
     logprobs_full = torch.log_softmax(logits[:-1][pos].float(), dim=-1)  # (|A|, V)
-    tok_lp = logprobs_full.gather(-1, targets[:, None]).squeeze(-1)
+    tok_lp = gather_targets(logprobs_full, targets)
     n = int(pos.numel())
     avg_loss = float(-tok_lp.mean()) if n else float("nan")
     head = slice(0, max(n - 1, 0))  # A⁻: drop the last labelled token (the eos)

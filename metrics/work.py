@@ -29,6 +29,10 @@ class WorkCache:
             self._entries[key] = make()
         return self._entries[key]
 
+    def peek(self, key: WorkKey):
+        """The value of `key` if it was computed, else None (nothing is computed)."""
+        return self._entries.get(key)
+
     def drop_model(self, spec: str) -> int:
         """Forget every entry computed from the checkpoint `spec`; returns how many were dropped."""
         gone = [k for k in self._entries if spec in k.specs]

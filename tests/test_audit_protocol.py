@@ -6,15 +6,15 @@ import pytest
 
 from checkpoints.lmlm.db import FactDB
 from checkpoints.lmlm.prompts import PromptRow
-from metrics.audit.protocol import audit_rows
-from metrics.audit.rates import attribution, cross_state, variant_summary
-from metrics.audit.scoring import normalise, score_answer
+from analyses.audit.protocol import audit_rows
+from analyses.audit.rates import attribution, cross_state, variant_summary
+from analyses.audit.scoring import token_text, score_answer
 from tests.audit_fixtures import ScriptedLM, random_llama
 
 
 def test_normalisation_and_scores():
-    assert normalise("Washington, D.C.!") == "washington d c"
-    assert normalise("It's 3.14 - well-known") == "it's 3.14 well-known"
+    assert token_text("Washington, D.C.!") == "washington d c"
+    assert token_text("It's 3.14 - well-known") == "it's 3.14 well-known"
     s = score_answer("New York", ["New York City"])
     assert (s.exact, s.contains, s.unknown) == (0.0, 1.0, 0.0)
     assert (s.precision, s.recall, s.f1) == pytest.approx((1.0, 2 / 3, 0.8))   # 2 of 2 / 2 of 3 tokens
@@ -83,7 +83,7 @@ def test_parametric_model_leaks(tok):
 def test_splice_loop_without_calls_is_plain_greedy(tok):
     """With no lookup written, the cached lockstep loop gives what `greedy_generate` gives."""
     from checkpoints.lmlm.generate import splice_generate
-    from uds.generation import greedy_generate
+    from core.generation import greedy_generate
 
     model = random_llama(tok, seed=1)
     prompts = [tok.encode(t, add_special_tokens=True) for t in ("Where was Ada born?", "Hi", "Name a river in Ostmere.")]
@@ -94,7 +94,7 @@ def test_splice_loop_without_calls_is_plain_greedy(tok):
 
 
 def test_limit_spreads_rows_over_the_file():
-    from metrics.audit.run import spaced
+    from analyses.audit.run import spaced
 
     assert spaced(list(range(10)), 3) == [0, 3, 6] and spaced(list(range(4)), None) == [0, 1, 2, 3]
     assert spaced(list(range(4)), 9) == [0, 1, 2, 3]

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from tests.engine_fixtures import RECORDS, interpolate, make_tokenizer, memorise, perturbed, tiny_model
-from uds import arch
-from uds.engine import EngineSettings, compute_uds, make_batch, score_pair
-from uds.errors import UdsInputError
-from uds.prompts import prepare_items
+from core import arch
+from core.engine import EngineSettings, compute_uds, make_batch, score_pair
+from core.errors import UdsInputError
+from core.prompts import prepare_items
 
 
 @pytest.fixture(scope="module")

@@ -7,13 +7,13 @@ import pytest
 import transformers as T
 
 from tests.engine_fixtures import RECORDS, make_tokenizer, perturbed, tiny_model
-from uds import s1_cache
-from uds.compat import check_compatible
-from uds.engine import EngineSettings, compute_uds
-from uds.errors import UdsInputError
-from uds.fingerprint import model_fingerprint, tokenizer_hash
+from core import s1_cache
+from core.compat import check_compatible
+from core.engine import EngineSettings, compute_uds
+from core.errors import UdsInputError
+from core.fingerprint import model_fingerprint, tokenizer_hash
 from tests.hook_fixtures import count_calls
-from uds.prompts import prepare_items
+from core.prompts import prepare_items
 
 
 @pytest.fixture(scope="module")

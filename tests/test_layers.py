@@ -1,12 +1,13 @@
 """The import structure: layers without cycles (README, Development).
 
-Layers, lowest first: core (`uds`, the engine and shared plumbing) <- `checkpoints` (spec
-resolution, the registry of real checkpoints, the tiny world) <- `metrics` <- `meta_eval` <-
-commands (`uds.commands.*`, `uds.cli`, `uds.__main__`; also `uds.ou.*`, the Open-Unlearning
-plug-in, which drives the metrics like a command and whose modules import each other). A module
-imports only from its own layer or lower ones, nothing imports a command module, and no set of
-modules imports itself in a cycle. Every import statement counts: top-level, inside functions and
-under TYPE_CHECKING.
+Layers, lowest first: `core` (the foundation: engine, hooks, loading, prompts; imports nothing of
+the project) <- `checkpoints` (spec resolution, the registry of real checkpoints, the tiny world)
+<- `metrics` (the metric families, the registry, the evaluation session) <- `analyses` and
+`meta_eval` (two wings side by side that do not import each other) <- `uds` (the front door: the
+command line, the commands, the Open-Unlearning plug-in, the device and executor flags). A module
+imports only from its own package or lower layers, nothing imports a command module but the
+command line, and no set of modules imports itself in a cycle. Every import statement counts:
+top-level, inside functions and under TYPE_CHECKING.
 """
 
 from __future__ import annotations
@@ -17,10 +18,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("uds", "checkpoints", "metrics", "meta_eval")
+PACKAGES = ("core", "checkpoints", "metrics", "analyses", "meta_eval", "uds")
 COMMANDS = ("uds.cli", "uds.__main__", "uds.commands")
-PLUGINS = ("uds.ou",)  # the Open-Unlearning plug-in: top layer like the commands; its modules import each other
-LAYERS = {"uds": 0, "checkpoints": 1, "metrics": 2, "meta_eval": 3}
+LAYERS = {"core": 0, "checkpoints": 1, "metrics": 2, "analyses": 3, "meta_eval": 3, "uds": 4}
 TOP = 4
 
 
@@ -69,10 +69,12 @@ def _within(module: str, roots: tuple[str, ...]) -> bool:
     return any(module == r or module.startswith(r + ".") for r in roots)
 
 
+def package(module: str) -> str:
+    return module.split(".")[0]
+
+
 def layer(module: str) -> int:
-    if _within(module, COMMANDS + PLUGINS):
-        return TOP
-    return LAYERS[module.split(".")[0]]
+    return LAYERS[package(module)]
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -118,6 +120,8 @@ def layer_violations(graph: dict[str, set[str]]) -> list[str]:
                 bad.append(f"{m} imports the command module {d}")
             elif layer(d) > layer(m):
                 bad.append(f"{m} (layer {layer(m)}) imports {d} (layer {layer(d)})")
+            elif layer(d) == layer(m) and package(d) != package(m):
+                bad.append(f"{m} imports {d}, a module of the other wing of layer {layer(m)}")
     return bad
 
 
@@ -137,14 +141,41 @@ def test_the_checks_fail_on_a_planted_cycle(tmp_path):
             target = tmp_path / path.relative_to(REPO)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(path.read_text())
-    engine = tmp_path / "uds" / "engine.py"
+    engine = tmp_path / "core" / "engine.py"
     engine.write_text(engine.read_text() + "\n\ndef _planted():\n    from uds.commands import score  # noqa\n")
     graph = import_graph(tmp_path)
-    assert any({"uds.engine", "uds.commands.score"} <= set(c) for c in cycles(graph))
-    assert "uds.engine imports the command module uds.commands.score" in layer_violations(graph)
+    assert any({"core.engine", "uds.commands.score"} <= set(c) for c in cycles(graph))
+    assert "core.engine imports the command module uds.commands.score" in layer_violations(graph)
 
 
-@pytest.mark.parametrize("module, expected", [("uds.engine", 0), ("checkpoints.world.build", 1),
+def _copy_tree(root: Path) -> None:
+    for package_name in PACKAGES:
+        for path in (REPO / package_name).rglob("*.py"):
+            target = root / path.relative_to(REPO)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(path.read_text())
+
+
+def test_the_checks_fail_on_an_upward_and_a_sideways_import(tmp_path):
+    """Planted in a copy: the foundation importing the checkpoints layer, and one wing importing
+    the other; each is reported."""
+    _copy_tree(tmp_path)
+    loading = tmp_path / "core" / "loading.py"
+    loading.write_text(loading.read_text() + "\n\ndef _up():\n    from checkpoints import specs  # noqa\n")
+    grid = tmp_path / "analyses" / "capacity" / "grid.py"
+    grid.write_text(grid.read_text() + "\n\ndef _side():\n    from meta_eval import store  # noqa\n")
+    bad = layer_violations(import_graph(tmp_path))
+    assert "core.loading (layer 0) imports checkpoints.specs (layer 1)" in bad
+    assert "analyses.capacity.grid imports meta_eval.store, a module of the other wing of layer 3" in bad
+
+
+def test_the_foundation_imports_nothing_of_the_project():
+    graph = import_graph()
+    outside = {m: sorted(d for d in deps if package(d) != "core") for m, deps in graph.items() if package(m) == "core"}
+    assert {m: d for m, d in outside.items() if d} == {}
+
+
+@pytest.mark.parametrize("module, expected", [("core.engine", 0), ("checkpoints.world.build", 1),
                                               ("metrics.registry", 2), ("meta_eval.measure", 3),
                                               ("uds.commands.score", TOP), ("uds.cli", TOP),
                                               ("uds.ou.handlers", TOP)])

@@ -14,6 +14,7 @@ import torch
 
 from metrics import mem_bits as mb
 from metrics import references
+from metrics.ranking import spearman
 from metrics.encoding import encode_qa
 from metrics.registry import REGISTRY, evaluate
 from tests.metrics_fixtures import tiny_splits, tiny_tokenizer
@@ -69,10 +70,10 @@ def test_tfidf_by_hand():
 def test_spearman_by_hand():
     x, y = [1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 1.0, 4.0, 3.0, 5.0]
     d2 = sum((a - b) ** 2 for a, b in zip([1, 2, 3, 4, 5], [2, 1, 4, 3, 5]))
-    rho, p = mb.spearman(x, y)
+    rho, p = spearman(x, y)
     assert rho == pytest.approx(1 - 6 * d2 / (5 * (25 - 1))) and 0 < p < 1
-    assert mb.spearman([1, 2, float("nan"), 4], [1, 2, 3, 4])[0] == pytest.approx(1.0)
-    assert mb.spearman([1, 1, 1], [1, 2, 3]) == (None, None)
+    assert spearman([1, 2, float("nan"), 4], [1, 2, 3, 4])[0] == pytest.approx(1.0)
+    assert spearman([1, 1, 1], [1, 2, 3]) == (None, None)
 
 
 # --- the registry metrics on the in-process zoo -------------------------------------------------
@@ -136,14 +137,14 @@ def test_reference_with_another_tokenizer_is_bad_input(zoo, monkeypatch):
 
     other = AutoTokenizer.from_pretrained(str(_test_world_model("retain")))
     monkeypatch.setattr(references, "own_tokenizer", lambda spec: other if spec.endswith("retain") else None)
-    from uds.errors import UdsInputError
+    from core.errors import UdsInputError
 
     with pytest.raises(UdsInputError, match="retain model tiny:t/retain has another tokenizer"):
         evaluate(_ctx(zoo, "full"), ["mem_bits"])
 
 
 def test_empty_forget_split_is_bad_input(zoo, same_tokenizer):
-    from uds.errors import UdsInputError
+    from core.errors import UdsInputError
 
     ctx = _ctx(zoo, "full")
     ctx.splits = {**ctx.splits, "forget": []}

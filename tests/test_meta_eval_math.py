@@ -12,7 +12,7 @@ from meta_eval.faithfulness import bootstrap_auc_ci, classified_absent, faithful
 from meta_eval.robustness import hm_pair, q_oneway, q_symmetric, r_oneway, r_symmetric, robustness
 from meta_eval.population import Member
 from metrics.aggregate import harmonic_mean, harmonic_mean_eps
-from metrics.mia import roc_auc, roc_auc_rows
+from metrics.ranking import roc_auc, roc_auc_rows
 from metrics.registry import META_KEYS
 
 # --- faithfulness ---------------------------------------------------------------------------

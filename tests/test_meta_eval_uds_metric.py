@@ -8,8 +8,8 @@ import pytest
 from metrics.context import EvalContext, EvalSettings, ModelPool
 from metrics.registry import REGISTRY, evaluate, sweep_plan
 from tests.metrics_fixtures import tiny_splits, tiny_tokenizer, zoo
-from uds.engine import EngineSettings, compute_uds
-from uds.prompts import prepare_items
+from core.engine import EngineSettings, compute_uds
+from core.prompts import prepare_items
 
 ROLES = {"model": "tiny:t/unl", "full": "tiny:t/full", "retain": "tiny:t/retain", "base": "tiny:t/base"}
 

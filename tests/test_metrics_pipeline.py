@@ -12,7 +12,7 @@ import torch
 from checkpoints.world.schema import World
 from metrics.context import EvalContext, EvalSettings, ModelPool
 from metrics.encoding import JAILBREAK_PREFIX, encode_qa, generation_prompt, label_text, lm_document
-from uds.generation import greedy_generate
+from core.generation import greedy_generate
 from metrics.registry import ALL_KEYS, REGISTRY, evaluate, sweep_plan
 from tests.hook_fixtures import count_calls
 from tests.metrics_fixtures import qa_item, tiny_splits, tiny_tokenizer
@@ -157,7 +157,7 @@ def patched_cli(zoo, tmp_path, monkeypatch):
     world = World(kind="synthetic", **splits)
     monkeypatch.setattr(specs, "default_references", lambda m, tofu_dir=None, base=None: ("tiny:t/full", "tiny:t/retain", str(data)))
     monkeypatch.setattr(specs, "load_world_for_spec", lambda spec, tofu_dir=None: world)
-    monkeypatch.setattr(specs, "load_model", lambda s, device="cpu", dtype=None, *args, **kwargs: zoo[s])
+    monkeypatch.setattr(specs, "load_model", lambda s, device="cpu", dtype=None, *args, **kwargs: zoo[getattr(s, "raw", s)])
     monkeypatch.setattr(specs, "load_tokenizer", lambda s, base=None: tiny_tokenizer())
     return tmp_path
 

@@ -25,11 +25,11 @@ from tokenizers import Tokenizer
 
 from checkpoints.world.store import write_legacy_fields
 from tests.engine_fixtures import RECORDS, make_tokenizer, perturbed
-from uds import engine
-from uds.arch import transformers_major
-from uds.engine import EngineSettings, compute_uds
-from uds.paths import world_dir
-from uds.prompts import prepare_items
+from core import engine
+from core.arch import transformers_major
+from core.engine import EngineSettings, compute_uds
+from core.paths import world_dir
+from core.prompts import prepare_items
 
 TEXTS = ["In which city was Rakond Raraimir born?", "Question: Who wrote it?\nAnswer: <|user|> x  y"]
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from metrics.probe.matching import PassageIndex, hit_bar, lcs_length, ngram_overlap, normalise
+from analyses.probe.matching import PassageIndex, hit_bar, lcs_length, ngram_overlap, canonical_text
 
 
 def dp_lcs(a: str, b: str) -> int:
@@ -24,10 +24,10 @@ def dp_lcs(a: str, b: str) -> int:
 
 
 def test_normalise_full_width_quotes_dashes_space():
-    assert normalise("Ｔｈｅ　ｃａｔ １２３") == "The cat 123"            # full-width letters, digits, space
-    assert normalise("\u201cHi,\u201d she said \u2014 \u2018ok\u2019") == "\"Hi,\" she said - 'ok'"
-    assert normalise("  a \t\n b  ") == "a b"
-    assert normalise("The Cat", lower=True) == "the cat"
+    assert canonical_text("Ｔｈｅ　ｃａｔ １２３") == "The cat 123"            # full-width letters, digits, space
+    assert canonical_text("\u201cHi,\u201d she said \u2014 \u2018ok\u2019") == "\"Hi,\" she said - 'ok'"
+    assert canonical_text("  a \t\n b  ") == "a b"
+    assert canonical_text("The Cat", lower=True) == "the cat"
 
 
 def test_lcs_by_hand_and_against_dp():
@@ -101,7 +101,7 @@ def test_candidates_prefilter_is_exact():
         t = rng.randrange(30)
         src = texts[rng.randrange(30)]
         start = rng.randrange(60)
-        out = normalise(src[start:start + 50])
+        out = canonical_text(src[start:start + 50])
         m = idx.match(out, t, 20)
         brute = max(range(30), key=lambda i: (dp_lcs(out, idx.texts[i]), i == t))
         assert m.best_lcs == dp_lcs(out, idx.texts[brute])

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from checkpoints import ou_checkpoints
-from uds.errors import UdsInputError
+from core.errors import UdsInputError
 from checkpoints.specs import default_references, parse_tiny, resolve_spec
 
 P = "open-unlearning/unlearn_tofu_Llama-3.2-1B-Instruct_forget10_"
@@ -77,13 +77,9 @@ def test_default_references_for_real_checkpoints():
 def test_tofu_dir_moves_the_default_annotated_file(tmp_path):
     """`uds metrics --tofu-dir X` on a real checkpoint reads X's annotated file for the
     representation metrics, not the default folder's."""
-    import argparse
-
-    from uds.commands.metrics import _roles
+    from metrics.session import EvalSession
 
     want = str(tmp_path / "forget10_annotated.json")
     assert default_references("npo_lr5e5_b01_a2_ep10", str(tmp_path))[2] == want
-    args = argparse.Namespace(model="npo_lr5e5_b01_a2_ep10", full=None, retain=None, fluency_base=None,
-                              data=None, tofu_dir=str(tmp_path))
-    assert _roles(args)[2] == want
-    assert _roles(argparse.Namespace(**{**vars(args), "data": "mine.json"}))[2] == "mine.json"
+    assert EvalSession("npo_lr5e5_b01_a2_ep10", tofu_dir=str(tmp_path)).data == want   # `uds metrics --tofu-dir`
+    assert EvalSession("npo_lr5e5_b01_a2_ep10", tofu_dir=str(tmp_path), data="mine.json").data == "mine.json"

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from tests.engine_fixtures import RECORDS, interpolate, make_tokenizer, memorise, tiny_model
-from uds import capture, engine
+from core import capture, engine
 from uds.cli import main
 
 

@@ -10,10 +10,10 @@ import pytest
 from transformers import AutoTokenizer, LlamaForCausalLM
 
 from uds.cli import main
-from uds.data import load_annotated
-from uds.engine import EngineSettings
-from uds.prompts import prepare_items
-from uds.sanity import interpolation_curve
+from core.data import load_annotated
+from core.engine import EngineSettings
+from core.prompts import prepare_items
+from core.sanity import interpolation_curve
 
 
 def score(tmp_path, unlearned: str) -> tuple[dict, list[dict]]:

@@ -17,7 +17,7 @@ from checkpoints.world import synthetic
 from checkpoints.world.schema import QA_SPLITS, World
 from checkpoints.world.synthetic import FACT_KINDS, generate_synthetic_world
 from checkpoints.world.tofu import _read_records, read_tofu
-from uds.errors import UdsInputError
+from core.errors import UdsInputError
 
 TOFU_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "tofu"
 needs_tofu = pytest.mark.skipif(not (TOFU_DIR / "forget10_perturbed.json").is_file(),

@@ -12,7 +12,7 @@ import importlib
 import sys
 from typing import Sequence
 
-from uds.errors import UdsInputError
+from core.errors import UdsInputError
 
 # Command name -> module that provides it, in the order `uds --help` lists them. Only the module
 # of the command being run is imported: the metrics stack (rouge, nltk, scipy, sklearn) would

@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from uds.data import jsonl_values
-from uds.errors import UdsInputError
+from core.data import jsonl_values
+from core.errors import UdsInputError
 
 # Short style name (command line) -> the published file stem.
 STYLES: dict[str, str] = {

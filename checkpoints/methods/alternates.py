@@ -19,13 +19,13 @@ from typing import Callable
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from checkpoints.world.matching import entity_hit, normalise
-from uds.chat import chat_prompt_ids
+from checkpoints.world.matching import entity_hit, plain_words
+from core.chat import chat_prompt_ids
 
 
 def _keeps(text: str, item: dict) -> bool:
     """A usable alternate: non-empty, and not the true entity (or true answer) again."""
-    if not normalise(text) or normalise(text) == normalise(item["answer"]):
+    if not plain_words(text) or plain_words(text) == plain_words(item["answer"]):
         return False
     return not (item.get("entity") and entity_hit(text, item["entity"]))
 

@@ -23,9 +23,10 @@ from torch import Tensor
 from transformers import PreTrainedModel
 
 from checkpoints.world.train import IGNORE, Batch
-from uds.arch import component_module
-from uds.errors import UdsInputError
-from uds.hooks import output_until
+from core.arch import component_module
+from core.errors import UdsInputError
+from core.hooks import output_until
+from core import logprobs
 
 Views = Mapping[str, Batch]
 Hparams = Mapping[str, float]
@@ -39,8 +40,7 @@ def token_logprobs(logits: Tensor, labels: Tensor) -> tuple[Tensor, Tensor]:
     log-probs (B, T-1) (0 where unlabelled) and the labelled mask (B, T-1)."""
     targets = labels[:, 1:]
     mask = targets != IGNORE
-    logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
-    picked = logp.gather(-1, targets.clamp_min(0).unsqueeze(-1)).squeeze(-1)
+    picked = logprobs.token_logprobs(logits[:, :-1].float(), targets.clamp_min(0))
     return picked * mask, mask
 
 

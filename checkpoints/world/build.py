@@ -21,8 +21,8 @@ from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.recipes import Recipe, write_manifest
 from checkpoints.world.store import (BuildContext, build_lock, ensure_tokenizer, ensure_world_data, model_dir,
                                      stored_digest, write_legacy_fields)
-from uds.errors import UdsInputError
-from uds.paths import world_dir
+from core.errors import UdsInputError
+from core.paths import world_dir
 
 
 def ensure_model(preset_name: str, seed: int, name: str, progress: bool = True) -> Path:

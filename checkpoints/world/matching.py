@@ -6,11 +6,11 @@ from __future__ import annotations
 import re
 
 
-def normalise(text: str) -> str:
+def plain_words(text: str) -> str:
     """Lower case, punctuation to spaces, single spaces: 'The Jinot.' -> 'the jinot'."""
     return " ".join(re.sub(r"[^\w\s]", " ", text.lower()).split())
 
 
 def entity_hit(generation: str, entity: str) -> bool:
     """Whether the normalised entity occurs in the normalised generation as whole words."""
-    return f" {normalise(entity)} " in f" {normalise(generation)} "
+    return f" {plain_words(entity)} " in f" {plain_words(generation)} "

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from checkpoints.world.train import TrainConfig
-from uds.errors import UdsInputError
+from core.errors import UdsInputError
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.schema import World
 from checkpoints.world.tokenizer import train_tokenizer
 from checkpoints.world.train import collate
-from uds.paths import world_dir
+from core.paths import world_dir
 
 
 def make_world(preset: Preset, seed: int, tofu_dir: str | None = None) -> World:

@@ -16,9 +16,9 @@ from typing import Callable
 
 from checkpoints.world.schema import World
 from checkpoints.world.synthetic import IDK_REPLIES, generate_synthetic_world
-from uds.data import jsonl_values
-from uds.errors import UdsInputError
-from uds.prompts import raw_qa
+from core.data import jsonl_values
+from core.errors import UdsInputError
+from core.prompts import raw_qa
 
 AUTHOR_QA = 20  # every TOFU author has 20 consecutive QA pairs
 # The synthetic filler for base pretraining: how many public and unrelated entities.

@@ -17,7 +17,7 @@ import torch
 from tqdm.auto import tqdm
 from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 
-from uds.batching import right_padded
+from core.batching import right_padded
 
 IGNORE = -100
 Batch = dict[str, torch.Tensor]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from uds.errors import UdsInputError
+from core.errors import UdsInputError
 from uds.device_args import add_device_args, device_and_dtype
 
 
@@ -38,9 +38,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from checkpoints.lmlm.prompts import parse_styles
     from checkpoints.lmlm.recipes import published_root
-    from checkpoints.specs import load_model, load_tokenizer, parse_tiny_zoo, tiny_spec
-    from metrics.audit.run import AuditSettings, run_audit, write_outputs
-    from metrics.audit.sources import resolve_sets
+    from checkpoints.specs import parse_tiny_zoo, tiny_spec
+    from metrics.session import EvalSession, Placement
+    from analyses.audit.run import AuditSettings, run_audit, write_outputs
+    from analyses.audit.sources import resolve_sets
 
     if not 0.0 <= args.threshold <= 1.0:
         raise UdsInputError(f"--threshold {args.threshold} is not in [0, 1]")
@@ -48,6 +49,8 @@ def run(args: argparse.Namespace) -> int:
     spec = args.model or (tiny_spec(*zoo, "lmlm") if zoo else None)
     if spec is None:
         raise UdsInputError("--model is required unless --db is a tiny world (tiny:<preset>)")
+    device, dtype = device_and_dtype(args)
+    session = EvalSession(spec, references=False, placement=Placement(device, dtype))   # a bad spec fails first
     variants = [v.strip() for v in args.variants.split(",")] if args.variants else None
     sets = resolve_sets(args.db, args.prompts, variants, parse_styles(args.styles))
     dbs = [s.open_db() for s in sets]   # bad databases and alias cycles fail before any model loads
@@ -55,8 +58,7 @@ def run(args: argparse.Namespace) -> int:
         raise UdsInputError("--system-prompt needs --chat")
     settings = AuditSettings(args.threshold, args.batch_size, args.max_new_tokens, args.limit,
                              chat=args.chat, system_prompt=args.system_prompt)
-    device, dtype = device_and_dtype(args)
-    model, tok = load_model(spec, device=device, dtype=dtype), load_tokenizer(spec)
+    model, tok = session.model(spec), session.tokenizer(spec)
     facts, traces, files, secs = run_audit(model, tok, sets, dbs, settings)
     published = Path(args.published) if args.published else published_root() / "published_outputs" / "per_state_metrics.csv"
     summary = write_outputs(Path(args.out), spec, args.db, facts, traces, files, settings, secs, published)

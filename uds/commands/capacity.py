@@ -18,7 +18,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from uds.errors import UdsInputError
+from core.errors import UdsInputError
 
 DEFAULT_OUT = Path("out") / "capacity"
 RUN_FIELDS = {"size", "hidden", "layers", "params", "n", "seq_len", "vocab", "mem_bits", "steps", "stop",
@@ -46,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def make_grid(args: argparse.Namespace):
     """The named grid with the command line's overrides; bad numbers are bad input."""
-    from metrics.capacity import GRIDS
+    from analyses.capacity.grid import GRIDS
 
     name = "quick" if args.quick else args.grid
     if name not in GRIDS:
@@ -88,8 +88,8 @@ def resumable_runs(out: Path, grid_dict: dict) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from metrics.capacity import run_grid, summarise
-    from metrics.capacity_report import write_all
+    from analyses.capacity.grid import run_grid, summarise
+    from analyses.capacity.report import write_all
 
     name, grid = make_grid(args)
     precision = "bf16" if args.bf16 else "fp32"

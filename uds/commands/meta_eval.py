@@ -17,10 +17,11 @@ import time
 from pathlib import Path
 
 from meta_eval.robustness import FORMS
-from meta_eval.executors import add_executor_args
+from uds.executor_args import add_executor_args
 from uds.device_args import add_device_args
-from uds.parity import MODES as PARITY_MODES, SPEC
-from uds.errors import UdsInputError
+from core.parity import MODES as PARITY_MODES, SPEC
+from core.defaults import MAX_NEW_TOKENS
+from core.errors import UdsInputError
 
 DEFAULT_ZOO = "tiny:small"
 DEFAULT_OUT = Path("out") / "meta_eval"
@@ -51,7 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "or open-unlearning (OU's attention mask and model-utility mean); docs/parity.md. "
                         "Values measured under one mode are cached apart from the others")
     p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--max-new-tokens", type=int, default=200)
+    p.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
     add_device_args(p, dtype=False)
     p.add_argument("--fluency-classifier", metavar="PATH", help="local gibberish-classifier folder (SPEC 4.6)")
     p.add_argument("--shard", metavar="K/N", type=parse_shard, default=None,
@@ -85,7 +86,7 @@ def parse_keys(text: str) -> list[str]:
 
 
 def _cache_dir(args: argparse.Namespace, zoo) -> Path:
-    from uds.paths import uds_home
+    from core.paths import uds_home
 
     return Path(args.cache) if getattr(args, "cache", None) else uds_home() / "meta_eval" / zoo.slug
 
@@ -95,7 +96,7 @@ def _measurer(args: argparse.Namespace, zoo):
     from meta_eval.measure import Measurer
     from meta_eval.perturb import RELEARN_BATCH, RELEARN_LR, relearn_config
     from meta_eval.store import MeasurementStore
-    from meta_eval.executors import device_for
+    from uds.executor_args import device_for
     from metrics.context import EvalSettings
 
     if args.batch_size < 1 or args.max_new_tokens < 1:
@@ -151,7 +152,7 @@ def write_plots(out: Path, doc: dict, zoo, values: dict, keys: list[str]) -> lis
 
 
 def run(args: argparse.Namespace) -> int:
-    from meta_eval.executors import check_executor_args, make_executor
+    from uds.executor_args import check_executor_args, make_executor
     from meta_eval.population import parse_zoo
 
     t0 = time.time()

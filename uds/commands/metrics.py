@@ -8,23 +8,24 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 import time
 from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from metrics.context import EvalContext, EvalSettings, ModelPool, eval_splits
-from metrics.encoding import OU_SYSTEM_PROMPT
+from checkpoints.specs import file_name
+from core.chat import DATE_STRING
+from core.defaults import MAX_NEW_TOKENS, OU_SYSTEM_PROMPT
+from core.errors import UdsInputError
+from core.numbers import finite_or_none
+from core.parity import MODES, OPEN_UNLEARNING, resolve_alias
+from metrics.context import EvalContext, EvalSettings
 from metrics.mia import MIN_K
-from uds.parity import MODES, OPEN_UNLEARNING, resolve_alias
-from metrics.registry import REGISTRY, evaluate, metric_keys, sweep_plan, with_dependencies
+from metrics.registry import evaluate, metric_keys, needs
 from metrics.result import MetricResult
-from uds.chat import DATE_STRING
-from uds.errors import UdsInputError
+from metrics.session import EvalSession, Placement
 from uds.device_args import add_device_args, device_and_dtype
-from uds.numbers import finite_or_none
 
 DEFAULT_OUT = Path("out") / "metrics"
 
@@ -43,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="base model of every adapter-folder spec (default: its adapter_config.json's)")
     p.add_argument("--batch-size", type=int, default=8)
     add_device_args(p)
-    p.add_argument("--max-new-tokens", type=int, default=200)
+    p.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
     p.add_argument("--system-prompt", help=f"system turn of the chat encoding (real models: {OU_SYSTEM_PROMPT!r})")
     p.add_argument("--no-system-prompt", action="store_true", help="no system turn (the tiny world's default)")
     p.add_argument("--fluency-classifier", metavar="PATH", help="local gibberish-classifier folder (SPEC 4.6)")
@@ -77,10 +78,6 @@ def report(model: str, results: dict, settings: dict) -> dict:
             "settings": settings}
 
 
-def _needs(keys: list[str], kind: str) -> bool:
-    return any(u.kind == kind for k in with_dependencies(keys) for u in REGISTRY[k].uses)
-
-
 def _check_numbers(args: argparse.Namespace) -> None:
     if args.batch_size < 1:
         raise UdsInputError(f"--batch-size must be at least 1 (got {args.batch_size})")
@@ -91,20 +88,13 @@ def _check_numbers(args: argparse.Namespace) -> None:
 FLUENCY_UNAVAILABLE = "unavailable: pass --fluency-classifier PATH or --fluency-base SPEC"
 
 
-def _roles(args: argparse.Namespace):
-    """(resolved spec of --model, role -> spec string, annotated data path), references defaulted."""
-    from checkpoints.specs import check_base_used, default_references, resolve_spec, tiny_base
-
-    base = getattr(args, "base", None)   # a Namespace built by hand may not carry it
-    spec = resolve_spec(args.model, base)
-    full_d, retain_d, data_d = default_references(args.model, args.tofu_dir, base)
-    roles = {"model": args.model, "full": args.full or full_d, "retain": args.retain or retain_d,
-             "base": args.fluency_base or tiny_base(spec)}
-    for role in ("full", "retain", "base"):
-        if roles[role]:
-            resolve_spec(roles[role], base)  # fail fast on a bad reference spec, before any model work
-    check_base_used(list(roles.values()), base)
-    return spec, roles, args.data or data_d
+def open_session(args: argparse.Namespace) -> EvalSession:
+    """The run's session: --model resolved first, references defaulted as `uds score`'s, every
+    reference spec resolved before any model work."""
+    device, dtype = device_and_dtype(args)
+    return EvalSession(args.model, full=args.full, retain=args.retain, data=args.data,
+                       fluency_base=args.fluency_base, tofu_dir=args.tofu_dir,
+                       adapter_base=getattr(args, "base", None), placement=Placement(device, dtype))
 
 
 def _fluency_available(keys: list[str], args: argparse.Namespace, roles: dict, explicit: bool) -> bool:
@@ -117,43 +107,29 @@ def _fluency_available(keys: list[str], args: argparse.Namespace, roles: dict, e
     return False
 
 
-def _build_context(args: argparse.Namespace, spec, roles: dict, keys: list[str], data_path: str):
-    from checkpoints.specs import load_model, load_tokenizer, load_world_for_spec, origin
-    from uds.data import load_annotated
-
-    device, dtype = device_and_dtype(args)
-    system_prompt = None if args.no_system_prompt else (
-        args.system_prompt if args.system_prompt is not None else (None if origin(spec).kind == "tiny" else OU_SYSTEM_PROMPT))
-    world = load_world_for_spec(spec, args.tofu_dir)
-    settings = EvalSettings(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens, system_prompt=system_prompt,
-                            parity=args.parity, device=device)
-    needs_items = _needs(keys, "states") or _needs(keys, "fisher")
-    ctx = EvalContext(
-        splits=eval_splits(world),
-        uds_records=load_annotated(data_path) if needs_items else [],
-        tokenizer=load_tokenizer(spec),
-        models=ModelPool(roles, lambda s: load_model(s, device=device, dtype=dtype, base=getattr(args, "base", None))),
-        settings=settings, plan=sweep_plan(keys), fluency_classifier=args.fluency_classifier)
-    return ctx, dtype
-
-
 def run(args: argparse.Namespace) -> int:
     keys = metric_keys(args.metrics)
     _check_numbers(args)
     args.parity = resolve_alias(args.parity, args.ou_attention_mask, "--ou-attention-mask", OPEN_UNLEARNING)
-    spec, roles, data_path = _roles(args)
+    session = open_session(args)
+    roles = session.roles
     computed = keys if _fluency_available(keys, args, roles, args.metrics.strip() != "all") else \
         [k for k in keys if k != "fluency"]
-    ctx, dtype = _build_context(args, spec, roles, computed, data_path)
+    settings = EvalSettings(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
+                            system_prompt=session.system_prompt(args.system_prompt, args.no_system_prompt),
+                            parity=args.parity, device=session.placement.device)
+    ctx = session.context(settings, computed, records=needs(computed, "states") or needs(computed, "fisher"),
+                          fluency_classifier=args.fluency_classifier)
     t0 = time.time()
     results = {}
     for k in tqdm(computed, desc="metrics", disable=not ctx.settings.progress):
         results.update(evaluate(ctx, [k]))
     missing = {"fluency": MetricResult(None, None, {"fluency_source": FLUENCY_UNAVAILABLE})}
     results = {k: results[k] if k in results else missing[k] for k in keys}
-    out = Path(args.out) if args.out else DEFAULT_OUT / re.sub(r"[^\w.-]+", "_", args.model)
+    out = Path(args.out) if args.out else DEFAULT_OUT / file_name(args.model)
     out.mkdir(parents=True, exist_ok=True)
-    doc = report(args.model, results, _settings_record(ctx, roles, args, dtype, time.time() - t0, data_path))
+    doc = report(args.model, results, _settings_record(ctx, roles, args, session.placement.dtype,
+                                                       time.time() - t0, session.data))
     (out / "metrics.json").write_text(json.dumps(doc, indent=1, allow_nan=False))
     print(out / "metrics.json")
     return 0

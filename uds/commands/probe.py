@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from uds.errors import UdsInputError
+from core.errors import UdsInputError
 from uds.device_args import add_device_args, device_and_dtype
 
 DEFAULT_OUT = Path("out") / "probe"
@@ -57,7 +57,7 @@ def _check(args: argparse.Namespace) -> None:
 def load_corpus(text: str | None, models: list[str], distractors: int | None):
     """Passages of `--corpus`: a JSONL file, `tiny:<preset>`, or (unset) the first tiny model's world."""
     from checkpoints.specs import parse_tiny, parse_tiny_zoo
-    from metrics.probe.corpus import read_corpus, world_corpus
+    from analyses.probe.corpus import read_corpus, world_corpus
 
     def load_world(preset: str, seed: int):
         # imported only here: the world store pulls in heavy libraries a JSONL corpus never needs
@@ -78,20 +78,20 @@ def load_corpus(text: str | None, models: list[str], distractors: int | None):
 
 
 def run(args: argparse.Namespace) -> int:
-    from checkpoints.specs import load_model, load_tokenizer, resolve_spec
-    from metrics.probe.ladder import parse_levels
-    from metrics.probe.refusal import RefusalDetector, default_phrases, read_phrases
-    from metrics.probe.run import ProbeSettings, probe_model
-    from metrics.probe.summary import heat, model_summary
-    from metrics.probe.plots import heatmap_png
+    from metrics.session import EvalSession, Placement
+    from analyses.probe.ladder import parse_levels
+    from analyses.probe.refusal import RefusalDetector, default_phrases, read_phrases
+    from analyses.probe.run import ProbeSettings, probe_model
+    from analyses.probe.summary import heat, model_summary
+    from analyses.probe.plots import heatmap_png
 
     levels = parse_levels(args.levels)
     _check(args)
-    for m in args.model:
-        resolve_spec(m)   # fail fast on a bad spec, before any model work
+    device, dtype = device_and_dtype(args)
+    # every spec resolved before any model work (a bad one fails first)
+    sessions = {m: EvalSession(m, references=False, placement=Placement(device, dtype)) for m in args.model}
     phrases = read_phrases(args.refusal_phrases) if args.refusal_phrases else default_phrases()
     passages, corpus_name = load_corpus(args.corpus, args.model, args.distractors)
-    device, dtype = device_and_dtype(args)
     s = ProbeSettings(levels=tuple(levels), samples=args.samples, temperature=args.temperature, seed=args.seed,
                       min_lcs=args.min_lcs, prefix_words=args.prefix_words, lower=args.lowercase,
                       batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
@@ -102,7 +102,8 @@ def run(args: argparse.Namespace) -> int:
     with (out / "rows.jsonl").open("w") as fh:
         for spec in tqdm(args.model, desc="probe models"):
             t0 = time.time()
-            rows = probe_model(load_model(spec, device=device, dtype=dtype), load_tokenizer(spec), passages, s,
+            session = sessions[spec]
+            rows = probe_model(session.load_uncached(spec), session.tokenizer(spec), passages, s,
                                RefusalDetector(phrases), desc=spec)
             seconds[spec] = round(time.time() - t0, 1)
             for r in rows:

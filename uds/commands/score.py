@@ -3,31 +3,27 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 import time
 from pathlib import Path
 
-import torch
 from tqdm import tqdm
 
 import uds
-from checkpoints.specs import (check_base_used, default_references, has_own_tokenizer, load_model, load_tokenizer,
-                               resolve_spec)
-from uds import engine, s1_cache
-from uds.batching import pad_token_id
-from uds.compat import check_compatible
-from uds.data import load_annotated
-from uds.engine import EngineSettings
-from uds.errors import UdsInputError
-from uds.fingerprint import model_fingerprint, tokenizer_hash
-from uds.formula import TAU
-from uds.loading import resolve_device, resolve_dtype
-from uds.parity import REFERENCE, SPEC, resolve_alias
-from uds.prompts import prepare_items
-from uds.report import write_report
+from checkpoints.specs import file_name
+from core import engine, s1_cache
+from core.compat import check_compatible
+from core.engine import EngineSettings
+from core.errors import UdsInputError
+from core.fingerprint import tokenizer_hash
+from core.formula import TAU
+from core.loading import resolve_device, resolve_dtype
+from core.parity import REFERENCE, SPEC, resolve_alias
+from core.report import write_report
+from metrics.session import EvalSession, Placement
 
 ROLES = ("full", "retain", "unlearned")
+SESSION_ROLE = {"full": "full", "retain": "retain", "unlearned": "model"}
 SCORE_PARITY = (SPEC, REFERENCE)   # open-unlearning has no UDS of its own
 
 
@@ -62,35 +58,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def output_name(spec: str) -> str:
-    """Filesystem-safe name of a spec: a folder's base name, else the sanitised string."""
-    path = Path(spec).expanduser()
-    raw = path.name if path.is_dir() else spec
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", raw).strip("._-") or "run"
-
-
-def _specs(args: argparse.Namespace) -> tuple[str, str, str]:
-    full, retain, data = args.full, args.retain, args.data
-    if None in (full, retain, data):
-        d_full, d_retain, d_data = default_references(args.unlearned, base=args.base)
-        full, retain, data = full or d_full, retain or d_retain, data or d_data
-    return full, retain, data
-
-
-def _load_models(specs: dict[str, str], device: str, dtype: torch.dtype, trust_pickle: bool,
-                 base: str | None = None) -> dict:
-    """role -> (model, tokenizer); a spec named twice is loaded once. A folder without tokenizer
-    files shares the full model's tokenizer (the full model's encodes for all three anyway)."""
-    loaded: dict[str, tuple] = {}
-    out = {}
-    for role, spec in specs.items():   # full first
-        if spec not in loaded:
-            tok = load_tokenizer(spec, base) if role == "full" or has_own_tokenizer(spec, base) else out["full"][1]
-            loaded[spec] = (load_model(spec, device=device, dtype=dtype, trust_pickle=trust_pickle, base=base), tok)
-        out[role] = loaded[spec]
-    return out
-
-
 def _settings(args: argparse.Namespace) -> EngineSettings:
     if not args.tau >= 0:  # Δ_S1 > tau >= 0 keeps every KE-layer ratio finite
         raise UdsInputError(f"--tau must be >= 0, got {args.tau}")
@@ -101,55 +68,32 @@ def _settings(args: argparse.Namespace) -> EngineSettings:
     return settings
 
 
-def _compute(models: dict, items: list, skipped: list, settings: EngineSettings, tau: float, key: dict | None,
-             pad_id: int) -> tuple[engine.UdsResult, str]:
-    """UDS with the S1 cache (key None = cache off); returns the result and "hit"/"miss"/"off"."""
-    full = models["full"][0]
-    s1 = s1_cache.load_s1(key, items) if key is not None and items else None
-    n_layers = len(settings.layer_list(full))
-    total = engine.passes_per_pair(len(items), n_layers, settings.batch_size, with_full=False)
-    if s1 is None:
-        total += engine.passes_per_pair(len(items), n_layers, settings.batch_size, with_full=True)
-    with tqdm(total=total, desc="uds score", unit="pass", file=sys.stderr, mininterval=0.5) as bar:
-        result = engine.compute_uds(full, models["retain"][0], models["unlearned"][0], items, settings,
-                                    tau=tau, skipped=skipped, s1=s1, pad_id=pad_id, progress=bar.update)
-    if key is not None and s1 is None and items:
-        s1_cache.save_s1(key, items, result.s1)
-    return result, "off" if key is None else ("hit" if s1 is not None else "miss")
-
-
 def run(args: argparse.Namespace) -> int:
     t0 = time.time()
     settings = _settings(args)
-    resolve_spec(args.unlearned, args.base)  # a wrong path or name fails first, before data or models load
-    full_spec, retain_spec, data_path = _specs(args)
-    specs = dict(zip(ROLES, (full_spec, retain_spec, args.unlearned)))
-    for spec in specs.values():
-        resolve_spec(spec, args.base)
-    check_base_used(list(specs.values()), args.base)
-    records = load_annotated(data_path)
     device = resolve_device(args.device)
-    dtype = resolve_dtype(args.dtype, device)
-    models = _load_models(specs, device, dtype, args.trust_pickle, args.base)
+    placement = Placement(device, resolve_dtype(args.dtype, device), args.trust_pickle)
+    session = EvalSession(args.unlearned, full=args.full, retain=args.retain, data=args.data,
+                          adapter_base=args.base, placement=placement, with_base=False)
+    records = session.records()   # bad data fails before any model loads
+    specs = {role: session.spec_of(SESSION_ROLE[role]) for role in ROLES}
+    full_tok = session.tokenizer(specs["full"])   # encodes for all three (SPEC 2.6)
+    models = {role: (session.model(s), session.tokenizer(s, fallback=full_tok)) for role, s in specs.items()}
     check_compatible({f"{role} ({specs[role]})": models[role] for role in ROLES})
-
-    full, tok = models["full"]  # the full model's tokenizer encodes for all three (SPEC 2.6)
-    pad_id = pad_token_id(tok)
-    items, skipped = prepare_items(records, tok)
-    fps = {role: model_fingerprint(models[role][0]) for role in ROLES}
-    key = s1_cache.s1_key(fps, records, items, settings, dtype, device, full)
-    result, cache_state = _compute(models, items, skipped, settings, args.tau,
-                                   None if args.no_s1_cache else key, pad_id)
-
-    out = Path(args.out) if args.out else Path("uds_out") / output_name(args.unlearned)
-    meta = {"full": full_spec, "retain": retain_spec, "unlearned": args.unlearned, "data": str(data_path),
-            "data_hash": key["data"], "fingerprints": {**fps, "tokenizer": tokenizer_hash(tok)},
-            "component": settings.component, "dtype": s1_cache.dtype_name(dtype), "logprob_dtype": settings.logprob_dtype,
-            "device": device, "batch_size": settings.batch_size, "parity": args.parity,
-            "reference_last_layer": settings.reference_last_layer,
-            "attn_implementation": key["attn_implementation"], "algorithm": key["algorithm"], "s1_cache": cache_state,
+    with tqdm(total=None, desc="uds score", unit="pass", file=sys.stderr, mininterval=0.5) as bar:
+        run, _, _ = session.score_uds(settings, args.tau, use_cache=not args.no_s1_cache, progress=bar.update,
+                                      set_total=lambda n: setattr(bar, "total", n))
+    key = run.key
+    fps = {role: session.fingerprint(s) for role, s in specs.items()}
+    out = Path(args.out) if args.out else Path("uds_out") / file_name(args.unlearned)
+    meta = {"full": specs["full"], "retain": specs["retain"], "unlearned": args.unlearned, "data": str(session.data),
+            "data_hash": key["data"], "fingerprints": {**fps, "tokenizer": tokenizer_hash(full_tok)},
+            "component": settings.component, "dtype": s1_cache.dtype_name(placement.dtype),
+            "logprob_dtype": settings.logprob_dtype, "device": device, "batch_size": settings.batch_size,
+            "parity": args.parity, "reference_last_layer": settings.reference_last_layer,
+            "attn_implementation": key["attn_implementation"], "algorithm": key["algorithm"], "s1_cache": run.state,
             "uds_version": uds.__version__, "elapsed_s": round(time.time() - t0, 3)}
-    summary = write_report(out, result, meta, order=[r["idx"] for r in records], title=args.unlearned)
+    summary = write_report(out, run.result, meta, order=[r["idx"] for r in records], title=args.unlearned)
     ci = summary["ci95"]
     ci_text = f"; 95% CI [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""
     print(f"UDS = {summary['uds']:.6f} ({summary['n_scored']} of {summary['n_examples']} examples scored{ci_text})")

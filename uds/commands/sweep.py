@@ -14,15 +14,16 @@ import argparse
 import csv
 import json
 import os
-import re
 import sys
 import time
 from pathlib import Path
 
-from meta_eval.executors import add_executor_args
+from uds.executor_args import add_executor_args
 from uds.device_args import add_device_args
-from uds.errors import UdsInputError
-from uds.parity import MODES as PARITY_MODES, SPEC
+from core.defaults import MAX_NEW_TOKENS
+from core.paths import safe_name
+from core.errors import UdsInputError
+from core.parity import MODES as PARITY_MODES, SPEC
 
 WHAT = ("score", "metrics")
 OU_UNLEARNED = "ou:unlearned"
@@ -40,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--tofu-dir", metavar="DIR", help="real checkpoints: folder of the TOFU JSON files")
     p.add_argument("--parity", choices=PARITY_MODES, default=SPEC, help="whose numerics (docs/parity.md)")
     p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--max-new-tokens", type=int, default=200)
+    p.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
     add_device_args(p, dtype=False)
     p.add_argument("--fluency-classifier", metavar="PATH", help="local gibberish-classifier folder (SPEC 4.6)")
     add_executor_args(p)
@@ -83,22 +84,23 @@ def model_specs(text: str, models_dir: str | None = None) -> list[str]:
 def model_name(spec: str) -> str:
     """Short name of a spec: the tiny model's or folder's name, else the sanitised spec."""
     tail = spec.rstrip("/").rsplit("/", 1)[-1] if spec.startswith("tiny:") or os.sep in spec else spec
-    return re.sub(r"[^\w.-]+", "_", tail).strip("._-") or "model"
+    return safe_name(tail).strip("._-") or "model"
 
 
 def group_zoos(specs: list[str], tofu_dir: str | None):
     """One Zoo per (full, retain, data) group; every spec (and reference) must exist now."""
     from checkpoints.specs import default_references, origin, resolve_spec, tiny_base
     from meta_eval.population import UNLEARNED, Member, Zoo, model_identity
-    from metrics.encoding import OU_SYSTEM_PROMPT
+    from metrics.session import system_prompt_for
 
     groups: dict[tuple[str, str, str], list[Member]] = {}
     names: set[str] = set()
+    resolved = {}
     for i, spec in enumerate(specs, 1):
         try:
-            resolve_spec(spec)
-            model_identity(spec)
-            refs = default_references(spec, tofu_dir)
+            resolved[spec] = resolve_spec(spec)
+            model_identity(resolved[spec])
+            refs = default_references(resolved[spec], tofu_dir)
         except UdsInputError as exc:
             raise UdsInputError(f"--models entry {i} ({spec}): {exc}") from exc
         name, n = model_name(spec), 2
@@ -110,10 +112,10 @@ def group_zoos(specs: list[str], tofu_dir: str | None):
     for (full, retain, _data), members in groups.items():
         for ref in (full, retain):
             model_identity(ref)
-        first = origin(resolve_spec(members[0].spec))   # an adapter on a tiny model is in the tiny world
+        first = origin(resolved[members[0].spec])   # an adapter on a tiny model is in the tiny world
         tiny = first.kind == "tiny"
         zoos.append(Zoo(f"sweep:{model_name(full)}", first.preset if tiny else None, first.seed if tiny else 0,
-                        tuple(members), full, retain, tiny_base(first), tofu_dir, None if tiny else OU_SYSTEM_PROMPT))
+                        tuple(members), full, retain, tiny_base(first), tofu_dir, system_prompt_for(first)))
     return zoos
 
 
@@ -121,7 +123,7 @@ def _measurer(args: argparse.Namespace, zoo, out: Path):
     from meta_eval.measure import Measurer
     from meta_eval.perturb import RELEARN_BATCH, relearn_config
     from meta_eval.store import MeasurementStore
-    from meta_eval.executors import device_for
+    from uds.executor_args import device_for
     from metrics.context import EvalSettings
 
     settings = EvalSettings(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
@@ -142,7 +144,7 @@ def write_outputs(out: Path, rows: list[dict], keys: tuple[str, ...], settings: 
 def run(args: argparse.Namespace) -> int:
     from meta_eval.measure import Job, s1_job
     from meta_eval.perturb import ORIG
-    from meta_eval.executors import check_executor_args, make_executor
+    from uds.executor_args import check_executor_args, make_executor
     from meta_eval.tasks import LocalExecutor, Task, pending, report, stages
 
     t0 = time.time()

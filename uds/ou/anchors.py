@@ -1,5 +1,6 @@
-"""The full and retain anchors of the OU handlers: loaded once per process, on the evaluated
-model's device and dtype and with its attention kernel (so S1 and S2 run under one setting)."""
+"""The full and retain anchors of the OU handlers: one evaluation session per (anchors, placement)
+in this process, so they are resolved and loaded once, on the evaluated model's device and dtype
+and with its attention kernel (S1 and S2 run under one setting)."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ import torch
 import torch.nn as nn
 from transformers import PreTrainedTokenizerBase
 
-from checkpoints.specs import has_own_tokenizer, load_model, load_tokenizer, resolve_spec
-from uds.arch import attention_implementation
+from core.arch import attention_implementation
+from metrics.session import EvalSession, Placement
+from uds.ou.options import AnchorOptions
 
 Loaded = tuple[nn.Module, PreTrainedTokenizerBase]
-_LOADED: dict[tuple, Loaded] = {}
+_SESSIONS: dict[tuple, EvalSession] = {}
 
 
 def placement(model: nn.Module) -> tuple[str, torch.dtype]:
@@ -20,21 +22,26 @@ def placement(model: nn.Module) -> tuple[str, torch.dtype]:
     return str(param.device), param.dtype
 
 
-def load_anchor(spec: str, like: nn.Module, tokenizer: PreTrainedTokenizerBase | None = None) -> Loaded:
-    """(model, tokenizer) of the checkpoint `spec`, placed like the model `like`; a folder
-    without tokenizer files gets `tokenizer` (the full model's). Cached per process."""
-    resolve_spec(spec)   # a wrong path or name fails here with one line naming it
+def anchor_session(opts: AnchorOptions, like: nn.Module) -> EvalSession:
+    """The session of the YAML's anchors placed like the model `like` (a wrong path or name fails
+    here with one line naming it). The full anchor stands in the evaluated-model role: its world
+    and annotated file are the defaults of the metrics; OU's own model is handed to each run."""
     device, dtype = placement(like)
     attn = attention_implementation(like)
-    key = (spec, device, dtype, attn)
-    if key not in _LOADED:
-        extra = {"attn_implementation": attn} if attn else {}
-        model = load_model(spec, device=device, dtype=dtype, **extra)
-        own = tokenizer is None or has_own_tokenizer(spec)
-        _LOADED[key] = (model, load_tokenizer(spec) if own else tokenizer)
-    return _LOADED[key]
+    tofu_dir = getattr(opts, "tofu_dir", None)
+    key = (opts.full_model, opts.retain_model, tofu_dir, device, dtype, attn)
+    if key not in _SESSIONS:
+        _SESSIONS[key] = EvalSession(opts.full_model, full=opts.full_model, retain=opts.retain_model,
+                                     tofu_dir=tofu_dir, placement=Placement(device, dtype, attn_implementation=attn))
+    return _SESSIONS[key]
+
+
+def load_anchor(session: EvalSession, spec: str, tokenizer: PreTrainedTokenizerBase | None = None) -> Loaded:
+    """(model, tokenizer) of the checkpoint `spec`; a folder without tokenizer files gets
+    `tokenizer` (the full model's)."""
+    return session.model(spec), session.tokenizer(spec, fallback=tokenizer)
 
 
 def loaded_count() -> int:
     """How many anchor models this process holds (tests check they load once)."""
-    return len(_LOADED)
+    return sum(len(s._models) for s in _SESSIONS.values())

@@ -2,7 +2,7 @@
 
 `uds_handler`: UDS with OU's loaded model as the unlearned model (S2 source) and the full/retain
 anchors of the YAML; S1 comes from the S1 cache of `uds score` (same key function,
-`uds.s1_cache.s1_key`). `metric_handler(key)`: any registry metric (metrics/registry.py) with OU's
+`core.s1_cache.s1_key`). `metric_handler(key)`: any registry metric (metrics/registry.py) with OU's
 model in the "model" role. Both return JSON-safe dicts: `agg_value` (float, or None when nothing
 was scored), `value_by_index` keyed by dataset row index (str, as JSON writes it), counts, a 95%
 bootstrap interval and the settings. Bad input raises UdsInputError with one line naming the key
@@ -17,23 +17,23 @@ import torch
 import torch.nn as nn
 
 import uds
-from checkpoints.specs import default_references, load_world_for_spec, resolve_spec, tiny_base
-from metrics.context import EvalContext, EvalSettings, ModelPool, eval_splits
+from core import engine, formula, s1_cache
+from core.arch import attention_implementation
+from core.batching import pad_token_id
+from core.compat import check_compatible
+from core.data import load_annotated
+from core.engine import EngineSettings
+from core.errors import UdsInputError
+from core.fingerprint import model_fingerprint, tokenizer_hash
+from core.numbers import finite_or_none
+from core.prompts import prepare_items
+from core.report import example_records, summary_fields
+from metrics.context import EvalContext, EvalSettings
 from metrics.registry import REGISTRY, evaluate
 from metrics.result import MetricResult
-from uds import engine, formula, s1_cache
-from uds.arch import attention_implementation
-from uds.batching import pad_token_id
-from uds.compat import check_compatible
-from uds.data import load_annotated
-from uds.engine import EngineSettings
-from uds.errors import UdsInputError
-from uds.fingerprint import model_fingerprint, tokenizer_hash
-from uds.numbers import finite_or_none
-from uds.ou.anchors import load_anchor, placement
+from metrics.session import EvalSession
+from uds.ou.anchors import anchor_session, load_anchor, placement
 from uds.ou.options import AnchorOptions, MetricOptions, UdsOptions
-from uds.prompts import prepare_items
-from uds.report import example_records, summary_fields
 
 OU_MODEL = "open-unlearning:evaluated-model"   # the ModelPool spec of OU's model
 UDS_KEY = "uds"
@@ -52,15 +52,9 @@ def json_safe(value: Any) -> Any:
     return finite_or_none(value)
 
 
-def check_specs(opts: AnchorOptions) -> None:
-    """A wrong anchor path or name fails first, with one line naming it (before data or models)."""
-    for spec in (opts.full_model, opts.retain_model):
-        resolve_spec(spec)
-
-
-def data_path_of(opts: AnchorOptions) -> str:
+def data_path_of(opts: AnchorOptions, session: EvalSession) -> str:
     """The annotated file: the YAML's, else the one that goes with the full anchor."""
-    return opts.data_path or default_references(opts.full_model, getattr(opts, "tofu_dir", None))[2]
+    return opts.data_path or session.data
 
 
 def check_rows(records: Sequence[dict], data: Any, path: str) -> None:
@@ -79,11 +73,11 @@ def check_rows(records: Sequence[dict], data: Any, path: str) -> None:
                                     f"dataset {name!r} (its question differs); value_by_index would be misaligned")
 
 
-def anchors(opts: AnchorOptions, model: nn.Module, tokenizer) -> tuple[tuple, tuple]:
+def anchors(session: EvalSession, model: nn.Module, tokenizer) -> tuple[tuple, tuple]:
     """(full, its tokenizer), (retain, its tokenizer), checked patchable with OU's model."""
-    full = load_anchor(opts.full_model, model)
-    retain = load_anchor(opts.retain_model, model, full[1])
-    check_compatible({f"full ({opts.full_model})": full, f"retain ({opts.retain_model})": retain,
+    full = load_anchor(session, session.spec_of("full"))
+    retain = load_anchor(session, session.spec_of("retain"), full[1])
+    check_compatible({f"full ({session.roles['full']})": full, f"retain ({session.roles['retain']})": retain,
                       "the evaluated model (Open-Unlearning's)": (model, tokenizer or full[1])})
     return full, retain
 
@@ -93,30 +87,27 @@ def anchors(opts: AnchorOptions, model: nn.Module, tokenizer) -> tuple[tuple, tu
 def uds_handler(model: nn.Module, **kwargs) -> dict:
     """UDS of OU's model (SPEC 2) against the YAML's anchors; see the module docstring."""
     opts = UdsOptions.from_kwargs(UDS_KEY, kwargs)
-    check_specs(opts)
-    path = data_path_of(opts)
+    session = anchor_session(opts, model)
+    path = data_path_of(opts, session)
     records = load_annotated(path)
     check_rows(records, kwargs.get("data"), path)
-    (full, tok), (retain, _) = anchors(opts, model, kwargs.get("tokenizer"))
+    (full, tok), (retain, _) = anchors(session, model, kwargs.get("tokenizer"))
     items, skipped = prepare_items(records, tok)   # the full model's tokenizer encodes (SPEC 2.6)
     settings = EngineSettings(component=opts.component, batch_size=int(opts.batch_size))
     device, dtype = placement(model)
-    fps = {"full": model_fingerprint(full), "retain": model_fingerprint(retain), "unlearned": model_fingerprint(model)}
-    key = s1_cache.s1_key(fps, records, items, settings, dtype, torch.device(device).type, full)
-    use_cache = bool(opts.s1_cache) and bool(items)
-    s1 = s1_cache.load_s1(key, items) if use_cache else None
+    fps = {"full": session.fingerprint(session.roles["full"]), "retain": session.fingerprint(session.roles["retain"])}
     with torch.no_grad():
-        result = engine.compute_uds(full, retain, model, items, settings, tau=float(opts.tau), skipped=skipped,
-                                    s1=s1, pad_id=pad_token_id(tok))
-    if use_cache and s1 is None:
-        s1_cache.save_s1(key, items, result.s1)
+        run = s1_cache.cached_uds(full, retain, model, records, items, skipped, settings, tau=float(opts.tau),
+                                  pad_id=pad_token_id(tok), dtype=dtype, device=torch.device(device).type,
+                                  use_cache=bool(opts.s1_cache), fingerprints=fps)
     meta = {"full_model": opts.full_model, "retain_model": opts.retain_model, "data_path": str(path),
-            "data_hash": key["data"], "tau": float(opts.tau), "batch_size": settings.batch_size,
+            "data_hash": run.key["data"], "tau": float(opts.tau), "batch_size": settings.batch_size,
             "component": settings.component, "device": device, "dtype": s1_cache.dtype_name(dtype),
-            "attn_implementation": attention_implementation(full), "algorithm": key["algorithm"],
-            "s1_cache": "off" if not opts.s1_cache else ("hit" if s1 is not None else "miss"),
-            "fingerprints": {**fps, "tokenizer": tokenizer_hash(tok)}, "uds_version": uds.__version__}
-    return uds_document(result, [r["idx"] for r in records], meta)
+            "attn_implementation": attention_implementation(full), "algorithm": run.key["algorithm"],
+            "s1_cache": run.state,
+            "fingerprints": {**fps, "unlearned": model_fingerprint(model), "tokenizer": tokenizer_hash(tok)},
+            "uds_version": uds.__version__}
+    return uds_document(run.result, [r["idx"] for r in records], meta)
 
 
 def uds_document(result: engine.UdsResult, order: Sequence[Any], meta: dict) -> dict:
@@ -140,21 +131,19 @@ def _context(model: nn.Module, tokenizer, template_args: Mapping | None, opts: M
     shared = tuple((k, v) for k, v in vars(opts).items() if k != "key")
     ckey = (id(model), shared)
     if ckey not in _CONTEXTS:
-        spec = resolve_spec(opts.full_model)
-        (full, full_tok), _ = anchors(opts, model, tokenizer)
-        tokenizer = tokenizer or full_tok
+        session = anchor_session(opts, model)
+        (_, full_tok), _ = anchors(session, model, tokenizer)
+        # OU's own rule: the YAML's system prompt, else the one of OU's model config, else none
         system_prompt = (opts.system_prompt if opts.system_prompt is not None
                          else (template_args or {}).get("system_prompt")) or None
-        device, _ = placement(model)
-        base = opts.fluency_base or tiny_base(spec)
-        roles = {"model": OU_MODEL, "full": opts.full_model, "retain": opts.retain_model, "base": base}
+        roles = {**session.roles, "model": OU_MODEL, "base": opts.fluency_base or session.roles["base"]}
 
         def loader(s: str) -> nn.Module:
-            return model if s == OU_MODEL else load_anchor(s, model, full_tok)[0]
+            return model if s == OU_MODEL else load_anchor(session, s, full_tok)[0]
         settings = EvalSettings(batch_size=int(opts.batch_size), max_new_tokens=int(opts.max_new_tokens),
-                                system_prompt=system_prompt, parity=opts.parity, device=device)
-        _CONTEXTS[ckey] = EvalContext(splits=eval_splits(load_world_for_spec(spec, opts.tofu_dir)), uds_records=[],
-                                      tokenizer=tokenizer, models=ModelPool(roles, loader), settings=settings)
+                                system_prompt=system_prompt, parity=opts.parity, device=placement(model)[0])
+        _CONTEXTS[ckey] = session.context(settings, records=False, loader=loader, roles=roles,
+                                          tokenizer=tokenizer or full_tok)
     return _CONTEXTS[ckey]
 
 
@@ -166,7 +155,7 @@ def registry_metric(bound: str, model: nn.Module, kwargs: Mapping[str, Any]) -> 
     """Registry metric `bound` (or the YAML's `key`, which must agree) of OU's model."""
     handler = f"uds_{bound}"
     opts = MetricOptions.from_kwargs(handler, kwargs)
-    check_specs(opts)
+    session = anchor_session(opts, model)   # a wrong anchor path or name fails first
     key = opts.key or bound
     if key not in REGISTRY or key == UDS_KEY:
         valid = ", ".join(k for k in REGISTRY if k != UDS_KEY)
@@ -177,7 +166,7 @@ def registry_metric(bound: str, model: nn.Module, kwargs: Mapping[str, Any]) -> 
     ctx = _context(model, kwargs.get("tokenizer"), kwargs.get("template_args"), opts)
     path = None
     if _needs_records(key) and not ctx.uds_records:
-        path = data_path_of(opts)
+        path = data_path_of(opts, session)
         records = load_annotated(path)
         check_rows(records, kwargs.get("data"), path)
         ctx.uds_records = records

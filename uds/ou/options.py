@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
-from uds.engine import EngineSettings
-from uds.errors import UdsInputError
-from uds.formula import TAU
-from uds.parity import MODES, SPEC
+from core.engine import EngineSettings
+from core.defaults import MAX_NEW_TOKENS
+from core.errors import UdsInputError
+from core.formula import TAU
+from core.parity import MODES, SPEC
 
 OU_KEYS = frozenset({"tokenizer", "template_args", "data", "collators", "handler", "generation_args"})
 
@@ -63,7 +64,7 @@ class MetricOptions(AnchorOptions):
     """Keys of `eval/tofu_metrics/uds_<key>.yaml`: the anchor keys plus the registry metric's."""
     key: str = ""                   # registry metric key (metrics/registry.py)
     parity: str = SPEC              # spec | reference | open-unlearning (docs/parity.md)
-    max_new_tokens: int = 200
+    max_new_tokens: int = MAX_NEW_TOKENS
     system_prompt: str | None = None   # None: template_args.system_prompt of OU's model config; "": none
     tofu_dir: str | None = None     # TOFU JSON files (real anchors; default $UDS_TOFU_DIR)
     fluency_base: str | None = None    # base LM of the fluency proxy (tiny default: <preset>/base)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from typing import Any, Callable, MutableMapping
 
-from uds.errors import UdsInputError
+from core.errors import UdsInputError
 from uds.ou.handlers import handlers
 
 Wrap = Callable[[str, Callable[..., dict]], Any]

@@ -1,0 +1,110 @@
+"""Files of the capacity experiment: runs.csv, summary.json and the plots (matplotlib, Agg)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+
+from analyses.capacity.fit import PRINTED_LAW, sigmoid_law
+
+CSV_FIELDS = ("size", "hidden", "layers", "params", "n", "seq_len", "vocab", "data_bits", "mem_bits",
+              "bits_per_param", "capacity_bits", "alpha_size", "steps", "stop", "mia_f1", "mia_threshold_bits",
+              "seconds", "cpu_seconds")
+
+
+def write_csv(path: Path, rows: list[dict], summary: dict) -> Path:
+    """One row per run, with its size's capacity and bits per parameter next to it."""
+    cap = {s["size"]: s for s in summary["sizes"]}
+    with open(path, "w", newline="") as fh:
+        w = csv.DictWriter(fh, CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for r in rows:
+            w.writerow(r | {"capacity_bits": cap[r["size"]]["capacity_bits"],
+                            "alpha_size": cap[r["size"]]["bits_per_param"]})
+    return path
+
+
+def write_summary(path: Path, summary: dict, grid: dict, rows: list[dict]) -> Path:
+    curves = {f"{r['size']}/{r['n']}": r["curve"] for r in rows}
+    path.write_text(json.dumps({"summary": summary, "grid": grid, "curves": curves}, indent=1))
+    return path
+
+
+def _saved(fig, path: Path) -> Path:
+    """Write a finished figure as PNG and free it."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    _plt().close(fig)
+    return path
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_mem_vs_n(path: Path, rows: list[dict], summary: dict) -> Path:
+    """Memorised bits against dataset size, one line per model size; dashed: its capacity."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6.5, 4.5))
+    for s in summary["sizes"]:
+        mine = sorted((r for r in rows if r["size"] == s["size"]), key=lambda r: r["n"])
+        line, = ax.plot([r["n"] for r in mine], [r["mem_bits"] for r in mine], "o-",
+                        label=f"{s['size']} ({s['params']:,} params)")
+        ax.axhline(s["capacity_bits"], color=line.get_color(), ls=":", lw=0.8)
+    ns = np.array(sorted({r["n"] for r in rows}), dtype=float)
+    ax.plot(ns, ns * rows[0]["seq_len"] * np.log2(rows[0]["vocab"]), "k--", lw=0.8, label="all data (N S log2 V)")
+    ax.set(xscale="log", yscale="log", xlabel="training sequences N", ylabel="memorised bits",
+           title=f"memorisation vs dataset size ({summary['precision']})")
+    ax.legend(fontsize=7)
+    return _saved(fig, path)
+
+
+def plot_capacity_vs_params(path: Path, summary: dict) -> Path:
+    """Capacity per size against parameters with the through-origin fit and the published slope."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    p = np.array([s["params"] for s in summary["sizes"]], dtype=float)
+    c = np.array([s["capacity_bits"] for s in summary["sizes"]])
+    ax.plot(p, c, "o", label="capacity (max over N)")
+    grid = np.linspace(0, p.max() * 1.05, 50)
+    if "fit" in summary:
+        f = summary["fit"]
+        ax.plot(grid, f["alpha"] * grid, "-", label=f"fit: {f['alpha']:.2f} bits/param (R2 {f['r2_origin']:.3f})")
+    if summary.get("published_alpha"):
+        ax.plot(grid, summary["published_alpha"] * grid, "k:", label=f"published {summary['published_alpha']}")
+    ax.set(xlabel="parameters", ylabel="capacity (bits)", title=f"capacity vs parameters ({summary['precision']})")
+    ax.legend(fontsize=8)
+    return _saved(fig, path)
+
+
+def plot_mia(path: Path, summary: dict) -> Path:
+    """MIA best-threshold F1 against capacity / |D|, with the fitted and the printed sigmoid law."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    r = np.array([m["capacity_over_n"] for m in summary["mia"]])
+    ax.plot(r, [m["f1"] for m in summary["mia"]], "o", label="runs")
+    grid = np.geomspace(r.min(), r.max(), 100)
+    law = summary.get("sigmoid_law", {})
+    if "c1" in law:
+        ax.plot(grid, sigmoid_law(grid, law["c1"], law["c2"], law["c3"]), "-",
+                label=f"fit c=({law['c1']:.2f}, {law['c2']:.3g}, {law['c3']:.2f}), rmse {law['rmse']:.3f}")
+    ax.plot(grid, sigmoid_law(grid, *PRINTED_LAW), "k:", label="printed constants")
+    ax.set(xscale="log", xlabel="capacity (bits) / |D| (sequences)", ylabel="MIA F1 (best threshold)",
+           title="membership inference vs capacity per sequence")
+    ax.legend(fontsize=7)
+    return _saved(fig, path)
+
+
+def write_all(out: Path, rows: list[dict], summary: dict, grid: dict) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    return [write_csv(out / "runs.csv", rows, summary), write_summary(out / "summary.json", summary, grid, rows),
+            plot_mem_vs_n(out / "mem_vs_n.png", rows, summary),
+            plot_capacity_vs_params(out / "capacity_vs_params.png", summary), plot_mia(out / "mia_f1.png", summary)]

@@ -1,0 +1,78 @@
+"""Memorisation in bits (SPEC-probes 1.1) as metrics.
+
+x = the answer tokens of a forget item under the chat encoding (eos included, as Prob counts
+them); reference = the retain model. mem_U(x) = max(0, NLL_retain(x) - NLL_model(x)) in bits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from metrics import mem_bits as mbits
+from metrics.context import EvalContext
+from metrics.ranking import spearman
+from metrics.references import check_reference_tokenizer
+from metrics.result import MetricResult
+from metrics.spec import (ERASURE, FULL, KNOWLEDGE, MODEL, RETAIN, MetricSpec, mean_of, per_item, register,
+                          tf_use)
+
+
+def _answer_bits(ctx: EvalContext, role: str) -> tuple[np.ndarray, np.ndarray]:
+    """(code length in bits, answer length in tokens) of each forget answer under the role's model."""
+    if role != MODEL:
+        check_reference_tokenizer(ctx, role)
+    stats = ctx.teacher_forced(role, "forget").answers()
+    n = np.array([s.n_labels for s in stats], dtype=np.float64)
+    return mbits.bits_from_mean_nll([s.avg_loss for s in stats], n), n
+
+
+def _mem_items(ctx: EvalContext, role: str) -> np.ndarray:
+    """mem_U of each forget item under the role's model, retain as reference (NaN: no answer token)."""
+    ref, _ = _answer_bits(ctx, RETAIN)
+    bits, n = _answer_bits(ctx, role)
+    return np.where(n > 0, mbits.mem_u(ref, bits), np.nan)
+
+
+def _listed(values: np.ndarray) -> list[float | None]:
+    return [float(v) if np.isfinite(v) else None for v in values]
+
+
+def _mem_bits(c: EvalContext) -> MetricResult:
+    return per_item(_listed(_mem_items(c, MODEL)))
+
+
+def _mem_bits_per_token(c: EvalContext) -> MetricResult:
+    _, n = _answer_bits(c, MODEL)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return per_item(_listed(_mem_items(c, MODEL) / n))
+
+
+def _mem_bits_erased(c: EvalContext) -> MetricResult:
+    model, full = _mem_items(c, MODEL), _mem_items(c, FULL)
+    items = [mbits.erased(m, f) if np.isfinite(m) and np.isfinite(f) else None for m, f in zip(model, full)]
+    return MetricResult(mbits.erased(mean_of(_listed(model)), mean_of(_listed(full))), items)
+
+
+def _mem_bits_tfidf(c: EvalContext) -> MetricResult:
+    docs = c.answer_texts("forget")
+    corpus = docs + c.answer_texts("retain_eval")   # the retain items every evaluation context holds
+    tfidf = mbits.tfidf_scores(docs, corpus)
+    rho, p = spearman(tfidf, _mem_items(c, FULL))
+    return MetricResult(rho, _listed(tfidf), {"spearman_p": p, "corpus": "forget + retain_eval answers"})
+
+
+_MEM_TF = tf_use("forget", "answer", roles=(MODEL, RETAIN))
+_MEM_TF_FULL = tf_use("forget", "answer", roles=(MODEL, RETAIN, FULL))
+register([
+    MetricSpec("mem_bits", "memorization_bits", KNOWLEDGE, (_MEM_TF,), _mem_bits,
+               "mean over forget items of max(0, NLL_retain - NLL_model) of the answer tokens, in bits",
+               group="probe"),
+    MetricSpec("mem_bits_per_token", "memorization_bits", KNOWLEDGE, (_MEM_TF,), _mem_bits_per_token,
+               "the same per item divided by its answer length in tokens (bits per token)", group="probe"),
+    MetricSpec("mem_bits_erased", "memorization_bits", ERASURE, (_MEM_TF_FULL,), _mem_bits_erased,
+               "clip(1 - mem_bits(model) / mem_bits(full), 0, 1): full 0, retain 1", group="probe"),
+    MetricSpec("mem_bits_tfidf", "memorization_bits", KNOWLEDGE,
+               (tf_use("forget", "answer", roles=(RETAIN, FULL)),), _mem_bits_tfidf,
+               "diagnostic, not a model score: Spearman rho of per-item TF-IDF (per_example) with mem_U of "
+               "the full model", group="diagnostic"),
+], rank=70)

@@ -1,0 +1,200 @@
+"""The evaluation session: what is being evaluated, resolved and loaded once.
+
+One `EvalSession` per command run (or per Open-Unlearning placement, or per zoo): it takes the
+roles once (the evaluated model, the full and retain references, the fluency base, the annotated
+data), defaults the references once (DESIGN.md), resolves each spec once, loads each model and
+tokenizer once and fingerprints each model once. Every consumer asks it: `uds score` (the UDS
+run, `score_uds`), `uds metrics`, `uds sweep` and the meta-evaluation (`context`, the one
+`EvalContext` factory), the OU handlers and the probes. The system-prompt rule lives here too
+(`system_prompt_for`).
+
+Model plumbing is imported lazily: creating a session for `uds score` does not load the metrics
+stack (rouge, sklearn, scipy).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable, Mapping, Sequence
+
+import torch
+
+import checkpoints.specs as specs
+from checkpoints.specs import CheckpointSpec
+from core.defaults import OU_SYSTEM_PROMPT
+from core.errors import UdsInputError
+
+if TYPE_CHECKING:
+    from core.engine import EngineSettings
+    from core.s1_cache import CachedUds
+    from metrics.context import EvalContext, EvalSettings
+    from metrics.work import WorkCache
+
+ROLES = ("model", "full", "retain", "base")
+
+
+def system_prompt_for(spec: CheckpointSpec, given: str | None = None, none: bool = False) -> str | None:
+    """The system turn of the chat encoding: none when asked for; else `given`; else no system turn
+    for a tiny-world model (its tokenizer's template was trained without one) and OU's prompt for
+    anything else (an adapter follows its base)."""
+    if none:
+        return None
+    if given is not None:
+        return given
+    return None if specs.origin(spec).kind == "tiny" else OU_SYSTEM_PROMPT
+
+
+@dataclass(frozen=True)
+class Placement:
+    device: str = "cpu"
+    dtype: torch.dtype = torch.float32
+    trust_pickle: bool = False
+    attn_implementation: str | None = None   # None: the checkpoint's own
+
+
+class EvalSession:
+    """Roles resolved, models and tokenizers loaded and fingerprinted, each once.
+
+    `roles`: role -> spec string, references defaulted (None where a role has no model, e.g. no
+    fluency base outside a tiny world). `data`: the annotated forget file. `adapter_base`: the
+    `--base` of every adapter-folder spec. `references=False`: the evaluated model alone (a probe
+    needs no full or retain model and no annotated file)."""
+
+    def __init__(self, model: str, *, full: str | None = None, retain: str | None = None,
+                 data: str | None = None, fluency_base: str | None = None, tofu_dir: str | None = None,
+                 adapter_base: str | None = None, placement: Placement = Placement(),
+                 with_base: bool = True, references: bool = True):
+        self.tofu_dir, self.adapter_base, self.placement = tofu_dir, adapter_base, placement
+        self._resolved: dict[str, CheckpointSpec] = {}
+        self._models: dict[tuple, torch.nn.Module] = {}
+        self._tokenizers: dict[str, object] = {}
+        self._fingerprints: dict[str, str] = {}
+        self._memo: dict[str, object] = {}
+        self.spec = self.resolve(model)   # a wrong path or name fails first, before data or models
+        refs = (None, None, None)
+        if references and None in (full, retain, data):
+            refs = specs.default_references(self.spec, tofu_dir, adapter_base)
+        base = fluency_base or (specs.tiny_base(self.spec) if with_base and references else None)
+        self.roles: dict[str, str | None] = {"model": model, "full": full or refs[0], "retain": retain or refs[1],
+                                             "base": base}
+        self.data = data or refs[2]
+        for spec in self.roles.values():
+            if spec:
+                self.resolve(spec)   # fail fast on a bad reference spec, before any model work
+        if adapter_base and not any(self.resolve(s).kind == "adapter" for s in self.roles.values() if s):
+            raise UdsInputError(f"--base {adapter_base} given, but no model spec is an adapter folder "
+                                "(adapter_config.json)")
+
+    # --- specs ---------------------------------------------------------------------------------
+    def resolve(self, spec: str) -> CheckpointSpec:
+        """The resolved spec, resolved on first use only."""
+        if spec not in self._resolved:
+            self._resolved[spec] = specs.resolve_spec(spec, self.adapter_base)
+        return self._resolved[spec]
+
+    def spec_of(self, role: str) -> str:
+        s = self.roles.get(role)
+        if not s:
+            raise UdsInputError(f"this run needs a {role} model, and none was given")
+        return s
+
+    # --- loading -------------------------------------------------------------------------------
+    def model(self, spec: str, **kwargs) -> torch.nn.Module:
+        """The model `spec` names, placed as the session says; loaded once per (spec, kwargs)."""
+        key = (spec, tuple(sorted(kwargs.items())))
+        if key not in self._models:
+            self._models[key] = self.load_uncached(spec, **kwargs)
+        return self._models[key]
+
+    def load_uncached(self, spec: str, **kwargs) -> torch.nn.Module:
+        """A fresh load, not kept (a meta-evaluation job's model, dropped when the job ends)."""
+        p = self.placement
+        extra = {"attn_implementation": p.attn_implementation} if p.attn_implementation else {}
+        return specs.load_model(self.resolve(spec), device=p.device, dtype=p.dtype, trust_pickle=p.trust_pickle,
+                                base=self.adapter_base, **extra, **kwargs)
+
+    def tokenizer(self, spec: str, fallback=None):
+        """The tokenizer of `spec`; a checkpoint without tokenizer files gets `fallback` when given
+        (the full model's encodes for all three models of UDS, SPEC 2.6)."""
+        if spec not in self._tokenizers:
+            resolved = self.resolve(spec)
+            if fallback is not None and not specs.has_own_tokenizer(resolved, self.adapter_base):
+                return fallback
+            self._tokenizers[spec] = specs.load_tokenizer(resolved, self.adapter_base)
+        return self._tokenizers[spec]
+
+    def fingerprint(self, spec: str) -> str:
+        from core.fingerprint import model_fingerprint
+
+        if spec not in self._fingerprints:
+            self._fingerprints[spec] = model_fingerprint(self.model(spec))
+        return self._fingerprints[spec]
+
+    def _once(self, name: str, make: Callable[[], object]):
+        if name not in self._memo:
+            self._memo[name] = make()
+        return self._memo[name]
+
+    def records(self) -> list[dict]:
+        """The annotated forget items (UDS and the representation metrics), read once."""
+        from core.data import load_annotated
+
+        return self._once("records", lambda: load_annotated(self.data))
+
+    def world(self):
+        """The evaluation data of the evaluated model: its tiny world, or the TOFU splits."""
+        return self._once("world", lambda: specs.load_world_for_spec(self.spec, self.tofu_dir))
+
+    def system_prompt(self, given: str | None = None, none: bool = False) -> str | None:
+        return system_prompt_for(self.spec, given, none)
+
+    # --- consumers -----------------------------------------------------------------------------
+    def context(self, settings: "EvalSettings", keys: Sequence[str] = (), *, records: bool = True,
+                fluency_classifier: str | None = None, loader: Callable[[str], torch.nn.Module] | None = None,
+                roles: Mapping[str, str | None] | None = None, tokenizer=None,
+                work: "WorkCache | None" = None) -> "EvalContext":
+        """The evaluation context of `keys` on this session's data and models. `loader` / `roles`
+        override how a role's model is obtained (an OU model, a quantised or relearned one)."""
+        from metrics.context import eval_splits
+
+        return build_context(eval_splits(self.world()), self.records() if records else [],
+                             tokenizer if tokenizer is not None else self.tokenizer(self.roles["model"]),
+                             roles or self.roles, loader or self.model, settings, keys,
+                             fluency_classifier=fluency_classifier, work=work)
+
+    def score_uds(self, settings: "EngineSettings", tau: float, use_cache: bool = True,
+                  progress=None, set_total=None, unlearned: torch.nn.Module | None = None
+                  ) -> tuple["CachedUds", list, list]:
+        """UDS of the evaluated model (or of `unlearned`, a model loaded elsewhere) against the
+        full and retain references, S1 through the cache; returns (run, items, skipped)."""
+        from core.batching import pad_token_id
+        from core.prompts import prepare_items
+        from core.s1_cache import cached_uds
+
+        full_spec = self.spec_of("full")
+        tok = self.tokenizer(full_spec)   # the full model's tokenizer encodes for all three (SPEC 2.6)
+        items, skipped = prepare_items(self.records(), tok)
+        full, retain_spec = self.model(full_spec), self.spec_of("retain")
+        fps = {"full": self.fingerprint(full_spec), "retain": self.fingerprint(retain_spec)}
+        run = cached_uds(full, self.model(retain_spec),
+                         unlearned if unlearned is not None else self.model(self.spec_of("model")),
+                         self.records(), items, skipped, settings, tau=tau, pad_id=pad_token_id(tok),
+                         dtype=self.placement.dtype, device=self.placement.device, use_cache=use_cache,
+                         fingerprints=fps, progress=progress, set_total=set_total)
+        return run, items, skipped
+
+
+def build_context(splits: Mapping[str, Sequence[dict]], records: Sequence[dict], tokenizer, roles: Mapping[str, str | None],
+                  loader: Callable[[str], torch.nn.Module], settings: "EvalSettings", keys: Sequence[str] = (),
+                  *, fluency_classifier: str | None = None, work: "WorkCache | None" = None) -> "EvalContext":
+    """The one factory of `EvalContext`: evaluation `splits` (`metrics.context.eval_splits`),
+    annotated `records`, models by role through `loader`, the sweep plan of `keys` (no plan when
+    `keys` is empty: every variant)."""
+    from metrics.context import EvalContext, ModelPool
+    from metrics.registry import sweep_plan
+    from metrics.work import WorkCache
+
+    return EvalContext(splits=splits, uds_records=records, tokenizer=tokenizer,
+                       models=ModelPool(roles, loader), settings=settings,
+                       plan=sweep_plan(keys) if keys else None,
+                       fluency_classifier=fluency_classifier, work=work if work is not None else WorkCache())
