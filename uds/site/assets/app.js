@@ -473,11 +473,12 @@
         return dy - dx;
       });
       clear(body);
+      if (rows.length && !detail.firstChild) show(rows[0]);
       rows.forEach(function (p) {
         var diff = num(p[0].uds) && num(p[1].uds) ? p[1].uds - p[0].uds : null;
         body.appendChild(el('tr', { class: 'clickable', 'data-idx': p[0].idx, onclick: function () { show(p); } },
           el('td', { class: 'text' }, String(p[0].idx)), el('td', null, fmt(p[0].uds)), el('td', null, fmt(p[1].uds)),
-          el('td', null, fmt(diff)), el('td', { class: 'text' }, (p[0].question || '').slice(0, 90))));
+          el('td', null, fmt(diff)), el('td', { class: 'text clip', title: p[0].question || '' }, p[0].question || '')));
       });
     }
     function show(p) {
@@ -495,10 +496,9 @@
           link('#/example/' + b + '/' + B.examples.indexOf(eb), 'open in B'))]);
     }
     var th = el('th', { onclick: function () { sortByDiff = !sortByDiff; draw(); }, title: 'sort by |B − A| / data order' }, 'B − A');
-    add(box, el('div', { class: 'layout' }, el('div', { class: 'wrap' }, el('table', { id: 'cmp-table' }, el('thead', null, el('tr', null,
+    add(box, el('div', { class: 'layout cmp' }, el('div', { class: 'wrap' }, el('table', { id: 'cmp-table' }, el('thead', null, el('tr', null,
       el('th', { class: 'text' }, 'idx'), el('th', null, 'UDS_i A'), el('th', null, 'UDS_i B'), th, el('th', { class: 'text' }, 'question'))), body)), detail));
     draw();
-    if (pairs.length) show(pairs[0]);
   }
 
   // ---------- meta-evaluation ----------
