@@ -4,6 +4,7 @@ nothing. `chromium_driver()` returns None (with the reason) where any piece is m
 
 from __future__ import annotations
 
+import atexit
 import shutil
 import tempfile
 from pathlib import Path
@@ -43,5 +44,7 @@ def chromium_driver():
     opts.binary_location = _binary("chromium", "/usr/bin/chromium")
     for f in FLAGS:
         opts.add_argument(f)
-    opts.add_argument(f"--user-data-dir={tempfile.mkdtemp(prefix='uds-chromium-')}")
+    profile = tempfile.mkdtemp(prefix="uds-chromium-")
+    atexit.register(shutil.rmtree, profile, True)     # the profile folder goes when the process ends
+    opts.add_argument(f"--user-data-dir={profile}")
     return webdriver.Chrome(service=Service(_binary("chromedriver", "/usr/bin/chromedriver")), options=opts)
