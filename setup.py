@@ -42,4 +42,5 @@ class BuildWithData(build_py):
         shutil.copyfile(source, target / NAME)
 
 
-setup(cmdclass={"build_py": BuildWithData}, package_data={"uds.ou": ["configs/**/*.yaml"]})
+setup(cmdclass={"build_py": BuildWithData},
+      package_data={"uds.ou": ["configs/**/*.yaml"], "uds.site": ["assets/*.html", "assets/*.js", "assets/*.css"]})

@@ -13,3 +13,11 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q -e ".[test,tl,ray]"
   echo "$want" > "$stamp"
 fi
+# Browser tests of `uds report` (pytest marker `browser`) need Debian's headless Chromium and its
+# driver; best effort: installed only where they are missing and apt-get runs as root, and a
+# failure here only leaves those tests skipped.
+if ! { command -v chromium && command -v chromedriver; } >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 \
+   && [ "$(id -u)" = 0 ]; then
+  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver; } >/dev/null 2>&1 \
+    || echo "setup.sh: chromium not installed; the browser tests will be skipped" >&2
+fi

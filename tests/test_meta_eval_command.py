@@ -150,6 +150,10 @@ def test_command_outputs_and_rerun_computes_nothing(tmp_path, monkeypatch, capsy
         assert doc["faithfulness"][k]["auc_roc"] > 0.9
         assert set(doc["robustness"][k]) >= {"quantization", "relearning", "agg"}
     assert doc["settings"]["models"] == {"unlearned": 4, "pool": 6, "full": 1, "retain": 1}
+    # what `uds report` draws its P/N histograms and scatters from: the measured values, as stored
+    assert doc["members"]["P0"] == {"kind": "pool", "method": None, "pool": "P"}
+    assert doc["values"]["nf4"]["u1"]["es"] == fake.store.values("nf4", "u1", "S")["es"]
+    assert set(doc["values"]["relearn"]) == {"u0", "u1", "u2", "u3", "retain"}
     summary = (out / "summary.md").read_text()
     assert all(f"| {k} |" in summary for k in META_KEYS)
     rows = json.loads((out / "results.json").read_text())

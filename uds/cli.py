@@ -28,6 +28,7 @@ COMMANDS = {
     "sweep": "uds.commands.sweep",
     "probe": "uds.commands.probe",
     "capacity": "uds.commands.capacity",
+    "report": "uds.commands.report",
 }
 COMMAND_MODULES = tuple(COMMANDS.values())
 

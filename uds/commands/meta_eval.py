@@ -22,6 +22,7 @@ from uds.device_args import add_device_args
 from core.parity import MODES as PARITY_MODES, SPEC
 from core.defaults import MAX_NEW_TOKENS
 from core.errors import UdsInputError
+from core.numbers import finite_or_none
 
 DEFAULT_ZOO = "tiny:small"
 DEFAULT_OUT = Path("out") / "meta_eval"
@@ -129,6 +130,16 @@ def measure_all(measurer, jobs, executor, first=None, log=lambda s: print(s, fil
     return values, records
 
 
+def report_values(zoo, values: dict, keys: list[str]) -> tuple[dict, dict]:
+    """What `uds report` draws its P/N histograms and robustness scatters from: every member's
+    kind / method / pool, and the raw values of the judged keys per setting and model."""
+    members = {m.name: {"kind": m.kind, "method": m.method, "pool": m.pool} for m in zoo.members}
+    by_setting: dict[str, dict] = {}
+    for (setting, name), vals in values.items():
+        by_setting.setdefault(setting, {})[name] = {k: finite_or_none(vals.get(k)) for k in keys}
+    return members, by_setting
+
+
 def write_plots(out: Path, doc: dict, zoo, values: dict, keys: list[str]) -> list[Path]:
     from meta_eval import plots
     from meta_eval.perturb import NF4, ORIG, RELEARN
@@ -211,6 +222,7 @@ def _run(args: argparse.Namespace, keys: list[str], zoo, executor, t0: float) ->
         "left_out": left_out, "fluency_source": sorted(fluency), "cache": str(measurer.store.root.parent),
         "executor": args.executor, "tasks_run": fresh, "failed_tasks": [r.label for r in records if r.failed],
         "wall_seconds": round(time.time() - t0, 1)}
+    doc["members"], doc["values"] = report_values(zoo, values, keys)
     (out / "meta_eval.json").write_text(json.dumps(doc, indent=1, allow_nan=False))
     (out / "results.json").write_text(json.dumps(rows, indent=1, allow_nan=False))
     notes = [f"zoo {args.zoo}: {doc['settings']['models']}", f"parity {args.parity}, robustness {args.robustness}, "

@@ -1,0 +1,84 @@
+"""Screenshots of each page kind of a `uds report` site (docs/report/*.png), taken in headless Chromium.
+
+    python benchmarks/report_screenshots.py --site SITE_DIR --out docs/report \
+        [--model NAME] [--other NAME] [--example POS]
+
+--model / --other name the models of the model, example and compare pages (default: the first
+two with per-example data). PNGs are reduced to a 256-colour palette to stay small.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests import browser  # noqa: E402
+
+
+def settle(driver, css: str) -> None:
+    for _ in range(200):
+        if driver.execute_script("return !!document.querySelector(arguments[0])", css):
+            time.sleep(0.2)
+            return
+        time.sleep(0.05)
+    raise TimeoutError(css)
+
+
+def save(driver, path: Path) -> None:
+    driver.save_screenshot(str(path))
+    from PIL import Image
+
+    Image.open(path).convert("RGB").quantize(256).save(path, optimize=True)
+    print(f"{path} ({path.stat().st_size // 1024} KB)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--site", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--model", default=None)
+    ap.add_argument("--other", default=None)
+    ap.add_argument("--example", type=int, default=0)
+    a = ap.parse_args()
+    why = browser.missing()
+    if why:
+        print(f"report_screenshots: {why}", file=sys.stderr)
+        return 2
+    a.out.mkdir(parents=True, exist_ok=True)
+    url = (a.site / "index.html").resolve().as_uri()
+    d = browser.chromium_driver()
+    d.set_window_size(1280, 860)
+    try:
+        d.get(url)
+        settle(d, "#lb-table tbody tr")
+        ids = d.execute_script("""return [arguments[0], arguments[1]].map((n, i) => {
+            const withData = UDSreport.data.models.filter(m => m.file);
+            const hit = withData.find(m => m.name === n);
+            return hit ? hit.id : (withData[i] || {}).id; });""", a.model, a.other)
+        d.find_element("css selector", "th[data-key=uds]").click()
+        save(d, a.out / "leaderboard.png")
+        pages = [("model", f"#/model/{ids[0]}", "#layer-chart rect.hover"),
+                 ("example", f"#/example/{ids[0]}/{a.example}", "#ex-layers")] if ids[0] is not None else []
+        pages += [("compare", f"#/compare/{ids[0]}/{ids[1]}", "#cmp-chart")] if ids[1] is not None else []
+        has = d.execute_script("return [UDSreport.data.meta.length, UDSreport.data.probes.length, UDSreport.data.audits.length]")
+        pages += [p for p, n in zip([("meta", "#/meta", "#meta-table tbody tr"), ("probe", "#/probe", "#probe-table-0"),
+                                     ("audit", "#/audit", "#audit-table-0")], has) if n]
+        for name, hash_, ready in pages:
+            d.get(url + hash_)
+            settle(d, ready)
+            if name == "model":     # hover a layer so the screenshot shows its numbers
+                from selenium.webdriver import ActionChains
+                rects = d.find_elements("css selector", "#layer-chart rect.hover")
+                ActionChains(d).move_to_element(rects[len(rects) // 2]).perform()
+            save(d, a.out / f"{name}.png")
+    finally:
+        d.quit()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""Headless Chromium for the report's browser tests and benchmark: Debian's `chromium` and
+`chromium-driver` driven by Selenium, which is pointed at /usr/bin/chromedriver so it downloads
+nothing. `chromium_driver()` returns None (with the reason) where any piece is missing."""
+
+from __future__ import annotations
+
+import atexit
+import shutil
+import tempfile
+from pathlib import Path
+
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+         "--disable-background-networking", "--disable-component-update", "--disable-sync",
+         "--disable-dev-shm-usage", "--window-size=1400,1000")
+
+
+def _binary(*names: str) -> str | None:
+    for n in names:
+        found = shutil.which(n) or (n if Path(n).is_file() else None)
+        if found:
+            return found
+    return None
+
+
+def missing() -> str | None:
+    """Why no browser test can run here, or None."""
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[test]')"
+    if not _binary("chromium", "/usr/bin/chromium"):
+        return "chromium is not installed (apt-get install chromium chromium-driver)"
+    if not _binary("chromedriver", "/usr/bin/chromedriver"):
+        return "chromedriver is not installed (apt-get install chromium-driver)"
+    return None
+
+
+def chromium_driver():
+    """A Selenium Chrome driver on Debian's headless Chromium with a fresh profile folder."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = _binary("chromium", "/usr/bin/chromium")
+    for f in FLAGS:
+        opts.add_argument(f)
+    profile = tempfile.mkdtemp(prefix="uds-chromium-")
+    atexit.register(shutil.rmtree, profile, True)     # the profile folder goes when the process ends
+    opts.add_argument(f"--user-data-dir={profile}")
+    return webdriver.Chrome(service=Service(_binary("chromedriver", "/usr/bin/chromedriver")), options=opts)

@@ -1,0 +1,141 @@
+"""Synthetic result folders for `uds report` tests and benchmarks/bench_report.py: the files of
+`uds score`, `uds meta-eval`, `uds probe`, `uds audit` and a leaderboard, written in the formats of
+DESIGN.md with seeded random numbers, and strings that would run code if a page used them as markup."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+# Each would set window.__pwned if a page inserted it as HTML (or as an attribute it breaks out of).
+INJECTIONS = (
+    '<script>window.__pwned = "script"</script>',
+    '"><img src=x onerror="window.__pwned=\'img\'">',
+    "<svg onload=\"window.__pwned='svg'\"></svg>",
+    "'--></style></script><script>window.__pwned='close'</script>",
+)
+TAU = 0.05
+CITIES = ("Paris", "Lagos", "Osaka", "Quito", "Perth", "Oslo", "Lima", "Hanoi")
+
+
+def uds_of(s1: list[float], s2: list[float], tau: float = TAU) -> float | None:
+    """UDS_i of SPEC 2 written out again: S1-weighted mean of clip(Δ_S2/Δ_S1, 0, 1) over KE layers."""
+    ke = [j for j, a in enumerate(s1) if a > tau]
+    if not ke:
+        return None
+    return sum(s1[j] * min(1.0, max(0.0, s2[j] / s1[j])) for j in ke) / sum(s1[j] for j in ke)
+
+
+def qa_records(n: int, seed: int = 0, inject: bool = False) -> list[dict]:
+    """Annotated QA items (DESIGN.md): answer = prefix + " " + continuation; the entity is in the continuation."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(n):
+        city = CITIES[rng.randrange(len(CITIES))]
+        who = f"Author {i}"
+        if inject and i < len(INJECTIONS):
+            who = f"{who} {INJECTIONS[i]}"
+            city = f"{city}{INJECTIONS[(i + 1) % len(INJECTIONS)]}" if i == 1 else city
+        prefix = f"{who} was born in"
+        out.append({"idx": i, "question": f"Where was {who} born?", "prefix": prefix,
+                    "answer": f"{prefix} {city}, a city of note.", "entity": city})
+    return out
+
+
+def example_record(item: dict, n_layers: int, rng: random.Random, depth: float) -> dict:
+    """One examples.jsonl record as `uds score` writes it; `depth` in [0, 1] scales the erasure."""
+    s1 = [round(rng.uniform(-0.02, 0.6), 6) for _ in range(n_layers)]
+    s2 = [round(a * min(1.2, max(-0.2, rng.gauss(depth, 0.25))), 6) for a in s1]
+    value = uds_of(s1, s2)
+    prompt = f"Question: {item['question']}\nAnswer: {item['prefix']}"
+    reference = " " + item["answer"][len(item["prefix"]) + 1:]
+    return {"idx": item["idx"], "uds": value, "skipped_reason": None if value is not None else "no_ke_layer",
+            "ke_layers": [j for j, a in enumerate(s1) if a > TAU], "s1_delta": s1, "s2_delta": s2,
+            "full_score": -0.5, "prompt": prompt, "reference": reference}
+
+
+def write_score_run(folder: Path, name: str, n_examples: int = 12, n_layers: int = 6, seed: int = 0,
+                    depth: float = 0.5, inject: bool = False, data: Path | None = None) -> dict:
+    """A `uds score` folder (summary.json, examples.jsonl) and, unless `data` is given, its data file.
+    Returns the summary."""
+    folder.mkdir(parents=True, exist_ok=True)
+    items = qa_records(n_examples, 0, inject)
+    if data is None:
+        data = folder.parent / f"{folder.name}_data.json"
+        data.write_text(json.dumps(items))
+    rng = random.Random(seed)
+    recs = [example_record(it, n_layers, rng, depth) for it in items]
+    if n_examples > 3:       # one example the scorer could not place, as `uds score` records it
+        recs[3] = {"idx": 3, "uds": None, "skipped_reason": "entity_span_not_found", "ke_layers": [], "s1_delta": None,
+                   "s2_delta": None, "prompt": recs[3]["prompt"], "reference": recs[3]["reference"]}
+    scored = [r["uds"] for r in recs if r["uds"] is not None]
+    mean = sum(scored) / len(scored) if scored else None
+    summary = {"uds": mean, "n_examples": n_examples, "n_scored": len(scored), "n_skipped": n_examples - len(scored),
+               "tau": TAU, "layers": n_layers, "ci95": [mean - 0.03, mean + 0.03] if mean is not None else None,
+               "skipped_reasons": {}, "full": "tiny:test/full", "retain": "tiny:test/retain", "unlearned": name,
+               "data": str(data), "parity": "spec", "component": "block"}
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2))
+    with (folder / "examples.jsonl").open("w") as fh:
+        for r in recs:
+            fh.write(json.dumps(r) + "\n")
+    return summary
+
+
+META_KEYS = ("uds", "es", "rouge")
+
+
+def write_meta_eval(folder: Path, n_unlearned: int = 6, seed: int = 0, inject: bool = False) -> dict:
+    """meta_eval.json (with per-model values and members) and results.json of a small fake zoo."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    members = {"full": {"kind": "full", "method": "full"}, "retain": {"kind": "retain", "method": "retain"}}
+    methods = ("npo", "rmu", "graddiff")
+    for i in range(n_unlearned):
+        name = f"{methods[i % 3]}_lr{i}e-5_ep5" + (INJECTIONS[0] if inject and i == 0 else "")
+        members[name] = {"kind": "unlearned", "method": methods[i % 3]}
+    for lab in "PN":
+        for i in range(5):
+            members[f"{lab}{i}"] = {"kind": "pool", "method": None, "pool": lab}
+    values = {s: {n: {k: round(rng.random(), 4) for k in META_KEYS} for n in members} for s in ("orig", "nf4", "relearn")}
+    unlearned = [n for n, m in members.items() if m["kind"] == "unlearned"]
+    rows = [{"model": n, "method": m["method"], "epoch": 5 if m["kind"] == "unlearned" else None,
+             **values["orig"][n], "utility_rel": 1.0 if m["kind"] != "unlearned" else round(0.6 + 0.1 * i, 3),
+             "overall": round(rng.random(), 4), "mem": round(rng.random(), 4)}
+            for i, (n, m) in enumerate(x for x in members.items() if x[1]["kind"] != "pool")]
+    utility = {r["model"]: r["utility_rel"] for r in rows}
+    doc = {"faithfulness": {}, "robustness": {}, "overall": {}}
+    for k in META_KEYS:
+        auc = round(rng.uniform(0.5, 1.0), 4)
+        kept = [n for n in unlearned if utility[n] >= 0.8 and values["orig"][n][k] < 0.7]
+        doc["faithfulness"][k] = {"auc_roc": auc, "p_mean": 0.7, "n_mean": 0.2, "ci95": [auc - 0.1, min(1.0, auc + 0.05)],
+                                  "n_p": 5, "n_n": 5, "threshold": 0.5}
+        doc["robustness"][k] = {"quantization": 0.9, "relearning": 0.6, "agg": 0.72, "n_kept": len(kept),
+                                "filter_source": k, "kept": kept}
+        doc["overall"][k] = round(2 * auc * 0.72 / (auc + 0.72), 4)
+    doc["settings"] = {"zoo": "tiny:fake", "robustness_form": "symmetric", "filters": True, "left_out": []}
+    doc["values"], doc["members"] = values, members
+    (folder / "meta_eval.json").write_text(json.dumps(doc, indent=1))
+    (folder / "results.json").write_text(json.dumps(rows, indent=1))
+    return doc
+
+
+def write_probe(folder: Path, models: tuple[str, ...] = ("tiny:test/full", "tiny:test/retain")) -> dict:
+    folder.mkdir(parents=True, exist_ok=True)
+    levels = ("weak", "medium", "strong", "prefix")
+    doc = {"models": {m: {"levels": {lv: {"verbatim_rate": round(0.25 * j * (1 - i), 3), "semantic_acc": 1.0 - i,
+                                          "refusal_rate": 0.0, "n": 20} for j, lv in enumerate(levels)},
+                          "masked_by_refusal": 0.0} for i, m in enumerate(models)},
+           "settings": {"corpus": "tiny:test", "levels": list(levels), "samples": 2}}
+    (folder / "summary.json").write_text(json.dumps(doc, indent=1))
+    return doc
+
+
+def write_audit(folder: Path) -> dict:
+    folder.mkdir(parents=True, exist_ok=True)
+    doc = {"model": "tiny:test/lmlm", "db": "tiny:test",
+           "variants": {"base": {"leakage": 0.0, "retrieval_mediated": 1.0, "artifact_rate": 0.0, "full_em": 1.0, "n_facts": 30},
+                        "noise": {"leakage": 0.0, "retrieval_mediated": 0.77, "artifact_rate": 0.23, "full_em": 0.97, "n_facts": 30}},
+           "cells": [{"variant": "base", "style": "qa", "leakage": 0.0}, {"variant": "noise", "style": "qa", "leakage": 0.0}]}
+    (folder / "summary.json").write_text(json.dumps(doc, indent=1))
+    return doc

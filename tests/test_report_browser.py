@@ -1,0 +1,216 @@
+"""`uds report` driven in headless Chromium from file://: leaderboard sort / filter / columns / CSV,
+model page numbers and hover, example drill-down (highlighted entity, per-layer deltas), compare,
+meta-evaluation, probe, audit, and the injection strings staying text. Expected values come from
+the input files (recomputed here), never from the site's own data files."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+import time
+
+import pytest
+
+from tests import browser
+from tests.report_fixtures import INJECTIONS, qa_records, uds_of, write_audit, write_meta_eval, write_probe, write_score_run
+from uds.cli import main
+
+pytestmark = [pytest.mark.browser, pytest.mark.skipif(browser.missing() is not None, reason=str(browser.missing()))]
+
+NAMES = (INJECTIONS[1] + "tiny:test/npo_a", "tiny:test/rmu_b", "tiny:test/graddiff_c")
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> dict:
+    root = tmp_path_factory.mktemp("report")
+    summaries = {n: write_score_run(root / "in" / f"run{i}", n, n_examples=10, n_layers=6, seed=i, depth=0.3 * (i + 1),
+                                    inject=True) for i, n in enumerate(NAMES)}
+    meta = write_meta_eval(root / "in" / "meta", inject=True)
+    write_probe(root / "in" / "probe")
+    write_audit(root / "in" / "audit")
+    assert main(["report", "--results", str(root / "in"), "--out", str(root / "site")]) == 0
+    rows = json.loads((root / "in" / "meta" / "results.json").read_text())
+    examples = {n: [json.loads(x) for x in (root / "in" / f"run{i}" / "examples.jsonl").read_text().splitlines()]
+                for i, n in enumerate(NAMES)}
+    return {"root": root, "url": (root / "site" / "index.html").as_uri(), "summaries": summaries, "meta": meta,
+            "rows": rows, "examples": examples, "shots": root / "shots"}
+
+
+@pytest.fixture(scope="module")
+def driver():
+    d = browser.chromium_driver()
+    yield d
+    d.quit()
+
+
+def go(driver, url: str, ready: str) -> None:
+    """Open url and wait until the CSS selector `ready` matches."""
+    driver.get(url)
+    for _ in range(100):
+        if driver.execute_script("return !!document.querySelector(arguments[0])", ready):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{ready} never appeared on {url}")
+
+
+def texts(driver, css: str) -> list[str]:
+    return driver.execute_script("return Array.from(document.querySelectorAll(arguments[0])).map(e => e.textContent)", css)
+
+
+def not_pwned(driver) -> None:
+    assert driver.execute_script("return window.__pwned === undefined")
+    assert driver.execute_script("return document.querySelectorAll('img[src=x], main script, main svg[onload]').length") == 0
+
+
+def model_id(driver, name: str) -> int:
+    return driver.execute_script("return UDSreport.data.models.find(m => m.name === arguments[0]).id", name)
+
+
+def shot(driver, site, name: str) -> None:
+    site["shots"].mkdir(exist_ok=True)
+    path = site["shots"] / f"{name}.png"
+    driver.save_screenshot(str(path))
+    assert path.stat().st_size > 5000
+
+
+def test_leaderboard_sorts_filters_chooses_columns_and_exports(driver, site):
+    go(driver, site["url"], "#lb-table tbody tr")
+    # every score run's UDS and every results.json row's, from the input files
+    uds = {n: s["uds"] for n, s in site["summaries"].items()} | {r["model"]: r["uds"] for r in site["rows"]}
+    driver.find_element("css selector", "th[data-key=uds]").click()
+    assert texts(driver, "#lb-table tbody td.name") == sorted(uds, key=lambda n: -uds[n])
+    driver.find_element("css selector", "th[data-key=uds]").click()
+    assert texts(driver, "#lb-table tbody td.name") == sorted(uds, key=lambda n: uds[n])
+    first = site["summaries"][NAMES[0]]
+    row = driver.find_element("css selector", f"#lb-table tr[data-id='{model_id(driver, NAMES[0])}'] td[data-col=uds]").text
+    assert row == f"{first['uds']:.4f} [{first['ci95'][0]:.3f}, {first['ci95'][1]:.3f}]"
+    shot(driver, site, "leaderboard")
+    not_pwned(driver)
+
+    from selenium.webdriver.support.ui import Select
+    Select(driver.find_element("css selector", "#lb-method")).select_by_value("rmu")
+    want = [n for n in uds if n.split("/")[-1].startswith("rmu")]
+    assert sorted(texts(driver, "#lb-table tbody td.name")) == sorted(want)
+    Select(driver.find_element("css selector", "#lb-method")).select_by_value("")
+    box = driver.find_element("css selector", "#lb-filter")
+    box.send_keys("graddiff")
+    assert sorted(texts(driver, "#lb-table tbody td.name")) == sorted(n for n in uds if "graddiff" in n)
+    box.clear()
+    box.send_keys("x")           # clear() fires no input event: type and delete a letter
+    box.send_keys("\b")
+
+    driver.find_element("css selector", "#lb-cols summary").click()
+    driver.find_element("css selector", "#lb-cols input[data-col=overall]").click()
+    assert not driver.find_elements("css selector", "th[data-key=overall]")
+    table = list(csv.reader(io.StringIO(driver.execute_script("return UDSreport.csvText()"))))
+    assert "overall" not in table[0] and len(table) == 1 + len(uds)
+    got = {r[0]: float(r[table[0].index("uds")]) for r in table[1:]}
+    assert got == pytest.approx(uds)
+    driver.find_element("css selector", "#lb-cols input[data-col=overall]").click()
+
+
+def test_model_page_numbers_and_layer_hover(driver, site):
+    name = NAMES[1]
+    go(driver, site["url"], "#lb-table")
+    driver.find_element("link text", name).click()
+    go_ready = "#layer-chart rect.hover"
+    for _ in range(100):
+        if driver.find_elements("css selector", go_ready):
+            break
+        time.sleep(0.05)
+    s = site["summaries"][name]
+    assert driver.find_element("css selector", "#model-uds").text == f"{s['uds']:.4f}"
+    assert driver.find_element("css selector", "#model-ci").text == f"95% CI [{s['ci95'][0]:.4f}, {s['ci95'][1]:.4f}]"
+    scored = [e for e in site["examples"][name] if e["s1_delta"]]
+    layer = 2
+    from selenium.webdriver import ActionChains
+    ActionChains(driver).move_to_element(driver.find_element("css selector", f"#layer-chart rect[data-layer='{layer}']")).perform()
+    tip = driver.find_element("css selector", "#tip").text
+    assert f"mean Δ S1  {statistics.mean(e['s1_delta'][layer] for e in scored):.4f}" in tip
+    assert f"mean Δ S2  {statistics.mean(e['s2_delta'][layer] for e in scored):.4f}" in tip
+    assert f"KE in {sum(layer in e['ke_layers'] for e in scored)} examples" in tip
+    heights = driver.execute_script("return Array.from(document.querySelectorAll('#ke-hist rect')).length")
+    assert heights == 6
+    assert driver.find_elements("css selector", "#population tr[data-key=uds]")
+    shot(driver, site, "model")
+    not_pwned(driver)
+
+
+def test_example_page_span_numbers_and_paging(driver, site):
+    name = NAMES[0]
+    mid = None
+    go(driver, site["url"], "#lb-table")
+    mid = model_id(driver, name)
+    items = {r["idx"]: r for r in qa_records(10, 0, inject=True)}
+    pos = 1
+    go(driver, site["url"].split("#")[0] + f"#/example/{mid}/{pos}", "#ex-question")
+    rec = site["examples"][name][pos]
+    item = items[rec["idx"]]
+    assert driver.find_element("css selector", "#ex-question").text == item["question"]
+    assert texts(driver, "#ex-answer")[0] == item["answer"]
+    assert texts(driver, "#ex-entity") == [item["entity"]]          # the entity holds an injection string: text
+    assert driver.find_element("css selector", "#ex-uds").text == f"{uds_of(rec['s1_delta'], rec['s2_delta']):.4f}"
+    assert driver.find_element("css selector", "#ex-ke").text == ", ".join(map(str, rec["ke_layers"]))
+    cells = [t.split("\t") for t in driver.execute_script(
+        "return Array.from(document.querySelectorAll('#ex-layers tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent).join('\\t'))")]
+    assert [float(c[1]) for c in cells] == pytest.approx(rec["s1_delta"], abs=1e-6)
+    assert [float(c[2]) for c in cells] == pytest.approx(rec["s2_delta"], abs=1e-6)
+    assert [c[4] == "KE" for c in cells] == [j in rec["ke_layers"] for j in range(6)]
+    shot(driver, site, "example")
+    not_pwned(driver)
+    driver.find_element("css selector", "#ex-next").click()
+    for _ in range(50):
+        if driver.find_element("css selector", "#ex-idx").text == str(site["examples"][name][pos + 1]["idx"]):
+            break
+        time.sleep(0.05)
+    assert driver.find_element("css selector", "#ex-idx").text == str(site["examples"][name][pos + 1]["idx"])
+    driver.find_element("css selector", "#ex-prev").click()
+    time.sleep(0.2)
+    assert driver.find_element("css selector", "#ex-idx").text == str(rec["idx"])
+    box = driver.find_element("css selector", "#ex-jump")
+    box.send_keys("Author 7 ")
+    assert [t.split(" · ")[0] for t in texts(driver, "#ex-list a")] == ["7"]
+    skipped = site["examples"][name][3]       # entity_span_not_found: no UDS_i, no deltas
+    go(driver, site["url"].split("#")[0] + f"#/example/{mid}/3", "#ex-uds")
+    assert driver.find_element("css selector", "#ex-uds").text == "–" and skipped["uds"] is None
+    not_pwned(driver)
+
+
+def test_compare_meta_probe_audit_pages(driver, site):
+    base = site["url"].split("#")[0]
+    go(driver, base, "#lb-table")
+    a, b = model_id(driver, NAMES[0]), model_id(driver, NAMES[2])
+    go(driver, base + f"#/compare/{a}/{b}", "#cmp-table tbody tr")
+    ea = {e["idx"]: e for e in site["examples"][NAMES[0]]}
+    eb = {e["idx"]: e for e in site["examples"][NAMES[2]]}
+    rows = driver.execute_script("return Array.from(document.querySelectorAll('#cmp-table tbody tr')).map(r => [r.dataset.idx, r.cells[3].textContent])")
+    assert len(rows) == len(ea)
+    for idx, diff in rows:
+        x, y = ea[int(idx)]["uds"], eb[int(idx)]["uds"]
+        assert diff == ("–" if x is None or y is None else f"{y - x:.4f}")
+    shot(driver, site, "compare")
+    not_pwned(driver)
+
+    go(driver, base + "#/meta", "#meta-table tbody tr")
+    meta = site["meta"]
+    assert sorted(texts(driver, "#meta-table tbody td:first-child")) == sorted(meta["faithfulness"])
+    driver.find_element("css selector", "#meta-table tr[data-key=es]").click()
+    pools = sum(m["kind"] == "pool" for m in meta["members"].values())
+    counts = driver.execute_script("return Array.from(document.querySelectorAll('#pn-hist rect')).length")
+    assert counts == 2 * 12                                   # P and N bars, 12 bins each
+    unlearned = [n for n, m in meta["members"].items() if m["kind"] == "unlearned"]
+    dropped = sorted(set(unlearned) - set(meta["robustness"]["es"]["kept"]))
+    assert sorted(texts(driver, "#meta-dropped td:first-child")) == dropped and pools == 10
+    assert driver.execute_script("return document.querySelectorAll('#scatter-nf4 circle').length") == len(unlearned)
+    shot(driver, site, "meta")
+    not_pwned(driver)
+
+    go(driver, base + "#/probe", "#probe-table-0 tbody tr")
+    assert texts(driver, "#probe-table-0 tbody tr:first-child td")[1:5] == ["0.00", "0.25", "0.50", "0.75"]
+    shot(driver, site, "probe")
+    go(driver, base + "#/audit", "#audit-table-0 tbody tr")
+    assert texts(driver, "#audit-table-0 tbody tr:last-child td") == ["noise", "0.000", "0.770", "0.230", "0.970", "30"]
+    shot(driver, site, "audit")
+    not_pwned(driver)

@@ -1,0 +1,64 @@
+"""The report's data model: what the readers found in the given paths, one object per result."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class ScoreRun:
+    """One `uds score` folder. `examples`: the examples.jsonl records (per-layer lists of length
+    `layers`), each with `question` / `answer` / `entity` added where the data file was found."""
+    name: str
+    source: Path
+    summary: dict
+    examples: list[dict]
+
+
+@dataclass
+class MetricsRun:
+    """One `uds metrics` metrics.json: metric key -> value (None = undefined)."""
+    name: str
+    source: Path
+    metrics: dict[str, float | None]
+
+
+@dataclass
+class MetaEval:
+    """One `uds meta-eval` meta_eval.json, with its folder's plots (PNG paths) when present."""
+    source: Path
+    doc: dict
+    images: dict[str, Path] = field(default_factory=dict)
+    rows: list[dict] = field(default_factory=list)   # results.json beside it (benchmark rows)
+
+
+@dataclass
+class ProbeRun:
+    """One `uds probe` summary.json (models -> levels -> rates)."""
+    source: Path
+    doc: dict
+    image: Path | None = None
+
+
+@dataclass
+class AuditRun:
+    """One `uds audit` summary.json (variants, cells)."""
+    source: Path
+    doc: dict
+    image: Path | None = None
+
+
+@dataclass
+class Results:
+    """Everything found, plus (path, reason) for every file or folder that was passed over."""
+    scores: list[ScoreRun] = field(default_factory=list)
+    metrics: list[MetricsRun] = field(default_factory=list)
+    rows: list[dict] = field(default_factory=list)          # leaderboard / benchmark rows ("model" key)
+    meta: list[MetaEval] = field(default_factory=list)
+    probes: list[ProbeRun] = field(default_factory=list)
+    audits: list[AuditRun] = field(default_factory=list)
+    skipped: list[tuple[Path, str]] = field(default_factory=list)
+
+    def empty(self) -> bool:
+        return not (self.scores or self.metrics or self.rows or self.meta or self.probes or self.audits)

@@ -1,0 +1,363 @@
+"""Readers: find the results in the paths given to `uds report` and load them into `Results`.
+
+A folder is recognised by the files the commands write (DESIGN.md, "Files the commands write"):
+`summary.json` (+ `examples.jsonl`, `layers.csv`) of `uds score`, `metrics.json` of `uds metrics`,
+`meta_eval.json` (+ `results.json`, plots) of `uds meta-eval`, `summary.json` of `uds probe` /
+`uds audit`, and leaderboard files (`results.json`-style lists, `uds leaderboard --format csv`).
+Sub-folders are searched too. Whatever is not read is recorded in `Results.skipped` with a reason.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from core.errors import UdsInputError
+from uds.site.model import AuditRun, MetaEval, MetricsRun, ProbeRun, Results, ScoreRun
+
+MAX_DEPTH = 6
+# Files that belong to an output the reader already took (plots, markdown renderings, raw rows):
+# passed over silently rather than reported as skipped.
+COMPANIONS = {"layers.png", "summary.md", "summary_no_filters.md", "leaderboard.md", "rows.jsonl", "heatmap.png",
+              "grid.csv", "traces.jsonl", "facts.jsonl", "attribution.png", "published_comparison.csv",
+              "pn_histograms.png", "quantization_scatter.png", "relearning_scatter.png",
+              "leaderboard_mem_privacy.png", "zoo.json", "quality.json"}
+META_IMAGES = ("pn_histograms.png", "quantization_scatter.png", "relearning_scatter.png", "leaderboard_mem_privacy.png")
+
+
+def read_json(path: Path) -> Any:
+    """Parsed JSON, or UdsInputError naming the file."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise UdsInputError(f"{path}: not readable JSON ({exc})") from None
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """One object per non-empty line."""
+    out = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UdsInputError(f"{path}: not readable ({exc})") from None
+    for n, line in enumerate(lines, 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except ValueError as exc:
+                raise UdsInputError(f"{path}:{n}: not a JSON line ({exc})") from None
+    return out
+
+
+def summary_kind(doc: Any) -> str | None:
+    """Which command wrote this summary.json: 'score', 'probe', 'audit' or None."""
+    if not isinstance(doc, dict):
+        return None
+    if "uds" in doc and ("unlearned" in doc or "n_examples" in doc):
+        return "score"
+    if isinstance(doc.get("models"), dict) and isinstance(doc.get("settings"), dict):
+        return "probe"
+    if isinstance(doc.get("variants"), dict) and "cells" in doc:
+        return "audit"
+    return None
+
+
+def is_rows(doc: Any) -> bool:
+    """A results.json-style list of per-model records."""
+    return isinstance(doc, list) and bool(doc) and all(isinstance(r, dict) and "model" in r for r in doc)
+
+
+def is_annotated(doc: Any) -> bool:
+    """An annotated QA data file (DESIGN.md): a list of items with question, answer and entity."""
+    return isinstance(doc, list) and bool(doc) and all(isinstance(r, dict) and {"idx", "question", "answer"} <= set(r)
+                                                       for r in doc[:50])
+
+
+def rows_of(doc: Any) -> list[dict] | None:
+    """Leaderboard rows of a JSON document: a list of records, or {"models": [records]}."""
+    if is_rows(doc):
+        return [dict(r) for r in doc]
+    if isinstance(doc, dict) and isinstance(doc.get("models"), list):
+        named = [dict(r, model=r.get("model", r.get("name"))) for r in doc["models"] if isinstance(r, dict)]
+        if named and all(r["model"] is not None for r in named):
+            return named
+    return None
+
+
+def csv_rows(path: Path) -> list[dict] | None:
+    """Rows of a leaderboard CSV (a `model` column); numbers parsed, empty cells None."""
+    try:
+        with path.open(newline="", encoding="utf-8") as fh:
+            table = list(csv.DictReader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+    if not table or "model" not in table[0]:
+        return None
+    return [{k: _number(v) if k not in ("model", "method") else v for k, v in r.items() if k} for r in table]
+
+
+def _number(text: str | None) -> Any:
+    if text is None or text.strip() == "":
+        return None
+    try:
+        return float(text) if any(c in text for c in ".eE") or text.strip().lower() in ("nan", "inf", "-inf") \
+            else int(text)
+    except ValueError:
+        return text
+
+
+def entity_range(reference: str, entity: str) -> tuple[int, int] | None:
+    """[c0, c1) of the entity in the reference: exact, then stripped, then with a leading space
+    (the same search order as the scorer's span annotation, SPEC 2.3)."""
+    for cand in (entity, entity.strip(), " " + entity.strip()):
+        c0 = reference.find(cand) if cand else -1
+        if c0 >= 0:
+            return c0, c0 + len(cand)
+    return None
+
+
+def split_prompt(prompt: str) -> tuple[str, str]:
+    """(question, answer prefix) of a raw `Question: q\\nAnswer: prefix` prompt; ('', prompt) otherwise."""
+    head, sep, tail = prompt.partition("\nAnswer:")
+    if not sep:
+        return "", prompt
+    return head[len("Question: "):] if head.startswith("Question: ") else head, tail
+
+
+def annotate(record: dict, data: dict[str, dict] | None) -> dict:
+    """The record with `question`, `answer` (prefix + continuation, as scored) and `entity_span`
+    ([c0, c1) in `answer`, or None when the entity is unknown or not found) added."""
+    prompt, reference = record.get("prompt") or "", record.get("reference") or ""
+    question, prefix = split_prompt(prompt)
+    item = (data or {}).get(str(record.get("idx")))
+    if item and isinstance(item.get("question"), str):
+        question = item["question"]
+    answer = prefix + reference
+    span = None
+    entity = item.get("entity") if item else None
+    if isinstance(entity, str) and entity:
+        hit = entity_range(reference, entity)
+        if hit:
+            span = [hit[0] + len(prefix), hit[1] + len(prefix)]
+    cut = len(answer) - len(answer.lstrip())          # the answer shown without its leading space
+    if span:
+        span = [span[0] - cut, span[1] - cut] if span[0] >= cut else [0, span[1] - cut]
+    return {**record, "question": question, "answer": answer[cut:], "entity": entity, "entity_span": span}
+
+
+class DataFiles:
+    """Annotated data files (by path), read once; idx (as text) -> record."""
+
+    def __init__(self) -> None:
+        self._cache: dict[str, dict[str, dict] | None] = {}
+
+    def read_paths(self) -> list[str]:
+        """Paths that were read successfully."""
+        return [p for p, v in self._cache.items() if v is not None]
+
+    def get(self, path: str | None) -> dict[str, dict] | None:
+        if not path:
+            return None
+        if path not in self._cache:
+            try:
+                doc = json.loads(Path(path).read_text(encoding="utf-8"))
+                self._cache[path] = {str(r["idx"]): r for r in doc if isinstance(r, dict) and "idx" in r} \
+                    if isinstance(doc, list) else None
+            except (OSError, UnicodeDecodeError, ValueError):
+                self._cache[path] = None
+        return self._cache[path]
+
+
+def examples_from_csv(path: Path) -> list[dict]:
+    """Per-example records rebuilt from layers.csv (used only when examples.jsonl is absent)."""
+    by_idx: dict[str, dict] = {}
+    with path.open(newline="", encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):
+            rec = by_idx.setdefault(r["idx"], {"idx": _number(r["idx"]), "s1_delta": [], "s2_delta": [],
+                                               "ke_layers": [], "uds": None, "skipped_reason": None})
+            layer = int(r["layer"])
+            rec["s1_delta"].append(_number(r.get("s1_delta")))
+            rec["s2_delta"].append(_number(r.get("s2_delta")))
+            if r.get("ke") == "1":
+                rec["ke_layers"].append(layer)
+    return list(by_idx.values())
+
+
+class Reader:
+    """Walks the given paths and fills one `Results`."""
+
+    def __init__(self) -> None:
+        self.results = Results()
+        self.data = DataFiles()
+        self._seen: set[Path] = set()
+        self.data_files: list[Path] = []     # annotated QA files met on the walk
+
+    def skip(self, path: Path, reason: str) -> None:
+        self.results.skipped.append((path, reason))
+
+    def read(self, paths: Iterable[str | Path]) -> Results:
+        for raw in paths:
+            path = Path(raw).expanduser()
+            if not path.exists():
+                raise UdsInputError(f"--results {raw}: no such file or folder")
+            if path.is_dir():
+                self.folder(path, 0)
+            else:
+                self.file(path)
+        used = {Path(p).resolve() for p in self.data.read_paths()}
+        for p in self.data_files:
+            if p.resolve() not in used:
+                self.skip(p, "annotated QA data that no score run names (it is read through a run's summary.json)")
+        return self.results
+
+    def folder(self, folder: Path, depth: int) -> None:
+        if folder.resolve() in self._seen:
+            return
+        self._seen.add(folder.resolve())
+        names = {p.name for p in folder.iterdir() if p.is_file()}
+        taken: set[str] = set()
+        found_before = self._count()
+        if "summary.json" in names:
+            taken |= self.summary(folder / "summary.json", names)
+        if "metrics.json" in names:
+            taken.add("metrics.json")
+            self.metrics_file(folder / "metrics.json")
+        if "meta_eval.json" in names:
+            taken |= {"meta_eval.json", "results.json"}
+            self.meta_file(folder / "meta_eval.json")
+        for name in sorted(names - taken - COMPANIONS):
+            if name.endswith((".json", ".csv")):
+                self.file(folder / name)
+            elif not name.startswith("."):
+                self.skip(folder / name, "not a result file uds report reads")
+        if depth < MAX_DEPTH:
+            for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))):
+                self.folder(sub, depth + 1)
+        if self._count() == found_before and depth == 0:
+            self.skip(folder, "no result files found in it or its sub-folders")
+
+    def _count(self) -> int:
+        r = self.results
+        return len(r.scores) + len(r.metrics) + len(r.rows) + len(r.meta) + len(r.probes) + len(r.audits)
+
+    def file(self, path: Path) -> None:
+        name = path.name
+        if name == "summary.json":
+            self.summary(path, {p.name for p in path.parent.iterdir() if p.is_file()})
+        elif name == "metrics.json":
+            self.metrics_file(path)
+        elif name == "meta_eval.json":
+            self.meta_file(path)
+        elif name == "examples.jsonl":
+            if (path.parent / "summary.json").is_file():
+                self.summary(path.parent / "summary.json", {"summary.json", "examples.jsonl"})
+            else:
+                self.skip(path, "examples.jsonl without the summary.json of its `uds score` folder")
+        elif name.endswith(".json"):
+            try:
+                doc = read_json(path)
+            except UdsInputError as exc:
+                self.skip(path, str(exc).split(": ", 1)[-1])
+                return
+            rows = rows_of(doc)
+            if rows is not None:
+                self.results.rows.extend(rows)
+            elif isinstance(doc, dict) and "faithfulness" in doc:
+                self.meta_file(path)
+            elif summary_kind(doc):
+                self.summary(path, set())
+            elif is_annotated(doc):
+                self.data_files.append(path)
+            else:
+                self.skip(path, "JSON of a kind uds report does not read")
+        elif name.endswith(".csv"):
+            rows = csv_rows(path)
+            if rows is None:
+                self.skip(path, "CSV without a `model` column (not a leaderboard)")
+            else:
+                self.results.rows.extend(rows)
+        else:
+            self.skip(path, "not a result file uds report reads")
+
+    def summary(self, path: Path, names: set[str]) -> set[str]:
+        """Read one summary.json by kind; returns the file names it consumed."""
+        try:
+            doc = read_json(path)
+        except UdsInputError as exc:
+            self.skip(path, str(exc).split(": ", 1)[-1])
+            return {"summary.json"}
+        kind = summary_kind(doc)
+        folder = path.parent
+        if kind == "score":
+            return self.score(folder, doc, names)
+        if kind == "probe":
+            self.results.probes.append(ProbeRun(path, doc, _file(folder / "heatmap.png")))
+            return {"summary.json"}
+        if kind == "audit":
+            self.results.audits.append(AuditRun(path, doc, _file(folder / "attribution.png")))
+            return {"summary.json"}
+        self.skip(path, "summary.json of another command (not score, probe or audit)")
+        return {"summary.json"}
+
+    def score(self, folder: Path, summary: dict, names: set[str]) -> set[str]:
+        if "examples.jsonl" in names:
+            examples = read_jsonl(folder / "examples.jsonl")
+            used = {"summary.json", "examples.jsonl", "layers.csv"}
+        elif "layers.csv" in names:
+            examples = examples_from_csv(folder / "layers.csv")
+            used = {"summary.json", "layers.csv"}
+            self.skip(folder / "examples.jsonl", "absent: per-layer values read from layers.csv (no text, no UDS_i)")
+        else:
+            examples, used = [], {"summary.json"}
+            self.skip(folder / "examples.jsonl", "absent: the model page shows the summary only")
+        data = self.data.get(summary.get("data"))
+        if examples and data is None and any("prompt" in e for e in examples):
+            self.skip(Path(str(summary.get("data"))), f"data file of {folder} not readable: entity spans not highlighted")
+        annotated = [annotate(e, data) for e in examples if isinstance(e, dict)]
+        name = str(summary.get("unlearned") or folder.name)
+        self.results.scores.append(ScoreRun(name, folder, summary, annotated))
+        return used
+
+    def metrics_file(self, path: Path) -> None:
+        try:
+            doc = read_json(path)
+        except UdsInputError as exc:
+            self.skip(path, str(exc).split(": ", 1)[-1])
+            return
+        if not isinstance(doc, dict) or not isinstance(doc.get("metrics"), dict):
+            self.skip(path, "metrics.json without a `metrics` object")
+            return
+        name = str(doc.get("model") or path.parent.name)
+        self.results.metrics.append(MetricsRun(name, path, dict(doc["metrics"])))
+
+    def meta_file(self, path: Path) -> None:
+        try:
+            doc = read_json(path)
+        except UdsInputError as exc:
+            self.skip(path, str(exc).split(": ", 1)[-1])
+            return
+        if not isinstance(doc, dict) or not isinstance(doc.get("faithfulness"), dict):
+            self.skip(path, "meta_eval.json without a `faithfulness` object")
+            return
+        images = {n: path.parent / n for n in META_IMAGES if (path.parent / n).is_file()}
+        meta = MetaEval(path, doc, images)
+        self.results.meta.append(meta)
+        rows_path = path.parent / "results.json"
+        if rows_path.is_file():
+            rows = rows_of(read_json(rows_path))
+            if rows is None:
+                self.skip(rows_path, "results.json beside meta_eval.json is not a list of per-model rows")
+            else:
+                meta.rows = rows
+                self.results.rows.extend(rows)
+
+
+def _file(path: Path) -> Path | None:
+    return path if path.is_file() else None
+
+
+def read_results(paths: Iterable[str | Path]) -> Results:
+    """Everything `uds report` can show from these files and folders (UdsInputError: a missing path)."""
+    return Reader().read(paths)
