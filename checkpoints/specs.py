@@ -125,12 +125,6 @@ def _base_error(adapter: str, exc: UdsInputError) -> UdsInputError:
     return UdsInputError(f"base model of adapter {adapter}: {detail}; pass --base SPEC to use another")
 
 
-def check_base_used(specs: list[str], base: str | None) -> None:
-    """UdsInputError when `--base` was given but none of `specs` is an adapter folder."""
-    if base and not any(resolve_spec(s, base).kind == "adapter" for s in specs if s):
-        raise UdsInputError(f"--base {base} given, but no model spec is an adapter folder (adapter_config.json)")
-
-
 def default_references(unlearned: "str | CheckpointSpec", tofu_dir: str | None = None,
                        base: str | None = None) -> tuple[str, str, str]:
     """(full spec, retain spec, UDS data path) that go with an unlearned model (DESIGN.md defaults).

@@ -1,8 +1,10 @@
-"""The 19 baseline metrics and the TOFU utility metrics (SPEC.md 3-4), one registry.
+"""The 19 baseline metrics, the TOFU utility metrics, UDS and memorisation in bits as metrics
+(SPEC.md 3-4, SPEC-probes 1.1), and the evaluation session.
 
-Pure formulas: `stats`, `memorization`, `mia` (and the toolkit's one ROC AUC), `rouge_metrics`,
-`representation`, `utility`, `aggregate`. Model plumbing: `encoding`, `forward`, `hidden`,
-`fluency` (generation is `core.generation`). Shared work per run: `context` with its `work` cache
-(`work`). What a metric returns: `result`. The table of metrics: `registry`; UDS as one of them:
-`uds_metric`. The command `uds metrics` lives in `uds/commands/metrics.py`.
+What a metric is and how a family registers itself: `spec`. The families, one file each:
+`families/`. The registry that finds them and the key lists: `registry`. Pure formulas: `stats`,
+`memorization`, `mia`, `ranking` (the one ROC AUC and Spearman), `rouge_metrics`,
+`representation`, `utility`, `mem_bits`, `aggregate`. Model plumbing: `encoding`, `forward`,
+`hidden`, `fluency`. Shared work of a run: `context` with its `work` cache. What is evaluated,
+resolved and loaded once: `session`. The command `uds metrics` lives in `uds/commands/metrics.py`.
 """
