@@ -13,9 +13,6 @@ Written here from SPEC.md 3.1-3.4 and 4.2-4.4, sharing none of metrics/ or uds/c
 
 from __future__ import annotations
 
-import math
-import zlib
-
 import numpy as np
 import pytest
 import torch
@@ -24,6 +21,7 @@ from sklearn.metrics import roc_auc_score
 
 from metrics.context import EvalContext, EvalSettings, ModelPool
 from metrics.registry import evaluate, sweep_plan
+from tests.independent_fixtures import chat_sequence, item_statistics
 from tests.metrics_fixtures import fit, tiny_model, tiny_splits, tiny_tokenizer
 from tests.metrics_fixtures import zoo as trained_zoo
 
@@ -58,41 +56,6 @@ def registry_results(zoo: dict, model: str, keys: list[str]) -> dict:
 
 
 # --- the second route -----------------------------------------------------------------------------
-
-def chat_sequence(tok, question: str, answer: str) -> tuple[list[int], int]:
-    """(token ids of the whole turn, ending in eos; number of prompt tokens)."""
-    def ids(messages, gen_prompt):
-        text = tok.apply_chat_template(messages, tokenize=False, add_generation_prompt=gen_prompt)
-        return tok(text, add_special_tokens=False)["input_ids"]
-    user = [{"role": "user", "content": question}]
-    prompt = ids(user, True)
-    full = ids(user + [{"role": "assistant", "content": answer}], False)
-    if full[-1] != tok.eos_token_id:
-        full.append(tok.eos_token_id)
-    assert full[:len(prompt)] == prompt
-    return full, len(prompt)
-
-
-@torch.no_grad()
-def item_statistics(model, tok, question: str, answer: str) -> dict[str, float]:
-    """The four attack statistics of one item (higher = less likely a member)."""
-    ids, n_prompt = chat_sequence(tok, question, answer)
-    logp = torch.log_softmax(model(input_ids=torch.tensor([ids])).logits[0].double(), dim=-1)
-    rows = torch.arange(n_prompt - 1, len(ids) - 1)          # position p scores token p + 1
-    labels = torch.tensor(ids[n_prompt:])
-    lp_all = logp[rows, labels]                                # over A (answer + eos)
-    avg_loss = float(-lp_all.mean())
-    lp = lp_all[:-1]                                           # A-: eos dropped
-    n = max(1, math.floor(0.4 * len(lp)))
-    probs = logp[rows[:-1]].exp()
-    mu = (probs * logp[rows[:-1]]).sum(-1)
-    var = ((probs * logp[rows[:-1]] ** 2).sum(-1) - mu ** 2).clamp_min(1e-6)
-    z = (lp - mu) / var.sqrt()
-    return {"loss": avg_loss,
-            "zlib": avg_loss / len(zlib.compress(answer.strip().encode("utf-8"))),
-            "min_k": float(-lp.sort().values[:n].mean()) if len(lp) else 0.0,
-            "min_kpp": float(-z.sort().values[:n].mean()) if len(lp) else 0.0}
-
 
 def sklearn_aucs(model, tok) -> dict[str, float]:
     splits = tiny_splits()
