@@ -17,11 +17,10 @@ from checkpoints.world import synthetic
 from checkpoints.world.schema import QA_SPLITS, World
 from checkpoints.world.synthetic import FACT_KINDS, generate_synthetic_world
 from checkpoints.world.tofu import _read_records, read_tofu
+from tests.conftest import TOFU_DIR, TOFU_SKIP
 from uds.errors import UdsInputError
 
-TOFU_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "tofu"
-needs_tofu = pytest.mark.skipif(not (TOFU_DIR / "forget10_perturbed.json").is_file(),
-                                reason=f"TOFU files not found at {TOFU_DIR}")
+needs_tofu = pytest.mark.skipif(not (TOFU_DIR / "forget10_perturbed.json").is_file(), reason=TOFU_SKIP)
 QUOTES = ("'", '"')
 
 
