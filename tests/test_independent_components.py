@@ -30,7 +30,7 @@ Four checks per family:
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pytest
@@ -42,7 +42,7 @@ from tests.engine_fixtures import RECORDS, make_tokenizer, perturbed, tiny_model
 from uds import arch
 from uds.engine import EngineSettings, score_pair
 from uds.errors import UdsInputError
-from uds.prompts import prepare_items
+from uds.prompts import PreparedItem, prepare_items
 
 torch.set_num_threads(1)
 
@@ -125,6 +125,7 @@ def output_projection(model: nn.Module, box: nn.Module, ids: torch.Tensor) -> nn
     (its output projection); found by recording call order."""
     order: list[nn.Module] = []
     leaves = [m for m in box.modules() if not list(m.children()) and list(m.parameters(recurse=False))]
+
     def record(module, _inputs, _output) -> None:
         order.append(module)
     handles = [m.register_forward_hook(record) for m in leaves]
@@ -151,11 +152,12 @@ def hand_site(model: nn.Module, layer: int, component: str, ids: torch.Tensor) -
 
 # --- the hand patch -----------------------------------------------------------------------------
 
-def first(output):
+def first(output: Any) -> torch.Tensor:
+    """A module's activation: its output, or the first element of a tuple output."""
     return output[0] if isinstance(output, tuple) else output
 
 
-def keep(store: dict, key: str, select=lambda act: act):
+def keep(store: dict, key: str, select: Callable[[torch.Tensor], torch.Tensor] = lambda act: act) -> Callable:
     """A forward hook storing a copy of the module's activation (it returns None: output unchanged)."""
     def hook(_module, _inputs, output) -> None:
         store.setdefault(key, select(first(output)).clone())
@@ -163,7 +165,7 @@ def keep(store: dict, key: str, select=lambda act: act):
 
 
 @contextmanager
-def hooked(module: nn.Module, fn) -> Iterator[None]:
+def hooked(module: nn.Module, fn: Callable) -> Iterator[None]:
     handle = module.register_forward_hook(fn)
     try:
         yield
@@ -178,7 +180,7 @@ def entity_logprob(logits: torch.Tensor, positions: list[int], targets: list[int
 
 
 @torch.no_grad()
-def hand_deltas(target: nn.Module, source: nn.Module, items, component: str) -> np.ndarray:
+def hand_deltas(target: nn.Module, source: nn.Module, items: Sequence[PreparedItem], component: str) -> np.ndarray:
     """(N, L) base - patched entity log-prob, every (example, layer) by one unbatched forward each."""
     n_layers = target.config.num_hidden_layers
     out = np.zeros((len(items), n_layers))
