@@ -226,6 +226,11 @@ def pair(family: str) -> tuple[nn.Module, nn.Module]:
     return _PAIRS[family]
 
 
+def test_every_family_of_the_table_is_checked_here():
+    """A family added to uds/arch.py without a tiny config here would go unchecked."""
+    assert sorted(FAMILIES) == sorted(arch.ARCHITECTURES)
+
+
 # --- 1. planted signal --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("family", FAMILIES)
