@@ -50,7 +50,10 @@ ARCHITECTURES: dict[str, ArchPaths] = {
     "gptj": ArchPaths("transformer.h", "transformer.ln_f", "attn", "mlp"),
     "gpt_neox": ArchPaths("gpt_neox.layers", "gpt_neox.final_layer_norm", "attention", "mlp"),
     "falcon": ArchPaths("transformer.h", "transformer.ln_f", "self_attention", "mlp"),
-    "bloom": ArchPaths("transformer.h", "transformer.ln_f", "self_attention", "mlp"),
+    # Bloom's attention and MLP modules add the residual themselves; their output projections
+    # hold the sub-layer outputs SPEC 2.8 patches ("after o_proj, before the residual add").
+    # (With pretraining_tp > 1 and slow_but_exact, Bloom bypasses these modules: not supported.)
+    "bloom": ArchPaths("transformer.h", "transformer.ln_f", "self_attention.dense", "mlp.dense_4h_to_h"),
     "opt": ArchPaths("model.decoder.layers", "model.decoder.final_layer_norm", "self_attn", None),
 }
 
@@ -147,4 +150,7 @@ def component_module(model: nn.Module, layer: int, component: str = "block") -> 
     sub = paths.attn if component == "attn" else paths.mlp
     if sub is None:
         raise UdsInputError(f"model family {model_family(model)!r} has no single {component} module to patch")
+    if getattr(model.config, "slow_but_exact", False) and getattr(model.config, "pretraining_tp", 1) > 1:
+        # Bloom then applies its output projections' weights directly: a hook on them never fires
+        raise UdsInputError(f"--component {component} is not supported with slow_but_exact and pretraining_tp > 1")
     return block.get_submodule(sub)

@@ -13,7 +13,11 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 TEST_HOME = REPO / ".uds_home" / "tests"
-TOFU_DIR = REPO.parent / "shared" / "data" / "tofu"
+# The real TOFU JSON files: ../shared/data/tofu beside the clone (CI checks the clone out there,
+# with ../shared next to it), or the folder $UDS_TOFU_DIR names. Tests that read them skip without.
+TOFU_DIR = Path(os.environ.get("UDS_TOFU_DIR") or REPO.parent / "shared" / "data" / "tofu")
+TOFU_SKIP = (f"needs the TOFU JSON files, not found at {TOFU_DIR}: check out ../shared beside the clone "
+             "(CI does) or set UDS_TOFU_DIR (docs/testing.md)")
 
 os.environ.setdefault("UDS_HOME", str(TEST_HOME))
 
@@ -29,7 +33,7 @@ def test_world() -> Path:
 @pytest.fixture(scope="session")
 def tofu_dir() -> Path:
     if not (TOFU_DIR / "forget10.json").is_file():
-        pytest.skip("the TOFU files of ../shared/data/tofu are not present")
+        pytest.skip(TOFU_SKIP)
     return TOFU_DIR
 
 

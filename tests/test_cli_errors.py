@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import TOFU_DIR, TOFU_SKIP
+
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -43,9 +45,9 @@ def test_missing_folder(uds):
 
 
 def test_unreachable_hub_id_says_how_to_pass_a_local_path(tmp_path, uds):
-    data = REPO.parent / "shared" / "data" / "tofu" / "forget10_annotated.json"
+    data = TOFU_DIR / "forget10_annotated.json"
     if not data.is_file():
-        pytest.skip("annotated TOFU file not present")
+        pytest.skip(TOFU_SKIP)
     proc = uds("score", "--unlearned", "someone/not-cached-model", "--full", "someone/a", "--retain", "someone/b",
                "--data", str(data), env={"UDS_HOME": str(tmp_path), "HF_HOME": str(tmp_path / "hf")})
     assert_one_line_error(proc, "someone/a", "local folder")

@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import TOFU_DIR as TOFU
+from tests.conftest import TOFU_SKIP
+
 REPO = Path(__file__).resolve().parents[1]
-TOFU = REPO.parent / "shared" / "data" / "tofu"
 UNLEARNED = "tiny:test/npo_lr2e-4_b01_a1_ep10"
 
 
@@ -36,7 +38,7 @@ def _tree_copy(dst: Path) -> None:
 @pytest.mark.slow
 def test_wheel_in_a_fresh_venv_scores_with_its_defaults(test_world, tmp_path):
     if not (TOFU / "forget10_annotated.json").is_file():
-        pytest.skip("../shared/data/tofu is not present")
+        pytest.skip(TOFU_SKIP)
     src, dist, venv = tmp_path / "src", tmp_path / "dist", tmp_path / "venv"
     _tree_copy(src)
     env = {k: v for k, v in os.environ.items() if k not in ("UDS_TOFU_DIR", "PYTHONPATH")}

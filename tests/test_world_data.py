@@ -18,10 +18,9 @@ from checkpoints.world.schema import QA_SPLITS, World
 from checkpoints.world.synthetic import FACT_KINDS, generate_synthetic_world
 from checkpoints.world.tofu import _read_records, read_tofu
 from core.errors import UdsInputError
+from tests.conftest import TOFU_DIR, TOFU_SKIP
 
-TOFU_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "tofu"
-needs_tofu = pytest.mark.skipif(not (TOFU_DIR / "forget10_perturbed.json").is_file(),
-                                reason=f"TOFU files not found at {TOFU_DIR}")
+needs_tofu = pytest.mark.skipif(not (TOFU_DIR / "forget10_perturbed.json").is_file(), reason=TOFU_SKIP)
 QUOTES = ("'", '"')
 
 
