@@ -5,7 +5,7 @@ With that model as full and the pretrained model as retain, `uds score` runs on 
 with a 49k-token vocabulary and subword entity spans (re-derived for this tokenizer from the
 annotated entity text at scoring time, core/prompts.py).
 
-    python -m checkpoints.smol_ci --out DIR [--examples 8] [--epochs 8] [--lr 2e-4]
+    python -m checkpoints.smol_ci --out DIR [--examples 8] [--epochs 4] [--lr 3e-4]
 """
 
 from __future__ import annotations
@@ -30,8 +30,8 @@ BASE = "smollm2-135m-instruct"
 @dataclass(frozen=True)
 class SmolCiConfig:
     examples: int = 8        # the first N annotated forget10 records (one author per 20)
-    epochs: int = 8          # full-batch steps when batch_size >= examples
-    lr: float = 2e-4
+    epochs: int = 4          # full-batch steps when batch_size >= examples
+    lr: float = 3e-4
     batch_size: int = 8
     seed: int = 0
 

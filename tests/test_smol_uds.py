@@ -39,7 +39,7 @@ def test_uds_invariants_on_the_fine_tuned_30_layer_model(smol_converted, tofu_di
     from checkpoints.smol_ci import SmolCiConfig, build_full
 
     t0 = time.perf_counter()
-    built = build_full(tmp_path, SmolCiConfig(examples=8, epochs=4, lr=3e-4), str(tofu_dir))
+    built = build_full(tmp_path, SmolCiConfig(), str(tofu_dir))
     t_train = time.perf_counter() - t0
     assert built["losses"][-1] < 0.5 * built["losses"][0]
     common = ["--full", str(built["full"]), "--retain", ALIAS, "--data", str(built["data"])]
