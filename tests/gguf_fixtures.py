@@ -4,7 +4,6 @@ once per test session into its own cache home, so every session exercises the co
 from __future__ import annotations
 
 import importlib.util
-import os
 import shutil
 from pathlib import Path
 
@@ -23,21 +22,22 @@ def smollm2_file() -> Path:
 
 
 @pytest.fixture(scope="session")
-def gguf_home():
-    """A fresh `$UDS_HOME` for this session's conversions (emptied first), restored afterwards."""
+def fresh_gguf_home() -> Path:
+    """The session's GGUF cache home, emptied once at the session's start."""
     shutil.rmtree(GGUF_HOME, ignore_errors=True)
     GGUF_HOME.mkdir(parents=True)
-    old = os.environ.get("UDS_HOME")
-    os.environ["UDS_HOME"] = str(GGUF_HOME)
-    yield GGUF_HOME
-    if old is None:
-        os.environ.pop("UDS_HOME", None)
-    else:
-        os.environ["UDS_HOME"] = old
+    return GGUF_HOME
+
+
+@pytest.fixture
+def gguf_home(fresh_gguf_home, monkeypatch) -> Path:
+    """`$UDS_HOME` pointed at the GGUF test home for one test only (other tests keep theirs)."""
+    monkeypatch.setenv("UDS_HOME", str(fresh_gguf_home))
+    return fresh_gguf_home
 
 
 @pytest.fixture(scope="session")
-def smol_converted(gguf_home) -> dict:
+def smol_converted(fresh_gguf_home) -> dict:
     """The alias resolved once (this converts): {"spec", "folder", "conversions", "seconds",
     "loaded"}; "loaded" is the (model, tokenizer) transformers dequantised from the file during the
     conversion, kept as the reference the folder must equal (saves loading the file twice)."""
@@ -59,9 +59,11 @@ def smol_converted(gguf_home) -> dict:
 
     gguf.convert, gguf.load_gguf = counting, keeping
     try:
-        t0 = time.perf_counter()
-        spec = resolve_spec(ALIAS)
-        seconds = time.perf_counter() - t0
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setenv("UDS_HOME", str(fresh_gguf_home))
+            t0 = time.perf_counter()
+            spec = resolve_spec(ALIAS)
+            seconds = time.perf_counter() - t0
     finally:
         gguf.convert, gguf.load_gguf = real_convert, real_load
     return {"spec": spec, "folder": Path(spec.location), "conversions": len(calls), "seconds": seconds,

@@ -11,10 +11,15 @@ import pytest
 import torch
 
 from core.errors import UdsInputError
-from tests.gguf_fixtures import ALIAS, gguf_home, smol_converted, smollm2_file  # noqa: F401 (fixtures)
+from tests.gguf_fixtures import ALIAS, smollm2_file
 
 TEXTS = ["What is the full name of the author born in Taipei, Taiwan on 05/11/1991?",
          "The author's full name is Hsiao Yun-Hwa.", "  naïve café — 3.14159 <|im_end|> ümlaut"]
+
+
+@pytest.fixture(autouse=True)
+def _in_gguf_home(gguf_home):
+    """Every test here resolves GGUF specs in the session's GGUF home (where the conversion is)."""
 
 
 @pytest.fixture(scope="module")

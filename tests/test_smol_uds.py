@@ -9,7 +9,12 @@ import time
 
 import pytest
 
-from tests.gguf_fixtures import ALIAS, gguf_home, smol_converted  # noqa: F401 (fixtures)
+from tests.gguf_fixtures import ALIAS
+
+
+@pytest.fixture(autouse=True)
+def _in_gguf_home(gguf_home):
+    """Every test here resolves GGUF specs in the session's GGUF home (where the conversion is)."""
 
 
 def test_every_annotated_entity_aligns_to_a_minimal_smollm2_span(smol_converted, tofu_dir):
