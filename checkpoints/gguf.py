@@ -15,12 +15,17 @@ import copy
 import hashlib
 import importlib.util
 import shutil
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from core.errors import UdsInputError
 from core.paths import uds_home
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 GGUF_SUFFIX = ".gguf"
 GGUF_INSTALL = "pip install 'gguf>=0.10'"
@@ -93,7 +98,9 @@ def cache_folder(path: Path) -> Path:
 
 
 def is_converted(folder: Path) -> bool:
-    return (folder / "config.json").is_file() and (folder / "model.safetensors").is_file()
+    """Whether `folder` holds a finished conversion (weights in one file or sharded)."""
+    weights = ("model.safetensors", "model.safetensors.index.json")
+    return (folder / "config.json").is_file() and any((folder / w).is_file() for w in weights)
 
 
 def ensure_converted(spec: str) -> Path:
@@ -142,7 +149,7 @@ def _corrupt(path: Path, exc: Exception) -> UdsInputError:
     return UdsInputError(f"GGUF file {path} is truncated or corrupt ({type(exc).__name__}: {exc})")
 
 
-def load_gguf(path: Path):
+def load_gguf(path: Path) -> tuple["PreTrainedModel", "PreTrainedTokenizerBase"]:
     """(model, tokenizer) that transformers dequantises from `path` (float32); the file checked first."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
@@ -154,7 +161,8 @@ def load_gguf(path: Path):
         if "not supported" in str(exc):
             raise UdsInputError(f"GGUF file {path}: transformers cannot dequantise architecture {arch!r}") from exc
         raise _corrupt(path, exc) from exc
-    print(f"converting {path.name} ({arch}) to a safetensors folder under {uds_home() / 'gguf'}", flush=True)
+    print(f"converting {path.name} ({arch}) to a safetensors folder under {uds_home() / 'gguf'}",
+          file=sys.stderr, flush=True)   # stderr: some commands write their results to stdout
     tokenizer = AutoTokenizer.from_pretrained(where, gguf_file=name)
     return AutoModelForCausalLM.from_pretrained(where, gguf_file=name), tokenizer
 
