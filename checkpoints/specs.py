@@ -5,6 +5,8 @@
   loaded on its base model (the adapter config's `base_model_name_or_path`, itself any spec, or
   the `base` argument, a command's `--base SPEC`) and merged (core/adapters.py);
 - a registry alias of an Open-Unlearning TOFU checkpoint (`full`, `retain`, `npo_lr5e5_b01_a2_ep10`);
+- a `.gguf` file, or the alias of an installed one (`smollm2-135m-instruct`): converted once into a
+  safetensors folder under `$UDS_HOME/gguf/` (checkpoints/gguf.py) and treated as that local folder;
 - anything else: a Hugging Face hub ID.
 """
 
@@ -19,7 +21,7 @@ from pathlib import Path
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from checkpoints import ou_checkpoints
+from checkpoints import gguf, ou_checkpoints
 from core import adapters
 from core.errors import UdsInputError
 from core.paths import safe_name
@@ -90,6 +92,8 @@ def resolve_spec(spec: str, base: str | None = None) -> CheckpointSpec:
         preset, seed, name = parse_tiny(spec)
         return CheckpointSpec(spec, "tiny", str(world_dir(preset, seed) / "models" / name), preset, name, seed)
     path = Path(spec).expanduser()
+    if gguf.is_gguf_spec(spec) and not path.is_dir():
+        return CheckpointSpec(spec, "local", str(gguf.ensure_converted(spec)))
     if path.is_dir() and adapters.is_adapter_folder(path):
         return _resolve_adapter(spec, path.resolve(), base)
     if path.is_dir():
@@ -161,7 +165,8 @@ def file_name(spec: str) -> str:
     """Output-folder name of a spec: a folder's base name, else the spec made file-safe
     (`tiny:small/rmu_x` -> `tiny_small_rmu_x`); never empty."""
     path = Path(spec).expanduser()
-    return safe_name(path.name if path.is_dir() else spec).strip("._-") or "run"
+    named = path.is_dir() or (path.is_file() and gguf.is_gguf_spec(spec))
+    return safe_name(path.name if named else spec).strip("._-") or "run"
 
 
 def model_source(spec: str | CheckpointSpec) -> str:

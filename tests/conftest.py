@@ -21,6 +21,9 @@ TOFU_SKIP = (f"needs the TOFU JSON files, not found at {TOFU_DIR}: check out ../
 
 os.environ.setdefault("UDS_HOME", str(TEST_HOME))
 
+# The real SmolLM2 GGUF, converted once per session (defined here so every module shares one).
+from tests.gguf_fixtures import fresh_gguf_home, gguf_home, smol_converted  # noqa: E402,F401
+
 
 @pytest.fixture(scope="session")
 def test_world() -> Path:

