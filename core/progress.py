@@ -43,6 +43,11 @@ def _interval() -> float:
         return DEFAULT_INTERVAL_S
 
 
+def _plural(unit: str) -> str:
+    """English plural of a unit name: step -> steps, pass -> passes, batch -> batches."""
+    return unit + ("es" if unit.endswith(("s", "sh", "ch", "x")) else "s")
+
+
 def _duration(seconds: float) -> str:
     return str(timedelta(seconds=int(round(seconds))))
 
@@ -108,7 +113,7 @@ class LineProgress:
         """The text of one progress line (without the timestamp) at clock time `now`."""
         elapsed = max(now - self._start, 1e-9)
         rate = (self.n - self.initial) / elapsed
-        units = self.unit if self.unit.endswith("s") else self.unit + "s"
+        units = _plural(self.unit)
         if self.total:
             parts = [f"{self.n}/{self.total} {units} ({100.0 * self.n / self.total:.0f}%)"]
         else:
