@@ -220,6 +220,39 @@ def test_two_scores_at_once_share_one_s1_computation(folders, tmp_path):
     assert len(list((tmp_path / "home").rglob("s1_*.json"))) == 1
 
 
+WAITING_BUILDER = """
+import sys
+from checkpoints.world.store import ensure_world_data
+print("READY", flush=True)
+print(open(ensure_world_data("test", 0) / "uds_data.json").read())
+"""
+
+
+def test_a_second_world_builder_waits_for_the_first_and_reuses_its_data(tmp_path, monkeypatch):
+    """Two `uds score` on a new home both start by building the world's data. While one holds the
+    data's lock, the other waits, then takes what the first wrote rather than writing its own.
+    (Before the locks both wrote the same `data.tmp`, and one could delete or rename the other's.)"""
+    import time
+
+    from checkpoints.world.store import build_lock
+    from core.paths import world_dir
+
+    monkeypatch.setenv("UDS_HOME", str(tmp_path / "home"))
+    folder = world_dir("test", 0) / "data"
+    env = {**os.environ, "UDS_QUIET": "1"}
+    with build_lock(folder):   # this test is the first builder, mid-build
+        proc = subprocess.Popen([sys.executable, "-c", WAITING_BUILDER], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        assert proc.stdout.readline().strip() == "READY"
+        time.sleep(3)           # the second builder reaches the lock and must wait there
+        assert proc.poll() is None
+        folder.mkdir(parents=True)
+        (folder / "uds_data.json").write_text('{"written_by": "the first builder"}')
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err
+    assert json.loads(out) == {"written_by": "the first builder"}
+
+
 @pytest.mark.slow
 def test_two_scores_on_a_fresh_home_build_the_world_once(tmp_path):
     """Two `uds score` of a tiny `test` model on an empty UDS_HOME: data, tokenizer, base, full,
