@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
+
+try:
+    import tomllib
+except ModuleNotFoundError:   # Python 3.10
+    tomllib = pytest.importorskip("tomli")
 
 REPO = Path(__file__).resolve().parents[1]
 OU_REQUIREMENTS = REPO.parent / "shared" / "vendor" / "open-unlearning" / "requirements.txt"
