@@ -15,7 +15,7 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from core import atomic, s1_cache
+from core import atomic
 from core.errors import UdsInputError
 from tests.engine_fixtures import RECORDS, interpolate, make_tokenizer, memorise, tiny_model
 
