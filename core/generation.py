@@ -17,9 +17,9 @@ from contextlib import contextmanager
 from typing import Iterable, Iterator, Sequence
 
 import torch
-from tqdm.auto import tqdm
 from transformers import GenerationConfig, PreTrainedTokenizerBase
 
+from core.progress import progress as track
 from core.batching import attention_mask, batches, left_pad, pad_token_id
 from core.defaults import MAX_NEW_TOKENS
 
@@ -95,7 +95,7 @@ def _generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompts: Seq
     pad_id = pad_token_id(tok)
     per = config.num_return_sequences or 1
     out: list[list[Generation]] = []
-    for b, rows in enumerate(tqdm(batches(len(prompts), batch_size), desc=desc, disable=not progress, leave=False)):
+    for b, rows in enumerate(track(batches(len(prompts), batch_size), desc=desc, unit="batch", enabled=progress)):
         ids, mask = left_pad([prompts[i] for i in rows], pad_id)
         ids_t = torch.tensor(ids, dtype=torch.long)
         mask_t = attention_mask(ids_t, torch.tensor(mask), mask_id)

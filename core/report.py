@@ -10,7 +10,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from core import formula
+from core import atomic, formula
 from core.engine import UdsResult
 from core.numbers import finite_or_none
 
@@ -66,7 +66,7 @@ def write_layers_csv(path: Path, result: UdsResult) -> None:
     d1, d2 = result.s1.deltas, result.s2.deltas
     raw, clipped = formula.raw_ratio(d2, d1), formula.clipped_ratio(d2, d1)
     ke = formula.ke_mask(d1, result.tau)
-    with path.open("w", newline="", encoding="utf-8") as f:
+    with atomic.atomic_file(path) as tmp, tmp.open("w", newline="", encoding="utf-8") as f:
         w = csv.writer(f)
         w.writerow(CSV_FIELDS)
         for i, it in enumerate(result.items):
@@ -106,7 +106,8 @@ def plot_layers(path: Path, result: UdsResult, title: str = "") -> None:
     n = sum(v is not None for v in result.uds)
     ax.set_title(f"UDS = {result.mean:.4f} ({n} examples scored){' · ' + title if title else ''}")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic.atomic_file(path) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)
 
 
@@ -116,10 +117,10 @@ def write_report(out_dir: str | Path, result: UdsResult, meta: dict, order: Sequ
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     summary = {**summary_fields(result), **meta}
-    (out / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    with (out / "examples.jsonl").open("w", encoding="utf-8") as f:
-        for rec in example_records(result, order):
-            f.write(json.dumps(rec, ensure_ascii=False) + "\n")
+    # each file atomic (never half written); summary.json last, so its presence means a whole run
+    atomic.write_text(out / "examples.jsonl",
+                      "".join(json.dumps(rec, ensure_ascii=False) + "\n" for rec in example_records(result, order)))
     write_layers_csv(out / "layers.csv", result)
     plot_layers(out / "layers.png", result, title)
+    atomic.write_json(out / "summary.json", summary, indent=2, ensure_ascii=False)
     return summary

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
-import warnings
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -22,7 +20,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from core import engine
+from core import atomic, engine
 from core.arch import attention_implementation
 from core.data import data_hash
 from core.engine import EngineSettings, PairScores
@@ -77,17 +75,7 @@ def save_s1(key: dict, items: Sequence[PreparedItem], s1: PairScores, folder: Pa
                 "s1_scores": [float(x) for x in s1.patched[i]], "s1_deltas": [float(x) for x in deltas[i]]}
                for i, it in enumerate(items)]
     path = cache_path(key, folder)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump({"config": key, "layers": list(s1.layers), "entries": entries}, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic.write_json(path, {"config": key, "layers": list(s1.layers), "entries": entries})
     return path
 
 
@@ -98,8 +86,9 @@ def load_s1(key: dict, items: Sequence[PreparedItem], folder: Path | None = None
         return None
     try:
         return _parse(json.loads(path.read_text(encoding="utf-8")), key, items)
-    except (ValueError, KeyError, TypeError, IndexError) as exc:
-        warnings.warn(f"S1 cache entry {path} is unusable ({exc}); recomputing S1", stacklevel=2)
+    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as exc:
+        # one line, then recomputed and overwritten: a damaged entry is never used
+        print(f"S1 cache entry {path} is unusable ({exc}); recomputing S1", file=sys.stderr, flush=True)
         return None
 
 
@@ -138,6 +127,18 @@ def cached_uds(full: torch.nn.Module, retain: torch.nn.Module, unlearned: torch.
     fps = fingerprints or {"full": model_fingerprint(full), "retain": model_fingerprint(retain)}
     key = s1_key(fps, records, items, settings, dtype, device, full)
     requested, use_cache = use_cache, use_cache and bool(items)
+    if s1 is None and use_cache:
+        # one lock per entry: a second process needing the same S1 waits for the first, then reads it
+        with atomic.file_lock(cache_path(key)):
+            return _load_or_compute(full, retain, unlearned, items, skipped, settings, key, tau, pad_id,
+                                    use_cache, requested, None, progress, set_total)
+    return _load_or_compute(full, retain, unlearned, items, skipped, settings, key, tau, pad_id, use_cache,
+                            requested, s1, progress, set_total)
+
+
+def _load_or_compute(full, retain, unlearned, items, skipped, settings: EngineSettings, key: dict, tau: float,
+                     pad_id: int, use_cache: bool, requested: bool, s1: PairScores | None, progress,
+                     set_total) -> CachedUds:
     cached = s1 if s1 is not None else (load_s1(key, items) if use_cache else None)
     if set_total is not None:
         n_layers = len(settings.layer_list(full))

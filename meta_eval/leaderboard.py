@@ -198,6 +198,9 @@ def mem_privacy_scatter(path: Path, rows: Sequence[Mapping]) -> Path:
     ax.set_title("Mem vs Privacy per model")
     ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
+    from core import atomic
+
+    with atomic.atomic_file(path) as tmp:
+        fig.savefig(tmp, dpi=110, format=Path(path).suffix.lstrip(".") or "png")
     plt.close(fig)
     return path

@@ -9,10 +9,10 @@ A metric that failed is recorded under "errors", not as a value, so a rerun retr
 from __future__ import annotations
 
 import json
-import os
-import tempfile
+import sys
 from pathlib import Path
 
+from core import atomic
 from core.paths import safe_name
 
 
@@ -31,7 +31,8 @@ class MeasurementStore:
             return fresh
         try:
             doc = json.loads(path.read_text())
-        except ValueError:
+        except (ValueError, UnicodeDecodeError) as exc:   # never silently used: said, then remeasured
+            print(f"meta-eval: stored measurement {path} is corrupt ({exc}); measuring again", file=sys.stderr)
             return fresh
         return doc if doc.get("stamp") == stamp else fresh
 
@@ -40,12 +41,4 @@ class MeasurementStore:
 
     def write(self, setting: str, model: str, doc: dict) -> None:
         path = self.path(setting, model)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump(doc, f, indent=1, allow_nan=False)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic.write_json(path, doc, indent=1, allow_nan=False)

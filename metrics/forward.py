@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Sequence
 
 import torch
-from tqdm.auto import tqdm
 
+from core.progress import progress as track
 from metrics.encoding import Encoded
 from metrics.stats import IGNORE, TokenStats, batch_token_stats
 from core.batching import attention_mask, batches, right_padded
@@ -30,7 +30,7 @@ def teacher_forced_stats(model: torch.nn.Module, encs: Sequence[Encoded], *, bat
                          desc: str = "forward", progress: bool = True) -> list[TokenStats]:
     """One forward per batch of `batch_size` sequences; statistics in input order."""
     out: list[TokenStats] = []
-    for rows in tqdm(batches(len(encs), batch_size), desc=desc, disable=not progress, leave=False):
+    for rows in track(batches(len(encs), batch_size), desc=desc, unit="batch", enabled=progress):
         batch = collate([encs[i] for i in rows], pad_id, mask_id)
         logits = model(input_ids=batch["input_ids"].to(device),
                        attention_mask=batch["attention_mask"].to(device), use_cache=False).logits

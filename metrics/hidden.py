@@ -13,8 +13,8 @@ from typing import Sequence
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
+from core.progress import progress as track
 from core.batching import batches, right_padded
 from core.arch import decoder_layers, final_norm
 from core.hooks import at_positions, capture_outputs
@@ -48,7 +48,7 @@ def capture_entity_states(model: torch.nn.Module, items: Sequence[PreparedItem],
     """One forward per batch; hooks on every decoder block keep the rows at the eval positions."""
     blocks = {str(i): b for i, b in enumerate(decoder_layers(model))}
     per_layer: list[list[torch.Tensor]] = [[] for _ in blocks]
-    for idx in tqdm(batches(len(items), batch_size), desc=desc, disable=not progress, leave=False):
+    for idx in track(batches(len(items), batch_size), desc=desc, unit="batch", enabled=progress):
         chunk = [items[i] for i in idx]
         rows, pos = _rows_positions(chunk)
         with capture_outputs(blocks, at_positions(rows, pos)) as store:
@@ -138,7 +138,7 @@ def fisher_diagonal(model: torch.nn.Module, items: Sequence[PreparedItem], *, ba
         p.requires_grad_(True)
     try:
         with torch.enable_grad():
-            for idx in tqdm(batches(len(items), batch_size), desc=desc, disable=not progress, leave=False):
+            for idx in track(batches(len(items), batch_size), desc=desc, unit="batch", enabled=progress):
                 chunk = [items[i] for i in idx]
                 logits = model(**_batch_inputs(chunk, pad_id, device), use_cache=False).logits
                 losses = _entity_losses(logits, chunk, model_dtype)

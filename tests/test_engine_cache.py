@@ -58,17 +58,18 @@ def test_key_changes_miss(setup, tmp_path):
     assert s1_cache.load_s1(_key(full, perturbed(retain, 0.1), items), items, tmp_path) is None
 
 
-def test_corrupt_entry_warns_and_recomputes(setup, tmp_path):
+def test_corrupt_entry_warns_and_recomputes(setup, tmp_path, capsys):
     tok, full, retain, items = setup
     key = _key(full, retain, items)
     path = s1_cache.cache_path(key, tmp_path)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text('{"config": {"trunc')
-    with pytest.warns(UserWarning, match="recomputing"):
-        assert s1_cache.load_s1(key, items, tmp_path) is None
+    assert s1_cache.load_s1(key, items, tmp_path) is None
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "recomputing" in err[0] and str(path) in err[0]   # one line, naming the file
     path.write_text(json.dumps({"config": key, "layers": [0, 1, 2], "entries": [{"idx": 0}]}))
-    with pytest.warns(UserWarning):
-        assert s1_cache.load_s1(key, items, tmp_path) is None
+    assert s1_cache.load_s1(key, items, tmp_path) is None
+    assert "recomputing" in capsys.readouterr().err
 
 
 def test_interrupted_write_leaves_no_entry(setup, tmp_path, monkeypatch):
@@ -78,7 +79,9 @@ def test_interrupted_write_leaves_no_entry(setup, tmp_path, monkeypatch):
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(s1_cache.json, "dump", boom)
+    from core import atomic
+
+    monkeypatch.setattr(atomic.os, "fsync", boom)   # interrupted after the bytes went to the temp file
     with pytest.raises(KeyboardInterrupt):
         s1_cache.save_s1(_key(full, retain, items), items, s1, tmp_path)
     assert list(tmp_path.iterdir()) == []

@@ -231,3 +231,39 @@ def test_json_safe_drops_nan_and_numpy():
 
     doc = handlers.json_safe({1: np.float32(0.5), "x": [float("nan"), np.int64(3), None, True], "t": (1.0,)})
     assert doc == {"1": 0.5, "x": [None, 3.0, None, True], "t": [1.0]}
+
+
+class _OuMetric:
+    """OU's UnlearningMetric call path, trimmed: datasets are loaded before the handler runs."""
+
+    def __init__(self, error: Exception | None):
+        self.error, self.seen = error, None
+
+    def get_datasets(self, dataset_cfgs=None, **kwargs):
+        if self.error:
+            raise self.error
+        return {"TOFU_QA_forget": "rows"}
+
+    def __call__(self, **kwargs):
+        cfgs = kwargs.pop("datasets", None)
+        self.seen = self.get_datasets(dataset_cfgs=cfgs, **kwargs) if cfgs is not None else None
+        return self.seen
+
+
+def test_offline_with_data_path_skips_the_forget_set_cross_check(caplog):
+    from uds.ou.register import tolerate_unreachable_forget_set
+
+    offline = ConnectionError("Couldn't reach 'locuslab/TOFU' on the Hub (LocalEntryNotFoundError)")
+    metric = tolerate_unreachable_forget_set(_OuMetric(offline))
+    with caplog.at_level("WARNING"):
+        assert metric(datasets={"TOFU_QA_forget": {}}, data_path="/data/forget10_annotated.json") is None
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "locuslab/TOFU" in lines[0] and "forget10_annotated.json" in lines[0]
+    with pytest.raises(UdsInputError) as e:   # no local file to fall back on: say what to pass
+        metric(datasets={"TOFU_QA_forget": {}}, data_path=None)
+    assert "data_path=" in _message(e) and "\n" not in _message(e)
+    online = tolerate_unreachable_forget_set(_OuMetric(None))   # reachable: loaded and cross-checked as before
+    assert online(datasets={"TOFU_QA_forget": {}}, data_path="/x.json") == {"TOFU_QA_forget": "rows"}
+    broken = tolerate_unreachable_forget_set(_OuMetric(KeyError("bad config")))   # not a network fault
+    with pytest.raises(KeyError):
+        broken(datasets={"TOFU_QA_forget": {}}, data_path="/x.json")

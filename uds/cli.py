@@ -14,57 +14,80 @@ from typing import Sequence
 
 from core.errors import UdsInputError
 
-# Command name -> module that provides it, in the order `uds --help` lists them. Only the module
-# of the command being run is imported: the metrics stack (rouge, nltk, scipy, sklearn) would
-# otherwise add seconds to every `uds score`.
+# Command name -> (module that provides it, one-line help), in the order `uds --help` lists them.
+# Only the module of the command being run is imported, and `uds --help` imports none: the
+# help lines are repeated here (tests/test_startup.py checks they match the modules') so that
+# the top-level help answers without torch, transformers or the metrics stack.
 COMMANDS = {
-    "score": "uds.commands.score",
-    "metrics": "uds.commands.metrics",
-    "meta-eval": "uds.commands.meta_eval",
-    "leaderboard": "uds.commands.leaderboard",
-    "world": "uds.commands.world",
-    "checkpoints": "uds.commands.checkpoints",
-    "audit": "uds.commands.audit",
-    "sweep": "uds.commands.sweep",
-    "probe": "uds.commands.probe",
-    "capacity": "uds.commands.capacity",
-    "report": "uds.commands.report",
+    "score": ("uds.commands.score", "Unlearning Depth Score of an unlearned model"),
+    "metrics": ("uds.commands.metrics", "the 19 baseline metrics and TOFU utility of one model"),
+    "meta-eval": ("uds.commands.meta_eval", "faithfulness and robustness of every metric on a model zoo"),
+    "leaderboard": ("uds.commands.leaderboard",
+                    "benchmark leaderboard (Mem, Privacy, Utility, Overall) from results"),
+    "world": ("uds.commands.world", "the tiny world: synthetic or TOFU data, tokenizer, model zoo"),
+    "checkpoints": ("uds.commands.checkpoints", "list known checkpoints (hub registry and tiny zoo)"),
+    "audit": ("uds.commands.audit", "deletion audit of a lookup-based LM: FULL / DEL-ON / DEL-OFF"),
+    "sweep": ("uds.commands.sweep", "UDS and/or metrics over a list of checkpoints (local or on Ray)"),
+    "probe": ("uds.commands.probe", "verbatim vs semantic memorisation probe (SPEC-probes 2)"),
+    "capacity": ("uds.commands.capacity", "bits per parameter on uniform random sequences"),
+    "report": ("uds.commands.report", "static HTML report (leaderboard, models, examples, meta-evaluation)"),
 }
-COMMAND_MODULES = tuple(COMMANDS.values())
+COMMAND_MODULES = tuple(module for module, _ in COMMANDS.values())
+GLOBAL_FLAGS = ("--debug", "--quiet")   # accepted anywhere on the line, not only before the command
 
 
 def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
-    """The parser; with `argv` naming a command, only that command's module is imported."""
+    """The parser; with `argv` naming a command, only that command's module is imported.
+
+    Without one (`uds --help`, a typo), each command gets a stub sub-parser carrying only its
+    help line, so listing the commands imports none of them.
+    """
     parser = argparse.ArgumentParser(prog="uds", description=__doc__.splitlines()[0])
     parser.add_argument("--debug", action="store_true", help="show full tracebacks")
+    parser.add_argument("--quiet", action="store_true", help="no progress bars or progress lines")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    named = [COMMANDS[a] for a in argv if a in COMMANDS][:1]
-    for name in named or COMMAND_MODULES:
-        importlib.import_module(name).register(sub)
+    named = [a for a in argv if a in COMMANDS][:1]
+    if named:
+        importlib.import_module(COMMANDS[named[0]][0]).register(sub)
+    else:
+        for name, (_, help_line) in COMMANDS.items():
+            sub.add_parser(name, help=help_line)
     return parser
 
 
 def _quiet_libraries() -> None:
-    """Our own progress bars say what is happening; transformers' per-load bars only add noise."""
-    from transformers.utils import logging as hf_logging
+    """Silence dependencies before any of them is imported (importing them here would cost seconds).
 
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
-    # bitsandbytes warns on import, on CPUs with AVX512-BF16, that an optional fast NF4 kernel
-    # package is absent; its fallback gives the same numbers, and the line broke one-line errors.
+    Our own progress says what is happening; transformers' per-load bars only add noise, and
+    bitsandbytes warns on import, on CPUs with AVX512-BF16, that an optional fast NF4 kernel
+    package is absent (its fallback gives the same numbers; the line broke one-line errors).
+    """
     import logging
+    import os
 
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")   # read by transformers at import
     logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
+    if "transformers" in sys.modules:   # already imported (main() called in-process, e.g. tests)
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        hf_logging.set_verbosity_error()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    debug = "--debug" in argv  # accepted anywhere on the line, not only before the command
-    argv = [a for a in argv if a != "--debug"]
+    flags = {f for f in GLOBAL_FLAGS if f in argv}
+    argv = [a for a in argv if a not in GLOBAL_FLAGS]
+    _quiet_libraries()
     parser = build_parser(argv)
     args = parser.parse_args(argv)
-    args.debug = debug
-    _quiet_libraries()
+    args.debug = "--debug" in flags
+    args.quiet = "--quiet" in flags
+    if args.quiet:
+        from core import progress
+
+        progress.set_quiet(True)
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

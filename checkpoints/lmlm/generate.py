@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import torch
-from tqdm.auto import tqdm
 from transformers import PreTrainedTokenizerBase
 
+from core.progress import progress as track
 from checkpoints.lmlm.markup import pending_call, strip_markup, value_text
 from core.batching import batches, left_pad, pad_token_id
 from core.capture import cache_kw
@@ -39,7 +39,7 @@ def splice_generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompt
     stops = set(stop_token_ids(model, tok))
     kw = cache_kw(type(model).forward) or "past_key_values"   # `cache` in transformers >= 5.2x
     out: list[SpliceOutput] = []
-    for rows in tqdm(batches(len(prompts), batch_size), desc=desc, disable=not progress, leave=False):
+    for rows in track(batches(len(prompts), batch_size), desc=desc, unit="batch", enabled=progress):
         out.extend(_batch(model, tok, [prompts[i] for i in rows], list(rows), lookup, max_new_tokens,
                           max_calls, device, stops, kw))
     return out

@@ -21,6 +21,8 @@ from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.recipes import Recipe, write_manifest
 from checkpoints.world.store import (BuildContext, build_lock, ensure_tokenizer, ensure_world_data, model_dir,
                                      stored_digest, write_legacy_fields)
+from core import atomic
+from core.progress import is_quiet, progress as track
 from core.errors import UdsInputError
 from core.paths import world_dir
 
@@ -60,7 +62,8 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
     write_legacy_fields(tmp)   # also loadable by transformers 4.45 (Open-Unlearning's pin)
     meta = r.to_dict() | {"seed": seed, "preset": preset.name, "digest": digest,
                           "train_seconds": round(time.time() - t0, 1)}
-    (tmp / "recipe.json").write_text(json.dumps(meta, indent=1))
+    (tmp / "recipe.json").write_text(json.dumps(meta, indent=1))   # last: marks a whole folder
+    atomic.fsync_tree(tmp)   # on disk before the rename makes it visible
     shutil.rmtree(folder, ignore_errors=True)
     tmp.replace(folder)
     resume.unlink(missing_ok=True)
@@ -83,13 +86,22 @@ def is_built(preset: Preset, seed: int, r: Recipe) -> bool:
 
 
 def _is_current(folder: Path, digest: str, quiet: bool = False) -> bool:
+    """Built by this recipe and whole. A damaged folder (weights cut short by a full disk, a
+    copy, a crash of the filesystem) is reported in one line and rebuilt, never loaded."""
     if not (folder / "recipe.json").is_file():
         return False
     stored = stored_digest(folder)
-    if stored != digest and not quiet:
-        print(f"tiny model {folder.name}: built by another recipe ({stored or 'unversioned'}), rebuilding",
-              file=sys.stderr)
-    return stored == digest
+    if stored != digest:
+        if not quiet:
+            print(f"tiny model {folder.name}: built by another recipe ({stored or 'unversioned'}), rebuilding",
+                  file=sys.stderr)
+        return False
+    problem = atomic.folder_problem(folder)
+    if problem:
+        if not quiet:
+            print(f"tiny model {folder.name}: {problem}; rebuilding", file=sys.stderr, flush=True)
+        return False
+    return True
 
 
 def _unknown_method(r: Recipe) -> PreTrainedModel:
@@ -105,13 +117,17 @@ def build_world(preset_name: str, seed: int = 0, progress: bool = True, names: l
     zoo = recipes(preset)
     wanted = names or [r.name for r in zoo]
     built = {}
-    for i, name in enumerate(wanted, 1):
-        fresh = not is_built(preset, seed, find_recipe(preset, name))
-        t0 = time.time()
-        built[name] = ensure_model(preset_name, seed, name, progress)
-        if fresh:   # one line per model trained, also where the progress bar is off (no terminal)
-            print(f"[{i}/{len(wanted)}] {preset_name}/{name}: ready after {time.time() - t0:.0f} s",
-                  file=sys.stderr, flush=True)
+    missing = sum(not is_built(preset, seed, find_recipe(preset, name)) for name in wanted)
+    with track(total=missing, desc=f"world {preset_name}-{seed}", unit="model", enabled=progress) as bar:
+        for i, name in enumerate(wanted, 1):
+            fresh = not is_built(preset, seed, find_recipe(preset, name))
+            t0 = time.time()
+            built[name] = ensure_model(preset_name, seed, name, progress)
+            if fresh:   # one line per model trained, also where the progress bar is off (no terminal)
+                if progress and not is_quiet():
+                    print(f"[{i}/{len(wanted)}] {preset_name}/{name}: ready after {time.time() - t0:.0f} s",
+                          file=sys.stderr, flush=True)
+                bar.update(1)
     for r in zoo:
         if is_built(preset, seed, r):
             built[r.name] = model_dir(preset_name, seed, r.name)

@@ -8,12 +8,12 @@ missing, in dependency order.
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from checkpoints.world.presets import Preset
 from checkpoints.world.train import TrainConfig
+from core import atomic
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,5 @@ def write_manifest(root: Path, preset: Preset, seed: int, recipes: list[Recipe],
     manifest = {"preset": preset.name, "seed": seed, "data": preset.data,
                 "shape": asdict(preset.shape), "vocab_size": preset.vocab_size, "models": entries}
     path = root / "zoo.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(manifest, indent=1))
-    tmp.replace(path)
+    atomic.write_json(path, manifest, indent=1)   # its own temp name: two builders may finish at once
     return path

@@ -22,6 +22,7 @@ from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.schema import World
 from checkpoints.world.tokenizer import train_tokenizer
 from checkpoints.world.train import collate
+from core.atomic import fsync_tree
 from core.paths import world_dir
 
 
@@ -38,13 +39,17 @@ def make_world(preset: Preset, seed: int, tofu_dir: str | None = None) -> World:
 def ensure_world_data(preset_name: str, seed: int, tofu_dir: str | None = None) -> Path:
     """The world's `data/` folder, generated (or read from TOFU files) on first use."""
     folder = world_dir(preset_name, seed) / "data"
-    if not (folder / "uds_data.json").is_file():
-        world = make_world(get_preset(preset_name), seed, tofu_dir)
-        tmp = folder.with_name("data.tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        world.save(tmp)
-        shutil.rmtree(folder, ignore_errors=True)
-        tmp.replace(folder)
+    if (folder / "uds_data.json").is_file():
+        return folder
+    with build_lock(folder):   # two processes on a fresh home: one writes, the other waits and reads
+        if not (folder / "uds_data.json").is_file():
+            world = make_world(get_preset(preset_name), seed, tofu_dir)
+            tmp = folder.with_name("data.tmp")
+            shutil.rmtree(tmp, ignore_errors=True)
+            world.save(tmp)
+            fsync_tree(tmp)
+            shutil.rmtree(folder, ignore_errors=True)
+            tmp.replace(folder)
     return folder
 
 
@@ -55,19 +60,27 @@ def load_world(preset_name: str, seed: int = 0) -> World:
 def ensure_tokenizer(preset_name: str, seed: int) -> PreTrainedTokenizerBase:
     folder = world_dir(preset_name, seed) / "tokenizer"
     if not (folder / "tokenizer_config.json").is_file():
-        world = load_world(preset_name, seed)
-        texts = world.public_text + world.forget_bios + world.other_bios + world.idk
-        for split in (world.forget, world.retain, world.holdout, world.retain_eval, world.real_authors, world.world_facts):
-            for it in split:
-                texts += [it["question"], it["answer"]] + [v for k in ("paraphrased_question", "paraphrased_answer")
-                                                            if (v := it.get(k))] + list(it.get("perturbed_answers") or [])
-        tok = train_tokenizer(texts, get_preset(preset_name).vocab_size)
-        tmp = folder.with_name("tokenizer.tmp")
-        tok.save_pretrained(tmp)
-        write_legacy_fields(tmp)
-        shutil.rmtree(folder, ignore_errors=True)
-        tmp.replace(folder)
+        with build_lock(folder):   # one process trains it, another waits and loads it
+            if not (folder / "tokenizer_config.json").is_file():
+                _train_and_save_tokenizer(preset_name, seed, folder)
     return AutoTokenizer.from_pretrained(folder)
+
+
+def _train_and_save_tokenizer(preset_name: str, seed: int, folder: Path) -> None:
+    world = load_world(preset_name, seed)
+    texts = world.public_text + world.forget_bios + world.other_bios + world.idk
+    for split in (world.forget, world.retain, world.holdout, world.retain_eval, world.real_authors, world.world_facts):
+        for it in split:
+            texts += [it["question"], it["answer"]] + [v for k in ("paraphrased_question", "paraphrased_answer")
+                                                        if (v := it.get(k))] + list(it.get("perturbed_answers") or [])
+    tok = train_tokenizer(texts, get_preset(preset_name).vocab_size)
+    tmp = folder.with_name("tokenizer.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tok.save_pretrained(tmp)
+    write_legacy_fields(tmp)
+    fsync_tree(tmp)
+    shutil.rmtree(folder, ignore_errors=True)
+    tmp.replace(folder)
 
 
 # Fields transformers 5 writes under new names and 4.45 (Open-Unlearning's pin) reads under the old

@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 import torch
-from tqdm.auto import tqdm
 from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 
 from core.batching import right_padded
+from core.progress import progress as track
 
 IGNORE = -100
 Batch = dict[str, torch.Tensor]
@@ -114,8 +114,8 @@ def train(model: PreTrainedModel, data: Sequence, cfg: TrainConfig,
     if checkpoint is not None and Path(checkpoint).is_file():
         done, losses = load_train_state(Path(checkpoint), model, opt, sched, data)
     model.train()
-    bar = tqdm(total=total, initial=done * steps_per_epoch, desc=desc, disable=None if progress else True,
-               leave=False, unit="step")
+    # a bar on a terminal, timestamped lines in a log file (a cluster job must see it is alive)
+    bar = track(total=total, initial=done * steps_per_epoch, desc=desc, unit="step", enabled=progress)
     for epoch in range(done, cfg.epochs):
         order = epoch_order(len(data), cfg.seed, epoch)
         for start in range(0, len(order), cfg.batch_size):

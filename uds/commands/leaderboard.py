@@ -38,8 +38,9 @@ def run(args: argparse.Namespace) -> int:
     text = RENDERERS[fmt](rows)
     if args.out:
         out = Path(args.out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
+        from core import atomic
+
+        atomic.write_text(out, text)
         print(out)
     else:
         sys.stdout.write(text)

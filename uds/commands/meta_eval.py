@@ -10,7 +10,6 @@ a `uds leaderboard` input), `summary.md` (ranked table), `pn_histograms.png`,
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -20,6 +19,7 @@ from meta_eval.robustness import FORMS
 from uds.executor_args import add_executor_args
 from uds.device_args import add_device_args
 from core.parity import MODES as PARITY_MODES, SPEC
+from core import atomic
 from core.defaults import MAX_NEW_TOKENS
 from core.errors import UdsInputError
 from core.numbers import finite_or_none
@@ -223,8 +223,8 @@ def _run(args: argparse.Namespace, keys: list[str], zoo, executor, t0: float) ->
         "executor": args.executor, "tasks_run": fresh, "failed_tasks": [r.label for r in records if r.failed],
         "wall_seconds": round(time.time() - t0, 1)}
     doc["members"], doc["values"] = report_values(zoo, values, keys)
-    (out / "meta_eval.json").write_text(json.dumps(doc, indent=1, allow_nan=False))
-    (out / "results.json").write_text(json.dumps(rows, indent=1, allow_nan=False))
+    atomic.write_json(out / "meta_eval.json", doc, indent=1, allow_nan=False)
+    atomic.write_json(out / "results.json", rows, indent=1, allow_nan=False)
     notes = [f"zoo {args.zoo}: {doc['settings']['models']}", f"parity {args.parity}, robustness {args.robustness}, "
              f"filters {'on' if not args.no_filters else 'off'}, relearning lr {measurer.recipe.train.lr:g}",
              f"wall time {doc['settings']['wall_seconds']:.0f} s, measuring {fresh} of {len(jobs)} (model, setting) "
@@ -232,7 +232,7 @@ def _run(args: argparse.Namespace, keys: list[str], zoo, executor, t0: float) ->
     if left_out:
         notes.append(f"partial zoo (--built-only): left out {len(left_out)} model(s) not built yet")
     md = summary_markdown(doc, keys, f"Meta-evaluation on {args.zoo}", notes)
-    (out / "summary.md").write_text(md)
+    atomic.write_text(out / "summary.md", md)
     write_plots(out, doc, zoo, values, keys)
     print(md)
     print(out / "meta_eval.json")

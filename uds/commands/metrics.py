@@ -7,18 +7,17 @@ Writes `DIR/metrics.json` = {"model", "metrics": {KEY: float|null}, "per_example
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
 
-from tqdm.auto import tqdm
-
 from checkpoints.specs import file_name
+from core import atomic
 from core.chat import DATE_STRING
 from core.defaults import MAX_NEW_TOKENS, OU_SYSTEM_PROMPT
 from core.errors import UdsInputError
 from core.numbers import finite_or_none
+from core.progress import progress as track
 from core.parity import MODES, OPEN_UNLEARNING, resolve_alias
 from metrics.context import EvalContext, EvalSettings
 from metrics.mia import MIN_K
@@ -122,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
                           fluency_classifier=args.fluency_classifier)
     t0 = time.time()
     results = {}
-    for k in tqdm(computed, desc="metrics", disable=not ctx.settings.progress):
+    for k in track(computed, desc="uds metrics", unit="metric", enabled=ctx.settings.progress):
         results.update(evaluate(ctx, [k]))
     missing = {"fluency": MetricResult(None, None, {"fluency_source": FLUENCY_UNAVAILABLE})}
     results = {k: results[k] if k in results else missing[k] for k in keys}
@@ -130,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     doc = report(args.model, results, _settings_record(ctx, roles, args, session.placement.dtype,
                                                        time.time() - t0, session.data))
-    (out / "metrics.json").write_text(json.dumps(doc, indent=1, allow_nan=False))
+    atomic.write_json(out / "metrics.json", doc, indent=1, allow_nan=False)
     print(out / "metrics.json")
     return 0
 

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
-
-from tqdm import tqdm
 
 import uds
 from checkpoints.specs import file_name
@@ -18,6 +15,7 @@ from core.errors import UdsInputError
 from core.fingerprint import tokenizer_hash
 from core.formula import TAU
 from core.loading import resolve_device, resolve_dtype
+from core.progress import progress as track
 from core.parity import REFERENCE, SPEC, resolve_alias
 from core.report import write_report
 from metrics.session import EvalSession, Placement
@@ -80,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     full_tok = session.tokenizer(specs["full"])   # encodes for all three (SPEC 2.6)
     models = {role: (session.model(s), session.tokenizer(s, fallback=full_tok)) for role, s in specs.items()}
     check_compatible({f"{role} ({specs[role]})": models[role] for role in ROLES})
-    with tqdm(total=None, desc="uds score", unit="pass", file=sys.stderr, mininterval=0.5) as bar:
+    with track(total=None, desc="uds score", unit="pass") as bar:
         run, _, _ = session.score_uds(settings, args.tau, use_cache=not args.no_s1_cache, progress=bar.update,
                                       set_total=lambda n: setattr(bar, "total", n))
     key = run.key
