@@ -214,3 +214,24 @@ def test_compare_meta_probe_audit_pages(driver, site):
     assert texts(driver, "#audit-table-0 tbody tr:last-child td") == ["noise", "0.000", "0.770", "0.230", "0.970", "30"]
     shot(driver, site, "audit")
     not_pwned(driver)
+
+
+def test_the_small_worlds_committed_meta_eval_output(driver, tmp_path):
+    """The `small` world's committed benchmark rows (docs/meta_eval_small, a real `uds meta-eval`
+    run): 50 models, sorted by UDS and filtered by method as the file says."""
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parents[1] / "docs" / "meta_eval_small"
+    rows = json.loads((src / "results.json").read_text())
+    assert main(["report", "--results", str(src), "--out", str(tmp_path / "site")]) == 0
+    go(driver, (tmp_path / "site" / "index.html").as_uri(), "#lb-table tbody tr")
+    assert len(texts(driver, "#lb-table tbody td.name")) == len(rows) == 50
+    driver.find_element("css selector", "th[data-key=uds]").click()
+    shown = {r["model"]: r["uds"] for r in rows}
+    order = [shown[n] for n in texts(driver, "#lb-table tbody td.name")]
+    scored = [u for u in order if u is not None]
+    assert scored == sorted(scored, reverse=True) and len(scored) == sum(r["uds"] is not None for r in rows)
+    from selenium.webdriver.support.ui import Select
+    Select(driver.find_element("css selector", "#lb-method")).select_by_value("npo")
+    assert sorted(texts(driver, "#lb-table tbody td.name")) == sorted(r["model"] for r in rows if r["method"] == "npo")
+    not_pwned(driver)
