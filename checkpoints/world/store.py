@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import json
 import shutil
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 import torch
 from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
@@ -22,7 +21,7 @@ from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.schema import World
 from checkpoints.world.tokenizer import train_tokenizer
 from checkpoints.world.train import collate
-from core.atomic import fsync_tree
+from core.atomic import file_lock, fsync_tree
 from core.paths import world_dir
 
 
@@ -135,21 +134,9 @@ def stored_digest(folder: Path) -> str | None:
     return json.loads(meta_path.read_text()).get("digest") if meta_path.is_file() else None
 
 
-@contextmanager
-def build_lock(folder: Path) -> Iterator[None]:
-    """Exclusive lock on one model folder while it is built (POSIX; elsewhere no lock)."""
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:
-        yield
-        return
-    with open(folder.with_name(f".{folder.name}.lock"), "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+def build_lock(folder: Path):
+    """Exclusive lock on one model folder while it is built (`core.atomic.file_lock`)."""
+    return file_lock(folder)
 
 
 class BuildContext:
