@@ -2,9 +2,9 @@
 
     python benchmarks/audit_tables.py DIR [DIR ...]
 
-Per folder: the per-variant summary (FULL / DEL-ON / DEL-OFF EM, L, R, artefact rate by SPEC-probes 3.3,
-mediated artefact rate, near-miss evidence), and, where the folder has published_comparison.csv, ours vs the published audit per
-variant (count-weighted over the styles run).
+Per folder: the per-variant summary (FULL / DEL-ON / DEL-OFF EM, L, R, artefact rate by SPEC-probes
+3.3, mediated artefact rate, near-miss evidence), and, where the folder has published_comparison.csv,
+ours vs the published audit per variant (count-weighted over the styles run).
 """
 
 from __future__ import annotations
