@@ -2,7 +2,8 @@
 
 `ScriptedLM` answers like a perfect LMLM (writes the lookup call for its prompt, then copies the
 spliced value) or, with `parametric=True`, like a model that answers the gold from its weights
-and never looks up. It is driven through the same interface the splice loop uses (prefill, then
+and never looks up, or, with `ignore_value=True`, like a model that writes the lookup call and
+then answers the gold from its weights whatever value was spliced in. It is driven through the same interface the splice loop uses (prefill, then
 one token per step with its cache), keeping each row's tokens as its "cache".
 """
 
@@ -16,10 +17,11 @@ from checkpoints.lmlm.markup import call_text
 
 
 class ScriptedLM(torch.nn.Module):
-    def __init__(self, tok, script: dict[str, tuple[str, str, str]], parametric: bool = False):
+    def __init__(self, tok, script: dict[str, tuple[str, str, str]], parametric: bool = False,
+                 ignore_value: bool = False):
         """`script[prompt_text] = (subject, relation, gold)`."""
         super().__init__()
-        self.tok, self.parametric = tok, parametric
+        self.tok, self.parametric, self.ignore_value = tok, parametric, ignore_value
         self.script = {tuple(tok.encode(p, add_special_tokens=True)): v for p, v in script.items()}
         self.generation_config = None
 
@@ -49,7 +51,7 @@ class ScriptedLM(torch.nn.Module):
         text = self.tok.decode(new[len(call):])
         if "]" not in text:
             return eos   # the splice loop feeds the value; reaching here means no value came
-        value = text[:text.index("]")].strip()
+        value = gold if self.ignore_value else text[:text.index("]")].strip()
         answer = self.tok.encode(" " + value, add_special_tokens=False) + [eos]
         done = len(self.tok.encode(text[:text.index("]") + 1], add_special_tokens=False))
         k = len(new) - len(call) - done

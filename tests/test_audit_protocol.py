@@ -39,9 +39,10 @@ ROWS = [PromptRow("direct", i, s, r, o, f"What is the {r.lower()} of {s}?")
         for i, (s, r, o) in enumerate(TRIPLES) if i in (0, 2, 4)]
 
 
-def _run(tok, parametric: bool):
+def _run(tok, parametric: bool, ignore_value: bool = False):
     db = FactDB.from_records(TRIPLES)
-    model = ScriptedLM(tok, {r.text: (r.subject, r.relation, r.gold) for r in ROWS}, parametric=parametric)
+    model = ScriptedLM(tok, {r.text: (r.subject, r.relation, r.gold) for r in ROWS}, parametric=parametric,
+                       ignore_value=ignore_value)
     traces: list[dict] = []
     res = audit_rows(model, tok, db, ROWS, "noise", threshold=0.8, batch_size=2, progress=False, traces=traces)
     return res, traces
@@ -56,11 +57,13 @@ def test_perfect_lmlm(tok):
     assert all(f.answers["DEL-OFF"] == "unknown" and f.leak == 0 for f in res)
     # Tasseldorn: its triple deleted, the decoy scores (20/29 + 1) / 2 = 0.845 >= 0.8
     t = by["Tasseldorn"]
-    assert t.answers["DEL-ON"] == "Varnhold" and (t.retrieval, t.artefact, t.evidence) == (1, 1, 1)
+    assert t.answers["DEL-ON"] == "Varnhold" and (t.retrieval, t.artefact, t.artefact_mediated, t.evidence) == (1, 1, 1, 1)
     # Norvik: the nearest retained key is (Norvik, Currency), (1 + 2/15) / 2 = 0.567 < 0.8 -> unknown
-    assert by["Norvik"].answers["DEL-ON"] == "unknown" and by["Norvik"].retrieval == 0
+    assert by["Norvik"].answers["DEL-ON"] == "unknown" and (by["Norvik"].retrieval, by["Norvik"].artefact) == (0, 0)
     cs = cross_state(res)
     assert cs["parametric_leakage"] == 0.0 and cs["retrieval_mediated_correctness"] == pytest.approx(1 / 3)
+    # only Tasseldorn is DEL-ON correct, and it is wrong under DEL-OFF: both artefact readings give 1 of 3
+    assert cs["retrieval_artifact_rate"] == cs["mediated_artifact_rate"] == pytest.approx(1 / 3)
     # traces: every FULL and DEL-ON call, none for DEL-OFF; DEL-ON never shows a deleted id
     assert sorted({t["state"] for t in traces}) == ["DEL-ON", "FULL"] and len(traces) == 2 * len(ROWS)
     for t in traces:
@@ -71,13 +74,42 @@ def test_perfect_lmlm(tok):
 
 
 def test_parametric_model_leaks(tok):
-    """A model that answers from its weights: correct in every state, all of it leakage."""
+    """A model that answers from its weights and never looks up: correct in every state, all of it
+    leakage. Its DEL-ON trace is empty, so no retained candidate is gold-equivalent and, by
+    SPEC-probes 3.3 (which does not look at DEL-OFF), every correct DEL-ON answer is an artefact;
+    the narrower mediated artefact (also DEL-OFF wrong) is 0."""
     res, traces = _run(tok, parametric=True)
     assert traces == []
-    assert all(f.leak == 1 and f.retrieval == 0 and f.artefact == 0 for f in res)
+    assert all((f.leak, f.retrieval, f.artefact, f.artefact_mediated) == (1, 0, 1, 0) for f in res)
     summ = variant_summary(res)["noise"]
-    assert summ["leakage"] == summ["full_em"] == summ["del_on_em"] == 1.0
+    assert summ["leakage"] == summ["full_em"] == summ["del_on_em"] == summ["artifact_rate"] == 1.0
+    assert summ["mediated_artifact_rate"] == 0.0
     assert attribution(res)["noise"]["parametric"] == 1.0
+
+
+def test_artefact_ignores_del_off(tok):
+    """Where the two definitions differ: the model writes its lookup, then answers the gold from its
+    weights whatever was spliced in. DEL-ON and DEL-OFF are both correct for all three facts; the
+    DEL-ON trace holds only retained, non-equivalent candidates (the targets' triples are deleted),
+    so artefact = 1 for each fact (3.3) while the mediated artefact, which also needs DEL-OFF
+    wrong, is 0 for each, as is R."""
+    res, traces = _run(tok, parametric=False, ignore_value=True)
+    on_calls = [t for t in traces if t["state"] == "DEL-ON"]
+    assert len(on_calls) == len(ROWS) and all(t["candidates"] for t in on_calls)
+    for f in res:
+        assert f.answers["DEL-ON"] == f.answers["DEL-OFF"] == f.gold
+        assert (f.leak, f.retrieval, f.artefact, f.artefact_mediated, f.evidence) == (1, 0, 1, 0, 0)
+    cs = cross_state(res)
+    assert (cs["parametric_leakage"], cs["retrieval_mediated_correctness"],
+            cs["retrieval_artifact_rate"], cs["mediated_artifact_rate"]) == (1.0, 0.0, 1.0, 0.0)
+
+
+def test_artefact_flag_truth_table():
+    """3.3 as a table: DEL-ON correct and no gold-equivalent retained candidate, nothing else."""
+    from analyses.audit.protocol import artefact_flag
+
+    assert [artefact_flag(on, eq) for on, eq in ((True, False), (True, True), (False, False), (False, True))] \
+        == [1, 0, 0, 0]
 
 
 def test_splice_loop_without_calls_is_plain_greedy(tok):

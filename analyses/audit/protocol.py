@@ -4,9 +4,15 @@ FULL: database intact, lookups on. DEL-ON: the target's alias closure deleted (v
 rolled-back transaction), lookups on; the lookup then runs over the database minus exactly those
 ids, which is what the database answers after the DELETE. DEL-OFF: the same deletion, retrieval
 off: every lookup returns `unknown`. Per fact `f`: L(f) = 1[Y(DEL-OFF) = o], R(f) = 1[Y(DEL-ON) = o
-and Y(DEL-OFF) != o], artefact = R(f) while no retained candidate in the DEL-ON trace is
-alias-equivalent to the target (a retrieval-side flag: a model that never looks up has none); `evidence` = the DEL-ON lookup returned a gold-equivalent object
-from a retained (non-equivalent) entry, i.e. explicit near-miss database evidence.
+and Y(DEL-OFF) != o]; artefact (SPEC-probes 3.3, the source's definition) = Y(DEL-ON) = o while
+no retained candidate in the DEL-ON trace is alias-equivalent to the target. DEL-OFF plays no part
+in it, so a fact the model also answers with retrieval off counts, and so does a DEL-ON-correct
+answer with an empty trace (a model that never looks up: every correct DEL-ON answer is an
+artefact). Because deletion is verified, no retained candidate is ever equivalent, and the
+artefact rate equals DEL-ON EM. `artefact_mediated` keeps the earlier, narrower quantity
+(artefact and also DEL-OFF wrong, i.e. artefact and R), which equals R under verified deletion.
+`evidence` = the DEL-ON lookup returned a gold-equivalent object from a retained
+(non-equivalent) entry, i.e. explicit near-miss database evidence.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ class FactResult:
     leak: int = 0
     retrieval: int = 0
     artefact: int = 0
+    artefact_mediated: int = 0
     evidence: int = 0
 
     def row(self) -> dict:
@@ -43,7 +50,8 @@ class FactResult:
                 "relation": self.relation, "gold": self.gold, "deleted_ids": self.deleted_ids,
                 **{f"answer_{s}": self.answers[s] for s in STATES}, **{f"em_{s}": self.scores[s].exact for s in STATES},
                 **{f"contains_{s}": self.scores[s].contains for s in STATES},
-                "L": self.leak, "R": self.retrieval, "artefact": self.artefact, "evidence": self.evidence}
+                "L": self.leak, "R": self.retrieval, "artefact": self.artefact,
+                "artefact_mediated": self.artefact_mediated, "evidence": self.evidence}
 
 
 def gold_set(db: FactDB, row: PromptRow) -> list[str]:
@@ -90,7 +98,8 @@ def audit_rows(model, tok, db: FactDB, rows: list[PromptRow], variant: str, thre
                              for call in calls for c in call["candidates"])
         value_gold = any(score_answer(call["value"], golds).exact == 1.0 for call in calls)
         fr.leak, fr.retrieval = int(off), int(on and not off)
-        fr.artefact = int(on and not off and not retained_equiv)
+        fr.artefact = artefact_flag(on, retained_equiv)
+        fr.artefact_mediated = int(fr.artefact and not off)
         fr.evidence = int(on and not off and value_gold)
         results.append(fr)
         if traces is not None:
@@ -99,6 +108,12 @@ def audit_rows(model, tok, db: FactDB, rows: list[PromptRow], variant: str, thre
                     traces.append({"variant": variant, "style": r.style, "state": st, "fact_id": r.fact_id,
                                    "target": [r.subject, r.relation, r.gold], "deleted_ids": fr.deleted_ids, **call})
     return results
+
+
+def artefact_flag(del_on_correct: bool, retained_equivalent: bool) -> int:
+    """SPEC-probes 3.3: correct under DEL-ON while no retained retrieved candidate is
+    gold-equivalent to the deleted fact (an empty trace has none). DEL-OFF is not consulted."""
+    return int(del_on_correct and not retained_equivalent)
 
 
 def _triple(c: dict):

@@ -10,13 +10,15 @@ from analyses.audit.scoring import mean_scores
 
 
 def cross_state(facts: list[FactResult]) -> dict[str, float]:
-    """Count-weighted L, R, artefact and evidence rates over paired (DEL-ON, DEL-OFF) facts."""
+    """Count-weighted L, R, artefact (SPEC-probes 3.3), mediated artefact (artefact and R) and
+    evidence rates over paired (DEL-ON, DEL-OFF) facts."""
     if not facts:
         return {"paired_count": 0}
     return {"paired_count": len(facts),
             "parametric_leakage": fmean(f.leak for f in facts),
             "retrieval_mediated_correctness": fmean(f.retrieval for f in facts),
             "retrieval_artifact_rate": fmean(f.artefact for f in facts),
+            "mediated_artifact_rate": fmean(f.artefact_mediated for f in facts),
             "near_miss_evidence_rate": fmean(f.evidence for f in facts),
             "del_on_correct": fmean(f.scores["DEL-ON"].exact for f in facts)}
 
@@ -46,6 +48,7 @@ def variant_summary(facts: list[FactResult]) -> dict[str, dict]:
     for v, fs in by.items():
         out[v] = {"leakage": fmean(f.leak for f in fs), "retrieval_mediated": fmean(f.retrieval for f in fs),
                   "artifact_rate": fmean(f.artefact for f in fs),
+                  "mediated_artifact_rate": fmean(f.artefact_mediated for f in fs),
                   "near_miss_evidence": fmean(f.evidence for f in fs),
                   "full_em": fmean(f.scores["FULL"].exact for f in fs),
                   "del_on_em": fmean(f.scores["DEL-ON"].exact for f in fs),
