@@ -144,3 +144,18 @@ def test_signed_on_the_zoo_matches_a_second_implementation(zoo, same_tokenizer):
     assert out["mem_bits_signed"].value == pytest.approx(np.mean(diff), rel=1e-4, abs=1e-3)
     assert out["mem_bits"].value == pytest.approx(np.mean(np.maximum(0, diff)), rel=1e-4, abs=1e-3)
     assert out["mem_bits"].value >= out["mem_bits_signed"].value
+
+
+def test_cli_writes_the_signed_mean_and_its_ci(test_world, tmp_path, uds):
+    import json
+
+    proc = uds("metrics", "--model", "tiny:test/base", "--metrics", "mem_bits,mem_bits_signed", "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "metrics.json").read_text())
+    signed = np.array(doc["per_example"]["mem_bits_signed"], dtype=float)
+    lo, hi = doc["info"]["mem_bits_signed"]["ci95"]
+    assert doc["metrics"]["mem_bits_signed"] == pytest.approx(signed.mean(), rel=1e-9)
+    assert lo <= signed.mean() <= hi
+    # the clipped key is the same per-item difference clipped at 0 (its value unchanged by the new key)
+    np.testing.assert_allclose(doc["per_example"]["mem_bits"], np.maximum(0.0, signed), atol=1e-9)
+    assert doc["info"]["mem_bits_signed"]["clipped_mean"] == pytest.approx(doc["metrics"]["mem_bits"], rel=1e-9)
