@@ -5,6 +5,7 @@ loss-threshold MIA by hand, by scikit-learn, and as the floor of best-threshold 
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -18,9 +19,11 @@ from metrics import mem_bits as mb
 from metrics.chance import AUC_CHANCE, f1_chance, f1_chance_counts, positive_share
 from metrics.families import mem_bits as family
 from metrics.ranking import roc_auc
-from metrics.registry import REGISTRY
+from metrics.registry import REGISTRY, evaluate
 from metrics.result import MetricResult
 from metrics.spec import MODEL, RETAIN
+from tests.metrics_fixtures import tiny_splits
+from tests.test_mem_bits import _answer_bits_token_by_token, _ctx, same_tokenizer, zoo  # noqa: F401 (fixtures)
 
 N_ITEMS, SIGMA = 400, 4.0
 
@@ -128,12 +131,9 @@ def test_capacity_summary_carries_each_runs_chance_level():
 
 # --- on trained tiny models (the in-process zoo of tests/test_mem_bits.py) -------------------------
 
-from tests.test_mem_bits import _answer_bits_token_by_token, _ctx, same_tokenizer, zoo  # noqa: E402,F401
-from tests.metrics_fixtures import tiny_splits  # noqa: E402
 
 
 def test_signed_on_the_zoo_matches_a_second_implementation(zoo, same_tokenizer):  # noqa: F811
-    from metrics.registry import evaluate
 
     as_retain = evaluate(_ctx(zoo, "retain"), ["mem_bits_signed"])["mem_bits_signed"]
     assert as_retain.value == 0.0 and as_retain.info["ci95"] == [0.0, 0.0]
@@ -147,8 +147,6 @@ def test_signed_on_the_zoo_matches_a_second_implementation(zoo, same_tokenizer):
 
 
 def test_cli_writes_the_signed_mean_and_its_ci(test_world, tmp_path, uds):
-    import json
-
     proc = uds("metrics", "--model", "tiny:test/base", "--metrics", "mem_bits,mem_bits_signed", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((tmp_path / "metrics.json").read_text())
