@@ -4,6 +4,9 @@ A sequence's code length under a causal LM is its negative log-likelihood in bit
 `NLL(x) = -sum_t log2 p(x_t | x_<t)`. With a reference model that knows the distribution but not
 the sample, the unintended memorisation of `x` by the model under test is
 `mem_U(x) = max(0, NLL_ref(x) - NLL_model(x))` (the best code may use either model).
+The mean of clipped values is biased upward (noise in either direction counts only when it is
+positive), so the unclipped difference `NLL_ref(x) - NLL_model(x)` is kept beside it: its mean is
+0 up to noise for a model that saw the data no more than the reference did.
 Everything here is pure numpy/scipy/scikit-learn: no model work.
 """
 
@@ -32,6 +35,12 @@ def bits_from_mean_nll(mean_nll_nats: ArrayLike, n_tokens: ArrayLike) -> np.ndar
 def mem_u(ref_bits: ArrayLike, model_bits: ArrayLike) -> np.ndarray:
     """Per-sample unintended memorisation in bits: max(0, NLL_ref - NLL_model), elementwise."""
     return np.maximum(0.0, np.asarray(ref_bits, dtype=np.float64) - np.asarray(model_bits, dtype=np.float64))
+
+
+def mem_u_signed(ref_bits: ArrayLike, model_bits: ArrayLike) -> np.ndarray:
+    """Per-sample code-length gain in bits without clipping: NLL_ref - NLL_model, elementwise
+    (negative where the model codes the sample worse than the reference)."""
+    return np.asarray(ref_bits, dtype=np.float64) - np.asarray(model_bits, dtype=np.float64)
 
 
 def erased(mem_model: float | None, mem_full: float | None) -> float | None:

@@ -17,6 +17,7 @@ import numpy as np
 from analyses.capacity.models import (ModelSize, TrainBudget, build_model, n_params, sequence_nll_nats,
                                   train_to_plateau, uniform_sequences)
 from metrics import mem_bits as mb
+from metrics.chance import f1_chance_counts
 from analyses.capacity.fit import best_threshold_f1, fit_capacity, fit_sigmoid_law
 
 PUBLISHED_ALPHA = {"fp32": 3.83, "bf16": 3.51}
@@ -64,13 +65,16 @@ def run_cell(grid: Grid, size: ModelSize, n: int) -> dict:
     nll = log.nll.numpy()   # the final weights' evaluation (no second pass over the set)
     fresh = uniform_sequences(grid.n_fresh, grid.seq_len, grid.vocab, seed=grid.seed * 7919 + n + FRESH_SEED_OFFSET)
     fresh_nll = sequence_nll_nats(model, fresh, bos, bf16=grid.budget.bf16).numpy()
-    f1, thr = best_threshold_f1(nll[:grid.n_fresh], fresh_nll)
+    members = nll[:grid.n_fresh]
+    f1, thr = best_threshold_f1(members, fresh_nll)
     params = n_params(model)
     mem = mem_of(nll)
     return {"size": size.name, "hidden": size.hidden, "layers": size.layers, "params": params, "n": n,
             "seq_len": grid.seq_len, "vocab": grid.vocab, "data_bits": n * mb.uniform_bits(grid.seq_len, grid.vocab),
             "mem_bits": mem, "bits_per_param": mem / params, "steps": log.steps, "stop": log.stop,
-            "mia_f1": f1, "mia_threshold_bits": thr / mb.LN2, "seconds": round(time.time() - t0, 2),
+            "mia_f1": f1, "mia_f1_chance": f1_chance_counts(len(members), len(fresh_nll)),
+            "mia_members": len(members), "mia_nonmembers": len(fresh_nll), "mia_threshold_bits": thr / mb.LN2,
+            "seconds": round(time.time() - t0, 2),
             "cpu_seconds": round(time.process_time() - c0, 2), "curve": log.curve}
 
 
@@ -95,6 +99,13 @@ def run_grid(grid: Grid, progress: Callable[[dict], None] = lambda row: None,
     return rows
 
 
+def mia_f1_chance(row: dict, n_fresh: int = Grid.n_fresh) -> float:
+    """Chance F1 of a run's MIA (all predicted member) from its class counts; rows written before
+    the counts were recorded get them from the grid's rule: min(N, n_fresh) members, n_fresh fresh."""
+    members = row.get("mia_members", min(row["n"], n_fresh))
+    return f1_chance_counts(members, row.get("mia_nonmembers", n_fresh))
+
+
 def summarise(rows: list[dict], precision: str = "fp32") -> dict:
     """Capacity per size (max of mem over N), the alpha fits, and the sigmoid law fitted to the MIA."""
     sizes = list(dict.fromkeys(r["size"] for r in rows))
@@ -114,7 +125,8 @@ def summarise(rows: list[dict], precision: str = "fp32") -> dict:
     cap = {p["size"]: p["capacity_bits"] for p in per_size}
     ratio = np.array([cap[r["size"]] / r["n"] for r in rows])
     f1 = np.array([r["mia_f1"] for r in rows])
-    out["mia"] = [{"size": r["size"], "n": r["n"], "capacity_over_n": q, "f1": v} for r, q, v in zip(rows, ratio, f1)]
+    out["mia"] = [{"size": r["size"], "n": r["n"], "capacity_over_n": q, "f1": v, "f1_chance": mia_f1_chance(r)}
+                  for r, q, v in zip(rows, ratio, f1)]
     if len(rows) >= 4:
         try:
             out["sigmoid_law"] = fit_sigmoid_law(ratio, f1).to_dict()

@@ -9,10 +9,11 @@ from pathlib import Path
 import numpy as np
 
 from analyses.capacity.fit import PRINTED_LAW, sigmoid_law
+from analyses.capacity.grid import mia_f1_chance
 
 CSV_FIELDS = ("size", "hidden", "layers", "params", "n", "seq_len", "vocab", "data_bits", "mem_bits",
-              "bits_per_param", "capacity_bits", "alpha_size", "steps", "stop", "mia_f1", "mia_threshold_bits",
-              "seconds", "cpu_seconds")
+              "bits_per_param", "capacity_bits", "alpha_size", "steps", "stop", "mia_f1", "mia_f1_chance",
+              "mia_threshold_bits", "seconds", "cpu_seconds")
 
 
 def write_csv(path: Path, rows: list[dict], summary: dict) -> Path:
@@ -23,7 +24,7 @@ def write_csv(path: Path, rows: list[dict], summary: dict) -> Path:
         w.writeheader()
         for r in rows:
             w.writerow(r | {"capacity_bits": cap[r["size"]]["capacity_bits"],
-                            "alpha_size": cap[r["size"]]["bits_per_param"]})
+                            "alpha_size": cap[r["size"]]["bits_per_param"], "mia_f1_chance": mia_f1_chance(r)})
     return path
 
 
@@ -86,11 +87,14 @@ def plot_capacity_vs_params(path: Path, summary: dict) -> Path:
 
 
 def plot_mia(path: Path, summary: dict) -> Path:
-    """MIA best-threshold F1 against capacity / |D|, with the fitted and the printed sigmoid law."""
+    """MIA best-threshold F1 against capacity / |D|, with the fitted and the printed sigmoid law and
+    each run's chance level (F1 of calling every sequence a member, from its class balance)."""
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4.5))
     r = np.array([m["capacity_over_n"] for m in summary["mia"]])
     ax.plot(r, [m["f1"] for m in summary["mia"]], "o", label="runs")
+    ax.plot(r, [m["f1_chance"] if "f1_chance" in m else mia_f1_chance(m) for m in summary["mia"]], "x",
+            color="0.5", label="chance (all predicted member)")
     grid = np.geomspace(r.min(), r.max(), 100)
     law = summary.get("sigmoid_law", {})
     if "c1" in law:

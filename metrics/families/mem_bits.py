@@ -2,12 +2,17 @@
 
 x = the answer tokens of a forget item under the chat encoding (eos included, as Prob counts
 them); reference = the retain model. mem_U(x) = max(0, NLL_retain(x) - NLL_model(x)) in bits.
+Deviation from the source (Morris et al.): its reference is a model trained on a superset of the
+data; here it is the retain model, trained on everything except the forget set (a counterfactual
+reference: what the model would code had it never seen the forget items). `mem_bits_signed` is
+the mean without per-item clipping, with a bootstrap CI, because clipping biases the mean upward.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from core.formula import bootstrap_ci
 from metrics import mem_bits as mbits
 from metrics.context import EvalContext
 from metrics.ranking import spearman
@@ -33,12 +38,27 @@ def _mem_items(ctx: EvalContext, role: str) -> np.ndarray:
     return np.where(n > 0, mbits.mem_u(ref, bits), np.nan)
 
 
+def _signed_items(ctx: EvalContext, role: str) -> np.ndarray:
+    """NLL_retain - NLL_model of each forget answer in bits, unclipped (NaN: no answer token)."""
+    ref, _ = _answer_bits(ctx, RETAIN)
+    bits, n = _answer_bits(ctx, role)
+    return np.where(n > 0, mbits.mem_u_signed(ref, bits), np.nan)
+
+
 def _listed(values: np.ndarray) -> list[float | None]:
     return [float(v) if np.isfinite(v) else None for v in values]
 
 
 def _mem_bits(c: EvalContext) -> MetricResult:
     return per_item(_listed(_mem_items(c, MODEL)))
+
+
+def _mem_bits_signed(c: EvalContext) -> MetricResult:
+    items = _listed(_signed_items(c, MODEL))
+    ci = bootstrap_ci(items, n_boot=2000, seed=0)
+    clipped = mean_of([None if v is None else max(0.0, v) for v in items])
+    return MetricResult(mean_of(items), items, {"ci95": list(ci) if ci else None, "clipped_mean": clipped,
+                                                "reference": "retain"})
 
 
 def _mem_bits_per_token(c: EvalContext) -> MetricResult:
@@ -65,8 +85,14 @@ _MEM_TF = tf_use("forget", "answer", roles=(MODEL, RETAIN))
 _MEM_TF_FULL = tf_use("forget", "answer", roles=(MODEL, RETAIN, FULL))
 register([
     MetricSpec("mem_bits", "memorization_bits", KNOWLEDGE, (_MEM_TF,), _mem_bits,
-               "mean over forget items of max(0, NLL_retain - NLL_model) of the answer tokens, in bits",
+               "mean over forget items of max(0, NLL_retain - NLL_model) of the answer tokens, in bits "
+               "(reference = the retain model, not the source's superset-trained reference; per-item clipping "
+               "biases this mean upward, see mem_bits_signed)",
                group="probe"),
+    MetricSpec("mem_bits_signed", "memorization_bits", KNOWLEDGE, (_MEM_TF,), _mem_bits_signed,
+               "mean over forget items of NLL_retain - NLL_model of the answer tokens in bits, unclipped: "
+               "0 up to noise for a model that never saw the forget set; info ci95 = bootstrap 95% CI "
+               "(2000 resamples, seed 0)", group="probe"),
     MetricSpec("mem_bits_per_token", "memorization_bits", KNOWLEDGE, (_MEM_TF,), _mem_bits_per_token,
                "the same per item divided by its answer length in tokens (bits per token)", group="probe"),
     MetricSpec("mem_bits_erased", "memorization_bits", ERASURE, (_MEM_TF_FULL,), _mem_bits_erased,

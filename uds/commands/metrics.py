@@ -67,6 +67,19 @@ def _json_value(v):
     return finite_or_none(v)
 
 
+def _json_info(v):
+    """A metric's `info` for JSON: dicts and lists recursively, numbers as `_json_value`, other
+    objects by their text (info is extra detail, never worth failing a run over)."""
+    if isinstance(v, dict):
+        return {str(k): _json_info(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_json_info(x) for x in v]
+    try:
+        return _json_value(v)
+    except (TypeError, ValueError):
+        return str(v)
+
+
 def report(model: str, results: dict, settings: dict) -> dict:
     """The `metrics.json` document of one run."""
     sources = [r.info["fluency_source"] for r in results.values() if "fluency_source" in r.info]
@@ -74,6 +87,7 @@ def report(model: str, results: dict, settings: dict) -> dict:
             "metrics": {k: _json_value(r.value) for k, r in results.items()},
             "per_example": {k: _json_value(r.per_example) for k, r in results.items() if r.per_example is not None},
             "fluency_source": sources[0] if sources else None,
+            "info": {k: _json_info(r.info) for k, r in results.items() if r.info},   # e.g. mem_bits_signed's ci95
             "settings": settings}
 
 
