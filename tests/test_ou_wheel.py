@@ -58,7 +58,7 @@ def test_wheel_in_a_fresh_venv_scores_with_its_defaults(test_world, tmp_path):
     # the metric families of the installed package: scanned ones and the probe's entry point
     keys = _run([str(venv / "bin" / "python"), "-c", "from metrics.registry import REGISTRY; print(*REGISTRY)"],
                 cwd=tmp_path, env=run_env).stdout.split()
-    assert {"es", "uds", "mem_bits", "verbatim_rate", "semantic_acc"} <= set(keys) and len(keys) == 39
+    assert {"es", "uds", "mem_bits", "verbatim_rate", "semantic_acc"} <= set(keys) and len(keys) == len(set(keys)) == 40
     # tiny model, its own world's defaults; then the OU-default data (the packaged TOFU file)
     out = tmp_path / "tiny"
     _run([str(venv / "bin" / "uds"), "score", "--unlearned", UNLEARNED, "--out", str(out)], cwd=tmp_path, env=run_env)
