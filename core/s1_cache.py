@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Sequence
@@ -127,27 +128,17 @@ def cached_uds(full: torch.nn.Module, retain: torch.nn.Module, unlearned: torch.
     fps = fingerprints or {"full": model_fingerprint(full), "retain": model_fingerprint(retain)}
     key = s1_key(fps, records, items, settings, dtype, device, full)
     requested, use_cache = use_cache, use_cache and bool(items)
-    if s1 is None and use_cache:
-        # one lock per entry: a second process needing the same S1 waits for the first, then reads it
-        with atomic.file_lock(cache_path(key)):
-            return _load_or_compute(full, retain, unlearned, items, skipped, settings, key, tau, pad_id,
-                                    use_cache, requested, None, progress, set_total)
-    return _load_or_compute(full, retain, unlearned, items, skipped, settings, key, tau, pad_id, use_cache,
-                            requested, s1, progress, set_total)
-
-
-def _load_or_compute(full, retain, unlearned, items, skipped, settings: EngineSettings, key: dict, tau: float,
-                     pad_id: int, use_cache: bool, requested: bool, s1: PairScores | None, progress,
-                     set_total) -> CachedUds:
-    cached = s1 if s1 is not None else (load_s1(key, items) if use_cache else None)
-    if set_total is not None:
-        n_layers = len(settings.layer_list(full))
-        total = engine.passes_per_pair(len(items), n_layers, settings.batch_size, with_full=False)
-        if cached is None:
-            total += engine.passes_per_pair(len(items), n_layers, settings.batch_size, with_full=True)
-        set_total(total)
-    result = engine.compute_uds(full, retain, unlearned, items, settings, tau=tau, skipped=skipped, s1=cached,
-                                pad_id=pad_id, progress=progress)
-    if use_cache and cached is None:
-        save_s1(key, items, result.s1)
+    # one lock per entry: a second process needing the same S1 waits for the first, then reads it
+    with atomic.file_lock(cache_path(key)) if s1 is None and use_cache else nullcontext():
+        cached = s1 if s1 is not None else (load_s1(key, items) if use_cache else None)
+        if set_total is not None:
+            n_layers = len(settings.layer_list(full))
+            total = engine.passes_per_pair(len(items), n_layers, settings.batch_size, with_full=False)
+            if cached is None:
+                total += engine.passes_per_pair(len(items), n_layers, settings.batch_size, with_full=True)
+            set_total(total)
+        result = engine.compute_uds(full, retain, unlearned, items, settings, tau=tau, skipped=skipped, s1=cached,
+                                    pad_id=pad_id, progress=progress)
+        if use_cache and cached is None:
+            save_s1(key, items, result.s1)
     return CachedUds(result, "off" if not requested else ("hit" if cached is not None else "miss"), key)
