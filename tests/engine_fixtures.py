@@ -145,3 +145,19 @@ def world_examples_file(world: Path, n: int, path: Path) -> Path:
     """`path` holding the first `n` annotated examples of a built tiny world's UDS data."""
     path.write_text(json.dumps(json.loads((world / "data" / "uds_data.json").read_text())[:n]))
     return path
+
+
+def saved_score_models(root: Path, extra: dict[str, T.PreTrainedModel] | None = None) -> dict[str, str]:
+    """full (a tiny Llama that memorised RECORDS), retain (its base) and half (their midpoint),
+    plus `extra`, saved under `root` with the tokenizer, and RECORDS as `data.json`: name -> path."""
+    tok = make_tokenizer()
+    base = tiny_model("llama", layers=3, hidden=48)
+    full = memorise(base, tok, steps=40, lr=5e-3)
+    paths = {}
+    for name, model in {"full": full, "retain": base, "half": interpolate(full, base, 0.5), **(extra or {})}.items():
+        model.save_pretrained(root / name)
+        tok.save_pretrained(root / name)
+        paths[name] = str(root / name)
+    (root / "data.json").write_text(json.dumps(RECORDS))
+    paths["data"] = str(root / "data.json")
+    return paths

@@ -17,7 +17,7 @@ from safetensors.torch import save_file
 
 from core import atomic
 from core.errors import UdsInputError
-from tests.engine_fixtures import RECORDS, interpolate, make_tokenizer, memorise, tiny_model
+from tests.engine_fixtures import saved_score_models
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -131,18 +131,7 @@ def test_truncated_world_model_is_reported_and_rebuilt(test_world, tmp_path, mon
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
     """full / retain / half-way unlearned tiny models saved as folders, and a data file."""
-    root = tmp_path_factory.mktemp("fault_models")
-    tok = make_tokenizer()
-    base = tiny_model("llama", layers=3, hidden=48)
-    full = memorise(base, tok, steps=40, lr=5e-3)
-    paths = {}
-    for name, model in {"full": full, "retain": base, "half": interpolate(full, base, 0.5)}.items():
-        model.save_pretrained(root / name)
-        tok.save_pretrained(root / name)
-        paths[name] = str(root / name)
-    (root / "data.json").write_text(json.dumps(RECORDS))
-    paths["data"] = str(root / "data.json")
-    return paths
+    return saved_score_models(tmp_path_factory.mktemp("fault_models"))
 
 
 def _score_args(folders, out, *extra):

@@ -6,27 +6,14 @@ from collections import Counter
 
 import pytest
 
-from tests.engine_fixtures import RECORDS, interpolate, make_tokenizer, memorise, tiny_model
+from tests.engine_fixtures import RECORDS, saved_score_models, tiny_model
 from core import capture, engine
 from uds.cli import main
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("world")
-    tok = make_tokenizer()
-    base = tiny_model("llama", layers=3, hidden=48)
-    full = memorise(base, tok, steps=40, lr=5e-3)
-    models = {"full": full, "retain": base, "half": interpolate(full, base, 0.5), "qwen": tiny_model("qwen2")}
-    paths = {}
-    for name, model in models.items():
-        model.save_pretrained(root / name)
-        tok.save_pretrained(root / name)
-        paths[name] = str(root / name)
-    data = root / "data.json"
-    data.write_text(json.dumps(RECORDS))
-    paths["data"] = str(data)
-    return paths
+    return saved_score_models(tmp_path_factory.mktemp("world"), {"qwen": tiny_model("qwen2")})
 
 
 @pytest.fixture(autouse=True)
