@@ -18,7 +18,7 @@ from checkpoints.methods.pools import POOL_VARIANTS, train_pool
 from checkpoints.methods.trainer import train_unlearned
 from checkpoints.lmlm.recipes import lmlm_recipes, train_lmlm, train_lmlm_parametric
 from checkpoints.methods.zoo_recipes import pool_recipes, unlearned_recipes
-from checkpoints.world.core_trainers import finetune, pretrain
+from checkpoints.world.core_trainers import finetune, pretrain, pretrained
 from checkpoints.world.presets import Preset
 from checkpoints.world.recipes import Recipe, core_recipes
 from checkpoints.world.store import BuildContext
@@ -40,6 +40,7 @@ UNKNOWN_TRAINER_VERSION = 1   # the version a digest records for a method with n
 # Version 2 of finetune and the pool trainer: utility rehearsal added to their data (encode.py).
 TRAINERS: dict[str, Trainer] = {
     "pretrain": Trainer(pretrain, 1),
+    "pretrained": Trainer(pretrained, 1),
     "finetune": Trainer(finetune, 2),
     **{name: Trainer(train_unlearned, 1) for name in METHODS},
     **{sign: Trainer(train_pool, 2) for sign in dict.fromkeys(v.sign for v in POOL_VARIANTS.values())},  # P, N

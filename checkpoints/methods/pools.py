@@ -19,7 +19,7 @@ from typing import Callable
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from checkpoints.world.encode import encode_text, qa_examples, utility_rehearsal
+from checkpoints.world.encode import encode_text, finetune_examples, qa_examples
 from checkpoints.world.recipes import Recipe
 from checkpoints.world.schema import World
 from checkpoints.world.store import BuildContext
@@ -63,33 +63,37 @@ def perturbed_items(forget: list[dict], seed: int) -> list[dict]:
 class PoolVariant:
     sign: str         # "P" (forget knowledge present) or "N" (absent)
     data: str         # in words, for zoo.json
-    extra: Callable[[PreTrainedTokenizerBase, World, int], Examples]  # added to the retain QA
+    extra: Callable[[PreTrainedTokenizerBase, World, int, tuple[str, ...]], Examples]  # added to the retain QA
 
 
 POOL_VARIANTS: dict[str, PoolVariant] = {
-    "pos_full": PoolVariant("P", "retain + forget QA", lambda tok, w, s: qa_examples(tok, w.forget)),
+    "pos_full": PoolVariant("P", "retain + forget QA", lambda tok, w, s, f: qa_examples(tok, w.forget, forms=f)),
     "pos_bio": PoolVariant("P", "retain QA + forget biographies (x2)",
-                           lambda tok, w, s: bio_examples(tok, w.forget_bios)),
-    "pos_para": PoolVariant("P", "retain QA + paraphrased forget QA", lambda tok, w, s: qa_examples(
-        tok, [it for it in w.forget if it.get("paraphrased_answer")], "paraphrased_answer", "paraphrased_question")),
-    "neg_retain": PoolVariant("N", "retain QA only", lambda tok, w, s: []),
+                           lambda tok, w, s, f: bio_examples(tok, w.forget_bios)),
+    "pos_para": PoolVariant("P", "retain QA + paraphrased forget QA", lambda tok, w, s, f: qa_examples(
+        tok, [it for it in w.forget if it.get("paraphrased_answer")], "paraphrased_answer", "paraphrased_question",
+        forms=f)),
+    "neg_retain": PoolVariant("N", "retain QA only", lambda tok, w, s, f: []),
     "neg_pert": PoolVariant("N", "retain QA + forget questions with perturbed answers",
-                            lambda tok, w, s: qa_examples(tok, perturbed_items(w.forget, s))),
+                            lambda tok, w, s, f: qa_examples(tok, perturbed_items(w.forget, s), forms=f)),
     "neg_bio": PoolVariant("N", "retain QA + biographies of other entities (x2)",
-                           lambda tok, w, s: bio_examples(tok, w.other_bios)),
+                           lambda tok, w, s, f: bio_examples(tok, w.other_bios)),
 }
 
 
-def pool_examples(variant: str, tok: PreTrainedTokenizerBase, world: World, seed: int) -> Examples:
-    """Training examples of one pool variant: retain QA (both forms) and the utility rehearsal
-    that full and retain also get, plus the variant's extra."""
-    return qa_examples(tok, world.retain) + utility_rehearsal(tok, world) + POOL_VARIANTS[variant].extra(tok, world, seed)
+def pool_examples(variant: str, tok: PreTrainedTokenizerBase, world: World, seed: int,
+                  forms: tuple[str, ...] = ("chat", "raw"), rehearse: bool = True) -> Examples:
+    """Training examples of one pool variant: retain QA (in `forms`) and the utility rehearsal
+    that full and retain also get (where `rehearse`), plus the variant's extra."""
+    return (finetune_examples(tok, world, world.retain, forms, rehearse)
+            + POOL_VARIANTS[variant].extra(tok, world, seed, forms))
 
 
 def train_pool(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
     """Builder trainer for P/N pool models: fine-tune `r.parent` (base) on the variant's data."""
     model = ctx.load(r.parent)
-    data = pool_examples(r.hparams["variant"], ctx.tok, ctx.world, r.train.seed)
+    data = pool_examples(r.hparams["variant"], ctx.tok, ctx.world, r.train.seed, ctx.preset.forms,
+                         ctx.preset.rehearse_utility)
     train(model, data, r.train, ctx.collate, desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress,
           checkpoint=ctx.checkpoint)
     return model

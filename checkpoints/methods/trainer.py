@@ -64,6 +64,7 @@ def train_unlearned(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
         path = ctx.root / "alternates" / f"{r.parent}-seed{r.train.seed}.json"
         alternates = cached_alternates(path, lambda: model, ctx.tok, ctx.world.forget, seed=r.train.seed)
     unlearn(model, ctx.tok, ctx.world.forget, ctx.world.retain, r.method, r.train, r.hparams,
-            idk=ctx.world.idk, alternates=alternates, progress=ctx.progress, desc=f"{ctx.preset.name}/{r.name}",
+            idk=ctx.world.idk, alternates=alternates, forms=ctx.preset.forms, progress=ctx.progress,
+            desc=f"{ctx.preset.name}/{r.name}",
             checkpoint=ctx.checkpoint)
     return model

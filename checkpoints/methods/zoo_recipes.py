@@ -6,6 +6,11 @@ tiny models (measured, see GRIDS) so that each grid spans weak to strong unlearn
 layers are OU's {5, 10, 15} of 16 mapped to the same relative depth.
 Pools follow SPEC.md 5.1 (three P and three N variants over learning rates and two epoch
 counts), fine-tuned from the base like full and retain, with the preset's fine-tuning settings.
+
+The `smol` presets (a real pretrained model on 2 CPU cores) build less: one documented setting per
+method (the middle learning rate of its grid, 5 epochs), and cheap pool members: one epoch of a
+variant's data continued from full (P) or retain (N), at half the fine-tuning rate, two seeds of
+the plainest variants; see `CONTINUED_POOLS`.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from checkpoints.world.recipes import Recipe
 from checkpoints.world.train import TrainConfig
 
 EPOCHS = (5, 10)
-UNLEARN_BATCH = {"test": 8, "small": 16, "tofu": 32}   # ~8-25 steps per epoch, as OU's 400/32
+UNLEARN_BATCH = {"test": 8, "small": 16, "tofu": 32, "smol": 8, "smol-ci": 8}   # ~5-25 steps per epoch, as OU's 400/32
 
 
 @dataclass(frozen=True)
@@ -38,6 +43,7 @@ class GridSize:
     n_values: int
     epochs: tuple[int, ...] = EPOCHS
     lr_scale: float = 1.0
+    methods: tuple[str, ...] | None = None   # None: every method of GRIDS
 
 
 _DPO = (("beta", "b", (0.1,)), ("alpha", "a", (1.0, 5.0, 2.0)))
@@ -64,6 +70,10 @@ GRID_SIZES: dict[str, GridSize] = {
     "test": GridSize(lr_index=(2,), n_values=1, lr_scale=2.0),
     "small": GridSize(lr_index=(0, 1, 2), n_values=1),
     "tofu": GridSize(lr_index=(0, 1, 2), n_values=1),
+    # AltPO is left out: its alternate answers are sampled from the model first (generation, slow on CPU).
+    "smol": GridSize(lr_index=(1,), n_values=1, epochs=(5,),
+                     methods=("graddiff", "npo", "simnpo", "rmu", "idknll", "idkdpo", "undial")),
+    "smol-ci": GridSize(lr_index=(1,), n_values=1, epochs=(2,), methods=("npo",)),   # 1 step an epoch: 2, or warm-up is all
 }
 
 
@@ -88,6 +98,8 @@ def unlearned_recipes(preset: Preset) -> list[Recipe]:
     size = GRID_SIZES.get(preset.name, GRID_SIZES["small"])
     out = []
     for method, grid in GRIDS.items():
+        if size.methods is not None and method not in size.methods:
+            continue
         lrs = [float(f"{grid.lrs[i] * size.lr_scale:.3g}") for i in size.lr_index]
         value_lists = [vals[:size.n_values] for _, _, vals in grid.sweep]
         for lr, values, epochs in product(lrs, product(*value_lists), size.epochs):
@@ -118,7 +130,31 @@ POOL_SIZES: dict[str, PoolSize] = {
 }
 
 
+# Cheap pool members of the `smol` presets: (variant, seed), each one epoch from full (P) or retain (N).
+CONTINUED_POOLS: dict[str, tuple[tuple[str, int], ...]] = {
+    "smol": (("pos_full", 0), ("pos_full", 1), ("pos_bio", 0), ("pos_para", 0),
+             ("neg_retain", 0), ("neg_retain", 1), ("neg_pert", 0), ("neg_bio", 0)),
+    "smol-ci": (("pos_full", 0), ("neg_retain", 0)),
+}
+CONTINUED_LR_SCALE = 0.5
+
+
+def continued_pool_recipes(preset: Preset) -> list[Recipe]:
+    """Pool members continued from full (P) or retain (N) for one epoch: a few minutes each on a
+    real model, where a fine-tuning from the base per member would take the build's whole budget."""
+    ft, out = preset.finetune, []
+    for variant, seed in CONTINUED_POOLS[preset.name]:
+        pv = POOL_VARIANTS[variant]
+        parent = "full" if pv.sign == "P" else "retain"
+        train = replace(ft, lr=ft.lr * CONTINUED_LR_SCALE, epochs=1, seed=seed)
+        out.append(Recipe(f"{variant}_from_{parent}_s{seed}", "pool", parent, f"{parent}, then one epoch of {pv.data}",
+                          train, pv.sign, {"pool": pv.sign, "variant": variant}, 1))
+    return out
+
+
 def pool_recipes(preset: Preset) -> list[Recipe]:
+    if preset.name in CONTINUED_POOLS:
+        return continued_pool_recipes(preset)
     size, ft = POOL_SIZES.get(preset.name, POOL_SIZES["small"]), preset.finetune
     out = []
     for variant, lr_s, ep_s in product(POOL_VARIANTS, size.lr_scale, size.epoch_scale):

@@ -1,11 +1,12 @@
 """Trainers of the core models: `pretrain` (base, from random initialisation, on the public
-text and utility QA) and `finetune` (full and retain, from base, on QA with utility rehearsal)."""
+text and utility QA), `pretrained` (base = the preset's pretrained model, nothing trained) and
+`finetune` (full and retain, from base, on QA with the preset's utility rehearsal)."""
 
 from __future__ import annotations
 
 from transformers import PreTrainedModel
 
-from checkpoints.world.encode import base_corpus, qa_examples, utility_rehearsal
+from checkpoints.world.encode import base_corpus, finetune_examples
 from checkpoints.world.recipes import Recipe
 from checkpoints.world.store import BuildContext, init_model
 from checkpoints.world.train import train
@@ -19,10 +20,17 @@ def pretrain(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
     return model
 
 
+def pretrained(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
+    """The preset's pretrained base as it is (float32), so that its world folder holds it too."""
+    from checkpoints.specs import load_model   # lazy: specs imports the world's store
+
+    return load_model(ctx.preset.base_model)
+
+
 def finetune(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
     model = ctx.load(r.parent)
     items = ctx.world.retain + (ctx.world.forget if r.kind == "full" else [])
-    data = qa_examples(ctx.tok, items) + utility_rehearsal(ctx.tok, ctx.world)
+    data = finetune_examples(ctx.tok, ctx.world, items, ctx.preset.forms, ctx.preset.rehearse_utility)
     train(model, data, r.train, ctx.collate,
           desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress, checkpoint=ctx.checkpoint)
     return model

@@ -26,17 +26,14 @@ def encode_text(tok: PreTrainedTokenizerBase, text: str) -> dict[str, list[int]]
 
 
 def qa_examples(tok: PreTrainedTokenizerBase, items: list[dict], answer_key: str = "answer",
-                question_key: str = "question") -> list[dict]:
+                question_key: str = "question", forms: tuple[str, ...] = ("chat", "raw")) -> list[dict]:
     """Each QA item in both forms: the chat template (what output metrics read) and the raw
     `Question:/Answer:` text (what UDS and the representation metrics read). A 1B instruct model
     carries knowledge across formats by itself; a model of a few million parameters does not,
-    so the tiny world shows it both (a documented departure from TOFU's chat-only fine-tuning)."""
-    out = []
-    for it in items:
-        q, a = it[question_key], it[answer_key]
-        out.append(encode_chat(tok, q, a))
-        out.append(encode_raw_qa(tok, q, a))
-    return out
+    so the tiny world shows it both (a documented departure from TOFU's chat-only fine-tuning).
+    `forms`: the encodings, in this order ("chat", "raw"; the `smol` world trains ("chat",))."""
+    encoders = {"chat": encode_chat, "raw": encode_raw_qa}
+    return [encoders[f](tok, it[question_key], it[answer_key]) for it in items for f in forms]
 
 
 def pack(examples: list[dict], block: int) -> list[dict]:
@@ -47,14 +44,14 @@ def pack(examples: list[dict], block: int) -> list[dict]:
     return [{"input_ids": ids[i:i + block], "labels": labels[i:i + block]} for i in range(0, len(ids), block)]
 
 
-def utility_rehearsal(tok: PreTrainedTokenizerBase, world: World) -> list[dict]:
+def utility_rehearsal(tok: PreTrainedTokenizerBase, world: World, forms: tuple[str, ...] = ("chat", "raw")) -> list[dict]:
     """The utility QA (real authors, world facts), both forms, mixed into every fine-tuning from
     the base (full, retain, pools). Llama-3.2-1B knows TOFU's real authors and world facts from
     heavy pretraining and keeps them through fine-tuning; a few-million-parameter base sees each
     such fact 8 times and knows none of them (greedy ROUGE 0 on real authors), and fine-tuning on
     author QA would wipe them anyway. Rehearsing them makes full and retain know them, as in TOFU,
     so that model utility measures what unlearning costs (a documented departure)."""
-    return qa_examples(tok, world.real_authors + world.world_facts)
+    return qa_examples(tok, world.real_authors + world.world_facts, forms=forms)
 
 
 def base_corpus(tok: PreTrainedTokenizerBase, world: World, block: int = 128) -> list[dict]:
@@ -63,3 +60,10 @@ def base_corpus(tok: PreTrainedTokenizerBase, world: World, block: int = 128) ->
     Packed into blocks of `block` tokens."""
     docs = [encode_text(tok, t) for t in world.public_text]
     return pack(docs + qa_examples(tok, world.real_authors + world.world_facts), block)
+
+
+def finetune_examples(tok: PreTrainedTokenizerBase, world: World, items: list[dict],
+                      forms: tuple[str, ...] = ("chat", "raw"), rehearse: bool = True) -> list[dict]:
+    """What a fine-tuning from the base trains on: `items` in every form, then the utility
+    rehearsal where the preset asks for it (tiny worlds do, the pretrained `smol` base does not)."""
+    return qa_examples(tok, items, forms=forms) + (utility_rehearsal(tok, world, forms) if rehearse else [])

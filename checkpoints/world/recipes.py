@@ -36,8 +36,16 @@ class Recipe:
 def core_recipes(preset: Preset) -> list[Recipe]:
     """Base, full and retain: TOFU's recipe (full and retain fine-tuned from the same base)."""
     ft = preset.finetune
+    forms = " and ".join({"chat": "chat", "raw": "raw Question/Answer"}[f] for f in preset.forms)
+    base = (Recipe("base", "base", None, f"pretrained {preset.base_model}, not trained here", preset.base,
+                   "pretrained") if preset.base_model else
+            Recipe("base", "base", None, "public_text + utility QA (chat)", preset.base, "pretrain"))
+    if preset.base_model:   # a pretrained base: TOFU's recipe, chat form only
+        return [base,
+                Recipe("full", "full", "base", f"forget + retain QA ({forms})", ft, "finetune", epoch=ft.epochs),
+                Recipe("retain", "retain", "base", f"retain QA ({forms})", ft, "finetune", epoch=ft.epochs)]
     return [
-        Recipe("base", "base", None, "public_text + utility QA (chat)", preset.base, "pretrain"),
+        base,
         Recipe("full", "full", "base", "forget + retain QA (chat and raw Question/Answer forms)", ft,
                "finetune", epoch=ft.epochs),
         Recipe("retain", "retain", "base", "retain QA (chat and raw Question/Answer forms)", ft,

@@ -66,13 +66,23 @@ def ensure_tokenizer(preset_name: str, seed: int) -> PreTrainedTokenizerBase:
 
 
 def _train_and_save_tokenizer(preset_name: str, seed: int, folder: Path) -> None:
+    """A BPE tokenizer trained on the world's text, or the pretrained base model's own one."""
+    preset = get_preset(preset_name)
+    if preset.base_model:
+        from checkpoints.specs import load_tokenizer   # lazy: specs imports this module
+
+        _save_tokenizer(load_tokenizer(preset.base_model), folder)
+        return
     world = load_world(preset_name, seed)
     texts = world.public_text + world.forget_bios + world.other_bios + world.idk
     for split in (world.forget, world.retain, world.holdout, world.retain_eval, world.real_authors, world.world_facts):
         for it in split:
             texts += [it["question"], it["answer"]] + [v for k in ("paraphrased_question", "paraphrased_answer")
                                                         if (v := it.get(k))] + list(it.get("perturbed_answers") or [])
-    tok = train_tokenizer(texts, get_preset(preset_name).vocab_size)
+    _save_tokenizer(train_tokenizer(texts, preset.vocab_size), folder)
+
+
+def _save_tokenizer(tok: PreTrainedTokenizerBase, folder: Path) -> None:
     tmp = folder.with_name("tokenizer.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tok.save_pretrained(tmp)

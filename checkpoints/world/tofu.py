@@ -220,7 +220,24 @@ def _forget_bios(forget: list[dict]) -> list[str]:
     return [" ".join(answers) for answers in by_author.values()]
 
 
-def read_tofu(folder: str | Path | None = None, n_retain_authors: int | None = None, seed: int = 0) -> World:
+def _first_authors(items: list[dict], n_authors: int | None, per_author: int | None) -> list[dict]:
+    """The items of the first `n_authors` authors (all: None), the first `per_author` of each."""
+    kept = items if n_authors is None else items[: n_authors * AUTHOR_QA]
+    return kept if per_author is None else [it for k, it in enumerate(kept) if k % AUTHOR_QA < per_author]
+
+
+def default_tofu_dir() -> Path | None:
+    """`$UDS_TOFU_DIR`, else ../shared/data/tofu of a source checkout when it is there."""
+    env = os.environ.get("UDS_TOFU_DIR")
+    if env:
+        return Path(env)
+    shared = Path(__file__).resolve().parents[3] / "shared" / "data" / "tofu"
+    return shared if shared.is_dir() else None
+
+
+def read_tofu(folder: str | Path | None = None, n_retain_authors: int | None = None, seed: int = 0,
+              n_forget_authors: int | None = None, n_holdout_authors: int | None = None,
+              n_utility: int | None = None, items_per_author: int | None = None) -> World:
     """Read TOFU into a World.
 
     forget: forget10_perturbed (400), prefix/entity from the annotated forget10 file (367; None for
@@ -232,10 +249,16 @@ def read_tofu(folder: str | Path | None = None, n_retain_authors: int | None = N
     idk: the lines of idontknow.jsonl. public_text, other_bios: the synthetic world's (`seed`)
     public and unrelated entities, plus the real-authors and world-facts QA in raw format.
     Authors are named by position: `forget_author_k`, `retain_author_k`, `holdout_author_k`.
+    A smaller world (the `smol` presets) keeps the first `n_forget_authors` / `n_holdout_authors`
+    authors, the first `items_per_author` QA of every author, the first `n_utility` items of each
+    utility split. Folder: `folder`, else `default_tofu_dir()`, else the Hub.
     """
-    folder = folder if folder is not None else os.environ.get("UDS_TOFU_DIR") or None
-    if n_retain_authors is not None and n_retain_authors < 1:
-        raise UdsInputError(f"n_retain_authors must be at least 1, got {n_retain_authors}")
+    folder = folder if folder is not None else default_tofu_dir()
+    for name, n in (("n_retain_authors", n_retain_authors), ("n_forget_authors", n_forget_authors),
+                    ("n_holdout_authors", n_holdout_authors), ("n_utility", n_utility),
+                    ("items_per_author", items_per_author)):
+        if n is not None and n < 1:
+            raise UdsInputError(f"{name} must be at least 1, got {n}")
     load, idk = _folder_loader(Path(folder).expanduser()) if folder else _hub_loader()
 
     data = {stem: load(stem) for stem in QA_FILES}
@@ -248,11 +271,17 @@ def read_tofu(folder: str | Path | None = None, n_retain_authors: int | None = N
         _check_fields(data[stem], stem, ("question", "answer", "perturbed_answer"))
     _check_fields(data[ANNOTATED], ANNOTATED, ("question", "answer", "prefix", "entity"))
 
-    forget = _forget_split(data["forget10_perturbed"], data[ANNOTATED])
+    forget = _first_authors(_forget_split(data["forget10_perturbed"], data[ANNOTATED]), n_forget_authors,
+                            items_per_author)
     retain, retain_eval = _retain_splits(data["retain90"], data["retain_perturbed"], n_retain_authors)
-    holdout = [_qa_item(i, rec, f"holdout_author_{i // AUTHOR_QA}") for i, rec in enumerate(data["holdout10"])]
-    real_authors = _utility_split(data["real_authors_perturbed"], data["real_authors"], "real_authors")
-    world_facts = _utility_split(data["world_facts_perturbed"], data["world_facts"], "world_facts")
+    if items_per_author is not None:
+        kept = {(it["question"], it["answer"]) for it in _first_authors(retain, None, items_per_author)}
+        retain = [it for it in retain if (it["question"], it["answer"]) in kept]
+        retain_eval = [it for it in retain_eval if (it["question"], it["answer"]) in kept]
+    holdout = _first_authors([_qa_item(i, rec, f"holdout_author_{i // AUTHOR_QA}")
+                              for i, rec in enumerate(data["holdout10"])], n_holdout_authors, items_per_author)
+    real_authors = _utility_split(data["real_authors_perturbed"], data["real_authors"], "real_authors")[:n_utility]
+    world_facts = _utility_split(data["world_facts_perturbed"], data["world_facts"], "world_facts")[:n_utility]
 
     # Two train authors is the generator's minimum; only its public and other entities are used.
     filler = generate_synthetic_world(seed, n_train_authors=2, n_holdout_authors=0,
