@@ -37,7 +37,8 @@ def signed_table(folder: Path) -> str:
     rows = []
     for n in ["retain", "full", "base"] + sorted(set(runs) - {"retain", "full", "base"}):
         m, (lo, hi) = runs[n]["metrics"], runs[n]["info"]["mem_bits_signed"]["ci95"]
-        rows.append([n, f"{m['mem_bits']:.2f}", f"{m['mem_bits_signed']:.2f}", f"[{lo:.2f}, {hi:.2f}]", _zero_in(lo, hi)])
+        rows.append([n, f"{m['mem_bits']:.2f}", f"{m['mem_bits_signed']:.2f}", f"[{lo:.2f}, {hi:.2f}]",
+                     _zero_in(lo, hi)])
     return table(["model", "mem_bits (clipped)", "mem_bits_signed (unclipped)", "95 % bootstrap CI", "0 in CI"], rows)
 
 
