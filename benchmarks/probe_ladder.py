@@ -8,6 +8,8 @@ holdout authors, semantic accuracy, refusal rates, masked-by-refusal) and probe 
 
 Arguments after `--` go to `uds probe` unchanged. Speed = probe outputs (rows, QA answers
 excluded) per second of the model's whole probe (QA generation and matching included).
+Writes `table.md` and `ladder.json` (the probe's summary.json plus the rows per model, all that
+docs/probe.md's generated table needs) next to the probe's own files.
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ def main() -> None:
         m = json.loads(line)["model"]
         counts[m] = counts.get(m, 0) + 1
     md = table(summary, counts)
+    (out / "ladder.json").write_text(json.dumps({"summary": summary, "rows_per_model": counts}, indent=1) + "\n")
     (out / "table.md").write_text(md + "\n")
     print(md)
 

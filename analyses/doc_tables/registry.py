@@ -1,0 +1,20 @@
+"""Every generated block of docs/probe.md, docs/audit.md and docs/mem_bits.md, with its file."""
+
+from __future__ import annotations
+
+from analyses.doc_tables import audit, capacity, mem_bits, probe
+from analyses.doc_tables.blocks import Block
+
+BLOCKS: list[Block] = [
+    Block("docs/probe.md", "probe-ladder-test", "docs/probe/ladder_test.json", probe.ladder_table),
+    Block("docs/audit.md", "published-claims", "docs/audit/published_claims.json", audit.published_claims,
+          command="python benchmarks/audit_published_claims.py"),
+    Block("docs/audit.md", "audit-uds-link", "docs/audit_uds_link/summary.json", audit.uds_link_table),
+    Block("docs/mem_bits.md", "mem-bits-sanity-test", "docs/mem_bits/sanity_test.json", mem_bits.sanity_table),
+    Block("docs/mem_bits.md", "mem-bits-signed-test", "docs/mem_bits/signed_test", mem_bits.signed_table),
+    Block("docs/mem_bits.md", "mem-bits-sanity-small", "docs/mem_bits/sanity_small.json", mem_bits.sanity_table),
+    Block("docs/mem_bits.md", "mem-bits-meta-eval-test", "docs/mem_bits/meta_eval_test.json",
+          mem_bits.meta_eval_table),
+    Block("docs/mem_bits.md", "capacity-quick", "docs/mem_bits/capacity_quick_runs.csv", capacity.quick_table),
+    Block("docs/mem_bits.md", "capacity-default", "docs/mem_bits/capacity_default_runs.csv", capacity.default_table),
+]
