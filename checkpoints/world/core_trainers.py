@@ -4,11 +4,12 @@ text and utility QA), `pretrained` (base = the preset's pretrained model, nothin
 
 from __future__ import annotations
 
-from transformers import PreTrainedModel
+import torch
+from transformers import LlamaForCausalLM, PreTrainedModel
 
 from checkpoints.world.encode import base_corpus, finetune_examples
 from checkpoints.world.recipes import Recipe
-from checkpoints.world.store import BuildContext, init_model
+from checkpoints.world.store import BuildContext, init_model, pretrained_folder
 from checkpoints.world.train import train
 
 
@@ -22,9 +23,7 @@ def pretrain(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
 
 def pretrained(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
     """The preset's pretrained base as it is (float32), so that its world folder holds it too."""
-    from checkpoints.specs import load_model   # lazy: specs imports the world's store
-
-    return load_model(ctx.preset.base_model)
+    return LlamaForCausalLM.from_pretrained(pretrained_folder(ctx.preset), dtype=torch.float32)
 
 
 def finetune(ctx: BuildContext, r: Recipe) -> PreTrainedModel:

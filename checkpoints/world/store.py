@@ -22,6 +22,7 @@ from checkpoints.world.schema import World
 from checkpoints.world.tokenizer import train_tokenizer
 from checkpoints.world.train import collate
 from core.atomic import file_lock, fsync_tree
+from core.errors import UdsInputError
 from core.paths import world_dir
 
 
@@ -69,9 +70,7 @@ def _train_and_save_tokenizer(preset_name: str, seed: int, folder: Path) -> None
     """A BPE tokenizer trained on the world's text, or the pretrained base model's own one."""
     preset = get_preset(preset_name)
     if preset.base_model:
-        from checkpoints.specs import load_tokenizer   # lazy: specs imports this module
-
-        _save_tokenizer(load_tokenizer(preset.base_model), folder)
+        _save_tokenizer(AutoTokenizer.from_pretrained(pretrained_folder(preset)), folder)
         return
     world = load_world(preset_name, seed)
     texts = world.public_text + world.forget_bios + world.other_bios + world.idk
@@ -120,6 +119,19 @@ def write_legacy_fields(folder: Path) -> None:
             doc["chat_template"] = template.read_text()
     patch("config.json", LEGACY_CONFIG_FIELDS)
     patch("tokenizer_config.json", LEGACY_TOKENIZER_FIELDS, tokenizer_extra)
+
+
+def pretrained_folder(preset: Preset) -> Path:
+    """The local folder of a preset's pretrained base: a GGUF file or alias converted once into
+    the cache (`checkpoints.gguf`), else the folder the preset names."""
+    from checkpoints import gguf   # lazy: only pretrained presets pay for it
+
+    spec = preset.base_model
+    if gguf.is_gguf_spec(spec):
+        return gguf.ensure_converted(spec)
+    if not Path(spec).is_dir():
+        raise UdsInputError(f"preset {preset.name!r}: base model {spec!r} is neither a GGUF file/alias nor a folder")
+    return Path(spec)
 
 
 def init_model(preset: Preset, tok: PreTrainedTokenizerBase, seed: int) -> PreTrainedModel:
