@@ -10,7 +10,7 @@ import pytest
 from checkpoints.catalogue import TRAINERS, recipes
 from checkpoints.methods.effect import format_effect, setting_of
 from checkpoints.methods.losses import METHODS
-from checkpoints.methods.zoo_recipes import lr_token, num_token
+from checkpoints.methods.zoo_recipes import CONTINUED_POOLS, lr_token, num_token
 from checkpoints.world.presets import PRESETS, get_preset
 
 
@@ -47,7 +47,13 @@ def test_recipes_are_consistent(preset):
     names = [r.name for r in rs]
     assert len(names) == len(set(names))
     assert all(r.method in TRAINERS for r in rs)
-    assert all(r.parent == "full" for r in unlearned) and all(r.parent == "base" for r in pools)
+    assert all(r.parent == "full" for r in unlearned)
+    if preset in CONTINUED_POOLS:   # cheap members of a real-model world: continued from full (P) / retain (N)
+        assert all(r.parent == {"P": "full", "N": "retain"}[r.hparams["pool"]] and r.train.epochs == 1 for r in pools)
+        signs = Counter(r.hparams["pool"] for r in pools)
+        assert signs["P"] == signs["N"] == len(pools) // 2
+    else:
+        assert all(r.parent == "base" for r in pools)
     for r in unlearned:
         assert r.name.startswith(f"{r.method}_lr{lr_token(r.train.lr)}_") and r.name.endswith(f"_ep{r.epoch}")
         assert r.train.epochs == r.epoch and METHODS[r.method].hparams(r.hparams)  # known hyperparameters

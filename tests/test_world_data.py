@@ -343,10 +343,24 @@ def test_tofu_annotation_checks(tmp_path):
 
 
 def test_tofu_without_source(monkeypatch):
+    from checkpoints.world import tofu
+
     monkeypatch.delenv("UDS_TOFU_DIR", raising=False)
+    monkeypatch.setattr(tofu, "default_tofu_dir", lambda: None)   # as an installed package: no ../shared
     monkeypatch.setitem(sys.modules, "datasets", None)  # makes `import datasets` fail
     with pytest.raises(UdsInputError, match="--tofu-dir"):
         read_tofu()
+
+
+@needs_tofu
+def test_a_source_checkout_reads_the_shared_tofu_files_by_default(monkeypatch):
+    from checkpoints.world.tofu import default_tofu_dir
+
+    monkeypatch.delenv("UDS_TOFU_DIR", raising=False)
+    assert default_tofu_dir().resolve() == TOFU_DIR.resolve()
+    w = read_tofu(n_forget_authors=2, n_retain_authors=3, n_holdout_authors=1, n_utility=5, items_per_author=4)
+    assert [len(w.forget), len(w.retain), len(w.holdout), len(w.real_authors), len(w.world_facts)] == [8, 12, 4, 5, 5]
+    assert [it["idx"] for it in w.forget] == [0, 1, 2, 3, 20, 21, 22, 23]
 
 
 @needs_tofu

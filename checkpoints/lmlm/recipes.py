@@ -82,7 +82,7 @@ def _fact_prompts(ctx: BuildContext, r: Recipe):
 def _init(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
     shape = r.hparams.get("shape")
     preset = replace(ctx.preset, shape=ModelShape(**shape)) if shape else ctx.preset
-    return init_model(preset, ctx.tok, ctx.seed)
+    return init_model(preset, ctx.tok, ctx.seed).to(ctx.device)
 
 
 def train_lmlm(ctx: BuildContext, r: Recipe) -> PreTrainedModel:

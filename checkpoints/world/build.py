@@ -27,8 +27,9 @@ from core.errors import UdsInputError
 from core.paths import world_dir
 
 
-def ensure_model(preset_name: str, seed: int, name: str, progress: bool = True) -> Path:
-    """Folder of a tiny model, trained (with its parents) if not built yet."""
+def ensure_model(preset_name: str, seed: int, name: str, progress: bool = True, device: str = "cpu") -> Path:
+    """Folder of a tiny model, trained (with its parents) on `device` if not built yet. The device
+    is not part of the recipe: a GPU build makes the same zoo up to floating-point order."""
     preset = get_preset(preset_name)
     folder = model_dir(preset_name, seed, name)
     r = find_recipe(preset, name)
@@ -38,21 +39,22 @@ def ensure_model(preset_name: str, seed: int, name: str, progress: bool = True) 
     with build_lock(folder):   # a second process building the same zoo waits, then reuses it
         if _is_current(folder, digest):
             return folder
-        return _train_and_save(preset, seed, r, digest, folder, progress)
+        return _train_and_save(preset, seed, r, digest, folder, progress, device)
 
 
-def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: Path, progress: bool) -> Path:
+def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: Path, progress: bool,
+                    device: str = "cpu") -> Path:
     if r.parent:   # built first, so that train_seconds is this model's own training time
-        ensure_model(preset.name, seed, r.parent, progress)
+        ensure_model(preset.name, seed, r.parent, progress, device)
     resume = folder.with_name(f".{r.name}.resume-{digest}.pt")
     for stale in folder.parent.glob(f".{r.name}.resume-*.pt"):   # left by another recipe
         if stale != resume:
             stale.unlink()
 
     def load(name: str) -> PreTrainedModel:
-        return LlamaForCausalLM.from_pretrained(ensure_model(preset.name, seed, name, progress))
+        return LlamaForCausalLM.from_pretrained(ensure_model(preset.name, seed, name, progress, device)).to(device)
 
-    ctx = BuildContext(preset, seed, progress, load, checkpoint=resume)
+    ctx = BuildContext(preset, seed, progress, load, checkpoint=resume, device=device)
     t0 = time.time()
     model = TRAINERS[r.method].fn(ctx, r) if r.method in TRAINERS else _unknown_method(r)
     tmp = folder.with_name(f".{r.name}.tmp")
@@ -61,7 +63,7 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
     ctx.tok.save_pretrained(tmp)
     write_legacy_fields(tmp)   # also loadable by transformers 4.45 (Open-Unlearning's pin)
     meta = r.to_dict() | {"seed": seed, "preset": preset.name, "digest": digest,
-                          "train_seconds": round(time.time() - t0, 1)}
+                          "train_seconds": round(time.time() - t0, 1), "device": device}
     (tmp / "recipe.json").write_text(json.dumps(meta, indent=1))   # last: marks a whole folder
     atomic.fsync_tree(tmp)   # on disk before the rename makes it visible
     shutil.rmtree(folder, ignore_errors=True)
@@ -108,7 +110,8 @@ def _unknown_method(r: Recipe) -> PreTrainedModel:
     raise UdsInputError(f"tiny model {r.name!r} needs method {r.method!r}, which this build does not provide")
 
 
-def build_world(preset_name: str, seed: int = 0, progress: bool = True, names: list[str] | None = None) -> Path:
+def build_world(preset_name: str, seed: int = 0, progress: bool = True, names: list[str] | None = None,
+                device: str = "cpu") -> Path:
     """Build every model of the preset's zoo that is missing; write `zoo.json`. Returns the folder."""
     preset = get_preset(preset_name)
     root = world_dir(preset_name, seed)
@@ -122,7 +125,7 @@ def build_world(preset_name: str, seed: int = 0, progress: bool = True, names: l
         for i, name in enumerate(wanted, 1):
             fresh = not is_built(preset, seed, find_recipe(preset, name))
             t0 = time.time()
-            built[name] = ensure_model(preset_name, seed, name, progress)
+            built[name] = ensure_model(preset_name, seed, name, progress, device)
             if fresh:   # one line per model trained, also where the progress bar is off (no terminal)
                 if progress and not is_quiet():
                     print(f"[{i}/{len(wanted)}] {preset_name}/{name}: ready after {time.time() - t0:.0f} s",

@@ -14,7 +14,7 @@ from checkpoints.world.train import train
 
 
 def pretrain(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
-    model = init_model(ctx.preset, ctx.tok, ctx.seed)
+    model = init_model(ctx.preset, ctx.tok, ctx.seed).to(ctx.device)
     data = base_corpus(ctx.tok, ctx.world)
     train(model, data, r.train, ctx.collate, desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress,
           checkpoint=ctx.checkpoint)
@@ -23,7 +23,7 @@ def pretrain(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
 
 def pretrained(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
     """The preset's pretrained base as it is (float32), so that its world folder holds it too."""
-    return LlamaForCausalLM.from_pretrained(pretrained_folder(ctx.preset), dtype=torch.float32)
+    return LlamaForCausalLM.from_pretrained(pretrained_folder(ctx.preset), dtype=torch.float32).to(ctx.device)
 
 
 def finetune(ctx: BuildContext, r: Recipe) -> PreTrainedModel:

@@ -164,11 +164,12 @@ def build_lock(folder: Path):
 class BuildContext:
     """What a trainer receives: the preset, seed, world, tokenizer, the training-state file of the
     model being built, and `load(name)`, the model `name` of this world (built first if missing;
-    given by the builder, so that trainers need not know it)."""
+    given by the builder, so that trainers need not know it), and the device they train on."""
 
     def __init__(self, preset: Preset, seed: int, progress: bool, load: Callable[[str], PreTrainedModel],
-                 checkpoint: Path | None = None):
+                 checkpoint: Path | None = None, device: str = "cpu"):
         self.preset, self.seed, self.progress, self.load = preset, seed, progress, load
+        self.device = device   # where models train; `load` already puts them there
         self.checkpoint = checkpoint   # training-state file of the model being built (resumable)
         self.root = world_dir(preset.name, seed)
         self.world = load_world(preset.name, seed)

@@ -45,6 +45,17 @@ def collate(examples: Sequence[dict], pad_id: int) -> Batch:
     return {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
 
+def to_device(batch, device: torch.device):
+    """A collated batch (tensors, or dicts / lists of them, as the unlearning views) on `device`."""
+    if isinstance(batch, torch.Tensor):
+        return batch.to(device)
+    if isinstance(batch, dict):
+        return {k: to_device(v, device) for k, v in batch.items()}
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(to_device(v, device) for v in batch)
+    return batch
+
+
 def lm_loss(model: PreTrainedModel, batch: Batch) -> torch.Tensor:
     """Mean token cross-entropy over labelled positions (HF causal-LM convention)."""
     return model(**batch).loss
@@ -114,12 +125,15 @@ def train(model: PreTrainedModel, data: Sequence, cfg: TrainConfig,
     if checkpoint is not None and Path(checkpoint).is_file():
         done, losses = load_train_state(Path(checkpoint), model, opt, sched, data)
     model.train()
+    device = next(model.parameters()).device   # batches follow the model (a GPU build: --device cuda)
     # a bar on a terminal, timestamped lines in a log file (a cluster job must see it is alive)
     bar = track(total=total, initial=done * steps_per_epoch, desc=desc, unit="step", enabled=progress)
     for epoch in range(done, cfg.epochs):
         order = epoch_order(len(data), cfg.seed, epoch)
         for start in range(0, len(order), cfg.batch_size):
             batch = collate_fn([data[i] for i in order[start:start + cfg.batch_size]])
+            if device.type != "cpu":
+                batch = to_device(batch, device)
             loss = loss_fn(model, batch)
             opt.zero_grad(set_to_none=True)
             loss.backward()

@@ -17,6 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     build.add_argument("--tofu-dir", default=None, help="folder of the TOFU JSON files (tofu preset; or UDS_TOFU_DIR)")
     build.add_argument("--models", default=None, help="comma-separated model names (default: the whole zoo)")
     build.add_argument("--no-quality", action="store_true", help="skip measuring quality.json")
+    build.add_argument("--device", default="cpu",
+                       help="cpu (default) or cuda: where the models train (the recipes are the same)")
     build.set_defaults(func=run_build)
 
 
@@ -28,7 +30,9 @@ def run_build(args: argparse.Namespace) -> int:
     t0 = time.time()
     ensure_world_data(args.preset, args.seed, args.tofu_dir)
     names = args.models.split(",") if args.models else None
-    root = build_world(args.preset, args.seed, names=names)
+    from core.loading import resolve_device
+
+    root = build_world(args.preset, args.seed, names=names, device=resolve_device(args.device))
     print(f"world {args.preset} (seed {args.seed}) built in {time.time() - t0:.0f} s: {root}")
     if not args.no_quality:
         from checkpoints.methods.effect import print_effect
