@@ -84,6 +84,8 @@ class ModelPool:
         self.load_count: dict[str, int] = {}
 
     def spec(self, role: str) -> str:
+        if role == "reference" and role not in self.specs and "retain" in self.specs:
+            return self.specs["retain"]   # mem_bits' reference defaults to the retain model
         if role not in self.specs:
             raise UdsInputError(f"this metric needs a {role} model, and none was given")
         return self.specs[role]

@@ -63,7 +63,7 @@ class EvalSession:
     def __init__(self, model: str, *, full: str | None = None, retain: str | None = None,
                  data: str | None = None, fluency_base: str | None = None, tofu_dir: str | None = None,
                  adapter_base: str | None = None, placement: Placement = Placement(),
-                 with_base: bool = True, references: bool = True):
+                 with_base: bool = True, references: bool = True, mem_bits_reference: str | None = None):
         self.tofu_dir, self.adapter_base, self.placement = tofu_dir, adapter_base, placement
         self._resolved: dict[str, CheckpointSpec] = {}
         self._models: dict[tuple, torch.nn.Module] = {}
@@ -76,7 +76,7 @@ class EvalSession:
             refs = specs.default_references(self.spec, tofu_dir, adapter_base)
         base = fluency_base or (specs.tiny_base(self.spec) if with_base and references else None)
         self.roles: dict[str, str | None] = {"model": model, "full": full or refs[0], "retain": retain or refs[1],
-                                             "base": base}
+                                             "base": base, "reference": mem_bits_reference}
         self.data = data or refs[2]
         for spec in self.roles.values():
             if spec:

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 KNOWLEDGE, ERASURE, UTILITY = "knowledge", "erasure", "utility"
 MODEL, FULL, RETAIN, BASE = "model", "full", "retain", "base"
+# The code-length reference of the mem_bits metrics: the retain model unless a run names another
+# (`--mem-bits-reference`, e.g. the source's larger or superset-trained model); see ModelPool.spec.
+REFERENCE = "reference"
 GROUPS = ("baseline", "utility", "uds", "probe", "diagnostic")
 
 

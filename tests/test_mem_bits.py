@@ -122,14 +122,33 @@ def test_retain_is_exactly_zero_and_full_matches_a_second_implementation(zoo, sa
     assert as_full["mem_bits_tfidf"].value == as_retain["mem_bits_tfidf"].value
 
 
+def test_another_reference_model_replaces_retain(zoo, same_tokenizer):
+    """The source's reference choice as an option (role `reference`): with `full` as the reference,
+    full adds nothing (exactly 0) and retain's bits are max(0, NLL_full - NLL_retain) by the
+    token-by-token implementation; naming retain explicitly changes nothing."""
+    roles = {"full": "tiny:t/full", "retain": "tiny:t/retain"}
+    with_full = lambda m: make_ctx(zoo, {**roles, "model": f"tiny:t/{m}", "reference": "tiny:t/full"},  # noqa: E731
+                                   keys=["mem_bits", "mem_bits_signed"])
+    assert evaluate(with_full("full"), ["mem_bits"])["mem_bits"].value == 0.0
+    got = evaluate(with_full("retain"), ["mem_bits", "mem_bits_signed"])
+    items = tiny_splits()["forget"]
+    signed = [_answer_bits_token_by_token(zoo["tiny:t/full"], it) - _answer_bits_token_by_token(zoo["tiny:t/retain"], it)
+              for it in items]
+    np.testing.assert_allclose(got["mem_bits"].per_example, [max(0.0, v) for v in signed], rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(got["mem_bits_signed"].per_example, signed, rtol=1e-4, atol=1e-3)
+    assert got["mem_bits_signed"].info["reference"] == "tiny:t/full"
+    named = make_ctx(zoo, {**roles, "model": "tiny:t/unl", "reference": "tiny:t/retain"}, keys=["mem_bits"])
+    assert evaluate(named, ["mem_bits"])["mem_bits"].value == evaluate(_ctx(zoo, "unl"), ["mem_bits"])["mem_bits"].value
+
+
 def test_unlearned_lies_between_and_orientation_is_declared(zoo, same_tokenizer):
     r = evaluate(_ctx(zoo, "unl"), ["mem_bits", "mem_bits_erased"])
     full = evaluate(_ctx(zoo, "full"), ["mem_bits"])["mem_bits"].value
     assert 0.0 <= r["mem_bits_erased"].value <= 1.0
     assert r["mem_bits_erased"].value == pytest.approx(min(1.0, max(0.0, 1 - r["mem_bits"].value / full)))
     assert REGISTRY["mem_bits"].orientation == "knowledge" and REGISTRY["mem_bits_erased"].orientation == "erasure"
-    assert REGISTRY["mem_bits"].references == ("retain",)
-    assert REGISTRY["mem_bits_erased"].references == ("full", "retain")
+    assert REGISTRY["mem_bits"].references == ("reference",)   # the retain model unless a run names another
+    assert REGISTRY["mem_bits_erased"].references == ("full", "reference")
 
 
 def test_reference_with_another_tokenizer_is_bad_input(zoo, monkeypatch):
@@ -139,7 +158,7 @@ def test_reference_with_another_tokenizer_is_bad_input(zoo, monkeypatch):
     monkeypatch.setattr(references, "own_tokenizer", lambda spec: other if spec.endswith("retain") else None)
     from core.errors import UdsInputError
 
-    with pytest.raises(UdsInputError, match="retain model tiny:t/retain has another tokenizer"):
+    with pytest.raises(UdsInputError, match="reference model tiny:t/retain has another tokenizer"):
         evaluate(_ctx(zoo, "full"), ["mem_bits"])
 
 
@@ -173,6 +192,19 @@ def test_cli_retain_zero_full_positive(test_world, tmp_path, uds):
     assert full["metrics"]["mem_bits"] > 0 and full["metrics"]["mem_bits_erased"] == 0.0
     assert retain["metrics"]["mem_bits_erased"] == 1.0
     assert len(full["per_example"]["mem_bits"]) == retain["settings"]["n_items"]["forget"]
+
+
+def test_cli_mem_bits_reference_option(test_world, tmp_path, uds):
+    proc = uds("metrics", "--model", "tiny:test/full", "--metrics", "mem_bits,mem_bits_signed",
+               "--mem-bits-reference", "tiny:test/full", "--out", str(tmp_path / "ref_full"))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "ref_full" / "metrics.json").read_text())
+    assert doc["metrics"]["mem_bits"] == 0.0 and doc["metrics"]["mem_bits_signed"] == 0.0
+    assert doc["settings"]["references"]["mem_bits_reference"] == "tiny:test/full"
+    assert doc["info"]["mem_bits_signed"]["reference"] == "tiny:test/full"
+    proc = uds("metrics", "--model", "tiny:test/full", "--metrics", "mem_bits", "--mem-bits-reference",
+               str(tmp_path / "no_such_model"), "--out", str(tmp_path / "bad"))
+    assert proc.returncode == 2 and "no_such_model" in proc.stderr
 
 
 def test_cli_reference_with_another_tokenizer(test_world, tmp_path, uds):

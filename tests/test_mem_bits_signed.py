@@ -21,7 +21,9 @@ from metrics.families import mem_bits as family
 from metrics.ranking import roc_auc
 from metrics.registry import REGISTRY, evaluate
 from metrics.result import MetricResult
-from metrics.spec import MODEL, RETAIN
+from types import SimpleNamespace
+
+from metrics.spec import MODEL, REFERENCE
 from tests.metrics_fixtures import tiny_splits
 from tests.test_mem_bits import _answer_bits_token_by_token, _ctx, same_tokenizer, zoo  # noqa: F401 (fixtures)
 
@@ -40,9 +42,10 @@ def _through_the_metrics(monkeypatch, ref: np.ndarray, model: np.ndarray) -> dic
     """Run the registered mem_bits and mem_bits_signed computations on planted code lengths (the
     sweep that would produce them replaced: it is tested in tests/test_mem_bits.py)."""
     lengths = np.full(len(ref), 10.0)
-    planted = {RETAIN: (ref, lengths), MODEL: (model, lengths)}
+    planted = {REFERENCE: (ref, lengths), MODEL: (model, lengths)}
     monkeypatch.setattr(family, "_answer_bits", lambda ctx, role: planted[role])
-    return {k: REGISTRY[k].compute(None) for k in ("mem_bits", "mem_bits_signed")}
+    ctx = SimpleNamespace(models=SimpleNamespace(spec=lambda role: f"{role}-spec"))
+    return {k: REGISTRY[k].compute(ctx) for k in ("mem_bits", "mem_bits_signed")}
 
 
 def test_a_model_that_learned_nothing_scores_zero_unclipped_but_positive_clipped(monkeypatch):
@@ -78,7 +81,7 @@ def test_a_memorising_model_is_told_apart(monkeypatch):
 
 def test_signed_metric_is_registered_beside_the_clipped_one():
     spec = REGISTRY["mem_bits_signed"]
-    assert spec.orientation == "knowledge" and spec.references == ("retain",) and spec.group == "probe"
+    assert spec.orientation == "knowledge" and spec.references == ("reference",) and spec.group == "probe"
     assert "retain" in REGISTRY["mem_bits"].description and "superset" in REGISTRY["mem_bits"].description
     assert mb.mem_u_signed([6.0, 2.0], [4.0, 5.0]).tolist() == [2.0, -3.0]
 

@@ -171,7 +171,8 @@ def test_cli_writes_metrics_json(patched_cli):
     assert doc["model"] == "tiny:t/unl" and list(doc["metrics"]) == list(ALL_KEYS)
     assert all(isinstance(v, float) and math.isfinite(v) for v in doc["metrics"].values())
     assert doc["fluency_source"] == "base-lm-proxy"
-    assert doc["settings"]["references"] == {"full": "tiny:t/full", "retain": "tiny:t/retain", "base": "tiny:t/base"}
+    assert doc["settings"]["references"] == {"full": "tiny:t/full", "retain": "tiny:t/retain", "base": "tiny:t/base",
+                                             "mem_bits_reference": "tiny:t/retain"}
     assert len(doc["per_example"]["prob"]) == len(tiny_splits()["forget"])
 
 

@@ -1,10 +1,11 @@
 """Memorisation in bits (SPEC-probes 1.1) as metrics.
 
 x = the answer tokens of a forget item under the chat encoding (eos included, as Prob counts
-them); reference = the retain model. mem_U(x) = max(0, NLL_retain(x) - NLL_model(x)) in bits.
-Deviation from the source (Morris et al.): its reference is a model trained on a superset of the
-data; here it is the retain model, trained on everything except the forget set (a counterfactual
-reference: what the model would code had it never seen the forget items). `mem_bits_signed` is
+them); reference = the retain model by default. mem_U(x) = max(0, NLL_ref(x) - NLL_model(x)) in bits.
+Deviation from the source (Morris et al.): its reference is a larger model trained on a superset of
+the data; the default here is the retain model, trained on everything except the forget set (a
+counterfactual reference: what the model would code had it never seen the forget items). The
+source's choice is an option: `uds metrics --mem-bits-reference SPEC` (role `reference`). `mem_bits_signed` is
 the mean without per-item clipping, with a bootstrap CI, because clipping biases the mean upward.
 """
 
@@ -18,8 +19,8 @@ from metrics.context import EvalContext
 from metrics.ranking import spearman
 from metrics.references import check_reference_tokenizer
 from metrics.result import MetricResult
-from metrics.spec import (ERASURE, FULL, KNOWLEDGE, MODEL, RETAIN, MetricSpec, mean_of, per_item, register,
-                          tf_use)
+from metrics.spec import (ERASURE, FULL, KNOWLEDGE, MODEL, REFERENCE, MetricSpec, mean_of, per_item,
+                          register, tf_use)
 
 
 def _answer_bits(ctx: EvalContext, role: str) -> tuple[np.ndarray, np.ndarray]:
@@ -33,14 +34,14 @@ def _answer_bits(ctx: EvalContext, role: str) -> tuple[np.ndarray, np.ndarray]:
 
 def _mem_items(ctx: EvalContext, role: str) -> np.ndarray:
     """mem_U of each forget item under the role's model, retain as reference (NaN: no answer token)."""
-    ref, _ = _answer_bits(ctx, RETAIN)
+    ref, _ = _answer_bits(ctx, REFERENCE)
     bits, n = _answer_bits(ctx, role)
     return np.where(n > 0, mbits.mem_u(ref, bits), np.nan)
 
 
 def _signed_items(ctx: EvalContext, role: str) -> np.ndarray:
     """NLL_retain - NLL_model of each forget answer in bits, unclipped (NaN: no answer token)."""
-    ref, _ = _answer_bits(ctx, RETAIN)
+    ref, _ = _answer_bits(ctx, REFERENCE)
     bits, n = _answer_bits(ctx, role)
     return np.where(n > 0, mbits.mem_u_signed(ref, bits), np.nan)
 
@@ -58,7 +59,7 @@ def _mem_bits_signed(c: EvalContext) -> MetricResult:
     ci = bootstrap_ci(items, n_boot=2000, seed=0)
     clipped = mean_of([None if v is None else max(0.0, v) for v in items])
     return MetricResult(mean_of(items), items, {"ci95": list(ci) if ci else None, "clipped_mean": clipped,
-                                                "reference": "retain"})
+                                                "reference": c.models.spec(REFERENCE)})
 
 
 def _mem_bits_per_token(c: EvalContext) -> MetricResult:
@@ -81,8 +82,8 @@ def _mem_bits_tfidf(c: EvalContext) -> MetricResult:
     return MetricResult(rho, _listed(tfidf), {"spearman_p": p, "corpus": "forget + retain_eval answers"})
 
 
-_MEM_TF = tf_use("forget", "answer", roles=(MODEL, RETAIN))
-_MEM_TF_FULL = tf_use("forget", "answer", roles=(MODEL, RETAIN, FULL))
+_MEM_TF = tf_use("forget", "answer", roles=(MODEL, REFERENCE))
+_MEM_TF_FULL = tf_use("forget", "answer", roles=(MODEL, REFERENCE, FULL))
 register([
     MetricSpec("mem_bits", "memorization_bits", KNOWLEDGE, (_MEM_TF,), _mem_bits,
                "mean over forget items of max(0, NLL_retain - NLL_model) of the answer tokens, in bits "
@@ -98,7 +99,7 @@ register([
     MetricSpec("mem_bits_erased", "memorization_bits", ERASURE, (_MEM_TF_FULL,), _mem_bits_erased,
                "clip(1 - mem_bits(model) / mem_bits(full), 0, 1): full 0, retain 1", group="probe"),
     MetricSpec("mem_bits_tfidf", "memorization_bits", KNOWLEDGE,
-               (tf_use("forget", "answer", roles=(RETAIN, FULL)),), _mem_bits_tfidf,
+               (tf_use("forget", "answer", roles=(REFERENCE, FULL)),), _mem_bits_tfidf,
                "diagnostic, not a model score: Spearman rho of per-item TF-IDF (per_example) with mem_U of "
                "the full model", group="diagnostic"),
 ], rank=70)

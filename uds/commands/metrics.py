@@ -48,6 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--no-system-prompt", action="store_true", help="no system turn (the tiny world's default)")
     p.add_argument("--fluency-classifier", metavar="PATH", help="local gibberish-classifier folder (SPEC 4.6)")
     p.add_argument("--fluency-base", metavar="SPEC", help="base LM of the fluency proxy (tiny default: <preset>/base)")
+    p.add_argument("--mem-bits-reference", metavar="SPEC",
+                   help="code-length reference of the mem_bits metrics (default: the retain model; the source's "
+                        "choice is a larger or superset-trained model, docs/mem_bits.md)")
     p.add_argument("--parity", choices=MODES, default=None,
                    help="whose numerics: spec (default, SPEC.md), reference (the reference implementation's "
                         "1e-12 probability floors, model-dtype Logit Lens / Fisher, last-layer UDS quirk) or "
@@ -107,7 +110,8 @@ def open_session(args: argparse.Namespace) -> EvalSession:
     device, dtype = device_and_dtype(args)
     return EvalSession(args.model, full=args.full, retain=args.retain, data=args.data,
                        fluency_base=args.fluency_base, tofu_dir=args.tofu_dir,
-                       adapter_base=getattr(args, "base", None), placement=Placement(device, dtype))
+                       adapter_base=getattr(args, "base", None), placement=Placement(device, dtype),
+                       mem_bits_reference=args.mem_bits_reference)
 
 
 def _fluency_available(keys: list[str], args: argparse.Namespace, roles: dict, explicit: bool) -> bool:
@@ -152,7 +156,8 @@ def _settings_record(ctx: EvalContext, roles: dict, args: argparse.Namespace, dt
                      data_path: str) -> dict:
     s = ctx.settings
     skipped = [{"idx": it.idx, "reason": it.reason} for it in ctx.uds_items()[1]] if ctx.uds_records else []
-    return {"references": {r: roles[r] for r in ("full", "retain", "base")},
+    return {"references": {r: roles[r] for r in ("full", "retain", "base")}
+                          | {"mem_bits_reference": roles.get("reference") or roles["retain"]},
             "n_items": {name: len(items) for name, items in ctx.splits.items()},
             "representation_data": str(data_path) if ctx.uds_records else None,
             "representation_items": len(ctx.uds_records) - len(skipped) if ctx.uds_records else 0,
