@@ -28,11 +28,15 @@ METRIC_KEYS = "rouge,es,em,truth_ratio,prob,model_utility,fluency,mem_bits_signe
 CPU_MAX_NEW_TOKENS = 128
 
 
-def zoo(preset: str = PRESET) -> list[dict]:
+def zoo(preset: str = PRESET, built_only: bool = False) -> list[dict]:
+    """The preset's recipes in zoo order; `built_only`: those whose model is built now (an
+    evaluation can then run beside a build that is still training the rest)."""
     from checkpoints.catalogue import recipes
+    from checkpoints.world.build import is_built
     from checkpoints.world.presets import get_preset
 
-    return [r.to_dict() for r in recipes(get_preset(preset))]
+    p = get_preset(preset)
+    return [r.to_dict() for r in recipes(p) if not built_only or is_built(p, 0, r)]
 
 
 def stage_build(out: Path, device: str, preset: str = PRESET) -> None:
@@ -57,9 +61,9 @@ def _run_cli(args: list[str]) -> None:
         raise SystemExit(f"uds {' '.join(args)} exited with {code}")
 
 
-def stage_score(out: Path, device: str, preset: str = PRESET) -> None:
+def stage_score(out: Path, device: str, preset: str = PRESET, built_only: bool = False) -> None:
     """`uds score` of every model but the base (full and retain: the invariants 0 and 1)."""
-    names = [r["name"] for r in zoo(preset) if r["kind"] != "base"]
+    names = [r["name"] for r in zoo(preset, built_only) if r["kind"] != "base"]
     for i, name in enumerate(names, 1):
         dest = out / "score" / name
         if (dest / "summary.json").is_file():
@@ -74,9 +78,10 @@ def stage_score(out: Path, device: str, preset: str = PRESET) -> None:
         print(f"[{i}/{len(names)}] score {name}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
 
 
-def stage_metrics(out: Path, device: str, max_new_tokens: int, preset: str = PRESET, keys: str = METRIC_KEYS) -> None:
+def stage_metrics(out: Path, device: str, max_new_tokens: int, preset: str = PRESET, keys: str = METRIC_KEYS,
+                  built_only: bool = False) -> None:
     """`uds metrics` of full, retain and every unlearned model (the README's table)."""
-    names = [r["name"] for r in zoo(preset) if r["kind"] in ("full", "retain", "unlearned")]
+    names = [r["name"] for r in zoo(preset, built_only) if r["kind"] in ("full", "retain", "unlearned")]
     for i, name in enumerate(names, 1):
         dest = out / "metrics" / f"{name}.json"
         if dest.is_file():
@@ -109,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-new-tokens", type=int, default=CPU_MAX_NEW_TOKENS)
     p.add_argument("--preset", default=PRESET, help="smol (default) or smol-ci (minutes; the test suite's)")
     p.add_argument("--metrics", default=METRIC_KEYS, help="keys of the metrics stage")
+    p.add_argument("--built-only", action="store_true",
+                   help="score / metrics: only the models built now (beside a build still running)")
     a = p.parse_args(argv)
     stages = [s.strip() for s in a.stage.split(",") if s.strip()]
     unknown = [s for s in stages if s not in STAGES]
@@ -116,8 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown stage(s) {', '.join(unknown)}")
     for s in stages:
         t0 = time.time()
-        {"build": lambda: stage_build(a.out, a.device, a.preset), "score": lambda: stage_score(a.out, a.device, a.preset),
-         "metrics": lambda: stage_metrics(a.out, a.device, a.max_new_tokens, a.preset, a.metrics)}[s]()
+        {"build": lambda: stage_build(a.out, a.device, a.preset),
+         "score": lambda: stage_score(a.out, a.device, a.preset, a.built_only),
+         "metrics": lambda: stage_metrics(a.out, a.device, a.max_new_tokens, a.preset, a.metrics, a.built_only)}[s]()
         print(f"stage {s}: {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
     return 0
 

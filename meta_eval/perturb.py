@@ -108,22 +108,28 @@ RELEARN_BATCH = 8      # SPEC 5.3's 8 x 4 accumulation, scaled with the forget s
 class RelearnRecipe:
     train: TrainConfig
     data: str = "forget QA (chat + raw Question/Answer forms, as the tiny models were fine-tuned)"
+    forms: tuple[str, ...] = ("chat", "raw")   # the encodings the zoo was fine-tuned in
 
     def to_dict(self) -> dict:
         return {"train": self.train.to_dict(), "data": self.data}
 
 
-def relearn_config(batch_size: int, lr: float = RELEARN_LR) -> RelearnRecipe:
-    """SPEC 5.3: 1 epoch, no warm-up, no weight decay, linear decay, clip 1.0 (HF default), seed 42."""
-    return RelearnRecipe(TrainConfig(lr=lr, epochs=1, batch_size=batch_size, warmup_ratio=0.0, weight_decay=0.0,
-                                     max_grad_norm=1.0, seed=RELEARN_SEED))
+def relearn_config(batch_size: int, lr: float = RELEARN_LR, forms: tuple[str, ...] = ("chat", "raw")) -> RelearnRecipe:
+    """SPEC 5.3: 1 epoch, no warm-up, no weight decay, linear decay, clip 1.0 (HF default), seed 42.
+    `forms`: as the zoo was fine-tuned (the `smol` world: the chat template only)."""
+    train = TrainConfig(lr=lr, epochs=1, batch_size=batch_size, warmup_ratio=0.0, weight_decay=0.0,
+                        max_grad_norm=1.0, seed=RELEARN_SEED)
+    if tuple(forms) == ("chat", "raw"):
+        return RelearnRecipe(train)
+    return RelearnRecipe(train, f"forget QA ({' + '.join(forms)} form{'s' if len(forms) > 1 else ''}, as the zoo "
+                                "was fine-tuned)", tuple(forms))
 
 
 def relearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: Sequence[dict], recipe: RelearnRecipe,
             progress: bool = False, desc: str = "relearn") -> list[float]:
     """Fine-tune `model` in place on the forget QA for one epoch; returns the step losses."""
     pad = pad_token_id(tok)
-    data = qa_examples(tok, list(forget))
+    data = qa_examples(tok, list(forget), forms=recipe.forms)
     return train(model, data, recipe.train, lambda ex: collate(ex, pad), desc=desc, progress=progress)
 
 
