@@ -9,7 +9,12 @@ largest differences of per-example UDS and per-layer deltas, peak memory of each
 each against the lower bound, and ends with
 `speedup=<x> max_abs_uds_diff=<x> max_abs_delta_diff=<x>`.
 
-Presets: `test`, `small`, `tofu` use that tiny world's full and retain models (built models
+Also prints each algorithm's time as a multiple of a measured floor: the least work a UDS run
+needs (`lower_bound_flops`) at the FLOP rate this machine reaches on plain forward passes of the
+full model over the same items.
+
+Presets: `smol` uses the real SmolLM2 world's full, retain and NPO models (30 layers) on 120
+annotated forget10 items; `test`, `small`, `tofu` use that tiny world's full and retain models (built models
 when present, else random weights of the preset's shape, said so in the output) with
 unlearned = the parameter-wise midpoint of the two; `llama1b` is a random Llama-3.2-1B-shaped
 model with small perturbations of it as retain and unlearned, on the annotated TOFU forget10
@@ -99,6 +104,24 @@ def world_setup(preset: str, n_examples: int | None, device: str, dtype: torch.d
     full, retain = (m.to(device).eval() for m in (full, retain))
     items = prepare_items(records, tok)[0]
     return Setup(full, retain, midpoint(full, retain), items, tok.pad_token_id, origin + "; unlearned = midpoint")
+
+
+def smol_setup(n_examples: int | None, device: str, dtype: torch.dtype, seed: int,
+               unlearned: str = "npo_lr3e-5_b01_a1_ep5") -> Setup:
+    """The `smol` world (SmolLM2-135M-Instruct, 30 layers): its trained full, retain and one real
+    unlearned model, on the annotated TOFU forget10 items (all 367 align to its tokenizer; only the
+    world's first 37 are about its forget authors: the timing does not depend on that)."""
+    from checkpoints.specs import default_tofu_annotated
+    from checkpoints.world.build import ensure_model
+    from checkpoints.world.store import ensure_tokenizer
+    from transformers import LlamaForCausalLM
+
+    tok = ensure_tokenizer("smol", 0)
+    records = _load_records(default_tofu_annotated(), n_examples)
+    full, retain, unl = (LlamaForCausalLM.from_pretrained(ensure_model("smol", 0, n), dtype=dtype).to(device).eval()
+                         for n in ("full", "retain", unlearned))
+    origin = f"smol world (SmolLM2-135M-Instruct): trained full, retain and {unlearned}; TOFU forget10 annotated items"
+    return Setup(full, retain, unl, prepare_items(records, tok)[0], tok.pad_token_id, origin)
 
 
 def llama1b_setup(n_examples: int | None, device: str, dtype: torch.dtype, seed: int) -> Setup:
@@ -302,6 +325,35 @@ def lower_bound_flops(s: Shape, items: list[PreparedItem], n_sources: int) -> in
 # Comparing and reporting
 
 
+def measured_floor(setup: Setup, s: Shape, batch_size: int, device: str, repeats: int = 3) -> tuple[float, float]:
+    """(floor seconds, dense FLOP rate) of one full UDS run: the least work it needs
+    (`lower_bound_flops`: one capture pass per model, patched windows only through the blocks
+    above each layer) at the rate this machine runs plain forward passes of the full model over the
+    same items (median of `repeats` timings, batches padded as the engine pads them)."""
+    from core.engine import chunks, make_batch
+
+    def one_pass() -> float:
+        if device == "cuda":
+            torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            for c in chunks(setup.items, batch_size):
+                b = make_batch(c, device, setup.pad_id)
+                setup.full(input_ids=b.input_ids, attention_mask=b.attention_mask)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return time.perf_counter() - t0
+
+    one_pass()   # warm-up
+    seconds = statistics.median(one_pass() for _ in range(repeats))
+    padded = sum(len(c) * max(len(it.input_ids) for it in c) for c in chunks(setup.items, batch_size))
+    dense = 2 * (s.layers * (padded * s.linear + sum(
+        len(c) * s.attention(max(len(it.input_ids) for it in c) ** 2) for c in chunks(setup.items, batch_size)))
+                 + padded * s.head)
+    rate = dense / seconds
+    return lower_bound_flops(s, setup.items, 2) / rate, rate
+
+
 def uds_diff(a: UdsResult, b: UdsResult) -> tuple[float, int, bool]:
     """(max |UDS_a - UDS_b| over examples scored by both, number of those, same scored set?)."""
     both = [(x, y) for x, y in zip(a.uds, b.uds) if x is not None and y is not None]
@@ -376,6 +428,14 @@ def report(setup: Setup, settings: EngineSettings, times, results, memory, s: Sh
     return speedup, d_uds if same else float("inf"), d_delta
 
 
+def report_floor(setup: Setup, s: Shape, times, batch_size: int, device: str) -> None:
+    """Each algorithm's median full-UDS time as a multiple of the measured floor."""
+    floor, rate = measured_floor(setup, s, batch_size, device)
+    med = {alg: statistics.median(t[0] for t in times[alg]) for alg in ALGORITHMS}
+    print(f"floor (least work at this machine's plain-forward rate, {rate / 1e9:.1f} GFLOP/s): {floor:.2f} s; "
+          + ", ".join(f"{alg} {med[alg] / floor:.1f}x of floor" for alg in ALGORITHMS))
+
+
 def float64_check(setup: Setup, settings: dict[str, EngineSettings], n: int, device: str) -> None:
     """Both algorithms on the first n items against the straightforward one in float64: how far
     each float32 result is from the exact value (the scale of float32 rounding noise)."""
@@ -391,8 +451,9 @@ def float64_check(setup: Setup, settings: dict[str, EngineSettings], n: int, dev
 
 def parse_args(argv=None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--preset", choices=("test", "small", "tofu", "llama1b"), default="small")
-    p.add_argument("--n-examples", type=int, default=None, help="first N records (default: all; llama1b: 4)")
+    p.add_argument("--preset", choices=("test", "small", "tofu", "smol", "llama1b"), default="small")
+    p.add_argument("--n-examples", type=int, default=None,
+                   help="first N records (default: all; llama1b: 4; smol: 120 of forget10's 367)")
     p.add_argument("--batch-size", type=int, default=8)
     p.add_argument("--rounds", type=int, default=None, help="interleaved timing rounds (default 3; llama1b: 1)")
     p.add_argument("--device", choices=("cpu", "cuda"), default="cuda" if torch.cuda.is_available() else "cpu")
@@ -411,10 +472,11 @@ def main(argv=None) -> int:
         torch.set_num_threads(args.threads)
     dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16}[args.dtype]
     big = args.preset == "llama1b"
-    n_examples = args.n_examples or (4 if big and args.device == "cpu" else None)
+    n_examples = args.n_examples or (4 if big and args.device == "cpu" else 120 if args.preset == "smol" else None)
     rounds = args.rounds or (1 if big else 3)
     t0 = time.perf_counter()
     setup = (llama1b_setup(n_examples, args.device, dtype, args.seed) if big
+             else smol_setup(n_examples, args.device, dtype, args.seed) if args.preset == "smol"
              else world_setup(args.preset, n_examples, args.device, dtype, args.seed))
     settings = {alg: EngineSettings(batch_size=args.batch_size, algorithm=alg) for alg in ALGORITHMS}
     s = shape_of(setup.full.config)
@@ -430,6 +492,7 @@ def main(argv=None) -> int:
     times, results = run_rounds(setup, settings, args.device, rounds)
     memory = peak_memories(setup, settings, args.device) if not args.no_memory else {alg: 0 for alg in ALGORITHMS}
     speedup, d_uds, d_delta = report(setup, settings["fast"], times, results, memory, s)
+    report_floor(setup, s, times, args.batch_size, args.device)
     if args.float64_check:
         float64_check(setup, settings, args.float64_check, args.device)
     print(f"speedup={speedup:.2f} max_abs_uds_diff={d_uds:.3g} max_abs_delta_diff={d_delta:.3g}")
