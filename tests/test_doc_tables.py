@@ -1,4 +1,4 @@
-"""Every generated table of docs/probe.md, audit.md and mem_bits.md against its committed result file.
+"""Every generated table of the docs (probe, audit, mem_bits, smol) and the README against its committed result file.
 
 Two readings: the block must equal what its file renders (`analyses.doc_tables`), and, independently
 of the renderers, the numbers in the doc's table rows must equal the file's values read here with
@@ -31,7 +31,7 @@ def test_doc_block_is_what_its_file_renders(block):
 
 def test_names_unique_and_docs_covered():
     assert len({(b.doc, b.name) for b in BLOCKS}) == len(BLOCKS)
-    assert {b.doc for b in BLOCKS} == {"docs/probe.md", "docs/audit.md", "docs/mem_bits.md"}
+    assert {b.doc for b in BLOCKS} == {"docs/probe.md", "docs/audit.md", "docs/mem_bits.md", "docs/smol.md", "README.md"}
 
 
 def test_every_generated_marker_in_the_docs_is_registered():
@@ -133,6 +133,37 @@ def test_probe_ladder_numbers_from_the_json():
         rates = [m["levels"][lv]["verbatim_rate"] for lv in ("weak", "medium", "strong", "prefix")]
         assert [_num(c) for c in cells[1:5]] == pytest.approx(rates, abs=5e-3)
         assert _num(cells[6]) == pytest.approx(m["levels"]["prefix"]["semantic_acc"], abs=5e-3)
+
+
+def test_smol_uds_numbers_from_the_summaries():
+    doc = _rows("smol-uds")
+    for summary in (ROOT / "docs/smol/score").glob("*/summary.json"):
+        s, cells = json.loads(summary.read_text()), doc[f"`{summary.parent.name}`"]
+        assert _num(cells[1]) == pytest.approx(s["uds"], abs=5e-4)
+        assert cells[3] == f"{s['n_scored']} / {s['n_examples']}"
+    assert len(doc) == len(list((ROOT / "docs/smol/score").glob("*/summary.json")))
+
+
+def test_smol_layer_numbers_from_the_layers_csv():
+    """Mean S1 drop per layer from full's layers.csv (the renderer reads examples.jsonl), over
+    the examples with any KE layer, and the count of examples whose layer is KE."""
+    rows = list(csv.DictReader(open(ROOT / "docs/smol/score/full/layers.csv")))
+    scored = {r["idx"] for r in rows if r["ke"] == "1"}
+    doc = _rows_all("smol-layers")
+    layers = [int(c) for c in doc_body(BY_NAME["smol-layers"], ROOT).splitlines()[0].strip("| ").split(" | ")[1:]]
+    for k, layer in enumerate(layers, 1):
+        at = [r for r in rows if int(r["layer"]) == layer and r["idx"] in scored]
+        assert _num(doc[0][k]) == pytest.approx(sum(float(r["s1_delta"]) for r in at) / len(at), abs=5e-4)
+        assert int(doc[1][k]) == sum(r["ke"] == "1" for r in at)
+
+
+def test_smol_results_numbers_from_the_metrics_files():
+    for name in ("smol-results", "smol-readme"):
+        doc = _rows(name)
+        for path in (ROOT / "docs/smol/metrics").glob("*.json"):
+            m, cells = json.loads(path.read_text())["metrics"], doc[f"`{path.stem}`"]
+            for col, key in zip(cells[2:], ("es", "em", "truth_ratio", "model_utility", "fluency", "rouge")):
+                assert _num(col) == pytest.approx(m[key], abs=5e-4), (name, path.stem, key)
 
 
 def _copy(tmp: Path, blocks: list[Block]) -> None:

@@ -1,8 +1,8 @@
-"""Every generated block of docs/probe.md, docs/audit.md and docs/mem_bits.md, with its file."""
+"""Every generated block of the docs (probe, audit, mem_bits, smol) and the README, with its file."""
 
 from __future__ import annotations
 
-from analyses.doc_tables import audit, capacity, mem_bits, probe
+from analyses.doc_tables import audit, capacity, mem_bits, probe, smol
 from analyses.doc_tables.blocks import Block
 
 BLOCKS: list[Block] = [
@@ -17,4 +17,9 @@ BLOCKS: list[Block] = [
           mem_bits.meta_eval_table),
     Block("docs/mem_bits.md", "capacity-quick", "docs/mem_bits/capacity_quick_runs.csv", capacity.quick_table),
     Block("docs/mem_bits.md", "capacity-default", "docs/mem_bits/capacity_default_runs.csv", capacity.default_table),
+    Block("docs/smol.md", "smol-build", "docs/smol/build.json", smol.build_table),
+    Block("docs/smol.md", "smol-uds", "docs/smol/score", smol.uds_table),
+    Block("docs/smol.md", "smol-layers", "docs/smol/score", smol.layers_table),
+    Block("docs/smol.md", "smol-results", "docs/smol", smol.results_table),
+    Block("README.md", "smol-readme", "docs/smol", smol.results_table),
 ]

@@ -55,10 +55,10 @@ def uds_table(folder: Path) -> str:
 
 
 def layers_table(folder: Path) -> str:
-    """Per layer (every third, and the last): mean Δ_S1 over the examples, and how many have the
-    layer among their KE layers. S1 is the same in every run (full, retain, data); read from full's."""
+    """Per layer (every third, and the last): mean Δ_S1 over the scored examples, and how many have
+    the layer among their KE layers. S1 is the same in every run (full, retain, data); read from full's."""
     _, rows = _scores(folder)["full"]
-    rows = [r for r in rows if r["s1_delta"] is not None]
+    rows = [r for r in rows if r["skipped_reason"] is None]   # the scored examples: at least one KE layer
     d1 = np.array([r["s1_delta"] for r in rows], dtype=float)
     n_layers = d1.shape[1]
     shown = sorted(set(range(0, n_layers, LAYER_STEP)) | {n_layers - 1})
@@ -74,16 +74,17 @@ def _metric(doc: dict | None, key: str) -> str:
 
 
 def results_table(folder: Path) -> str:
-    """metrics/<model>.json with score/<model>/: per model (full, retain, then the unlearned ones)
-    UDS [CI], ES, EM, Truth Ratio, model utility, fluency, forget ROUGE-L recall."""
+    """metrics/<model>.json with score/<model>/: per model (full, retain, then the unlearned ones;
+    not the pools) UDS [CI], ES, EM, Truth Ratio, model utility, fluency, forget ROUGE-L recall;
+    a blank cell: not measured (yet)."""
     scores = _scores(folder / "score")
     metrics = {p.stem: json.loads(p.read_text()) for p in sorted((folder / "metrics").glob("*.json"))}
-    names = sorted(metrics, key=_zoo_order)
+    names = sorted({n for n in set(scores) | set(metrics) if _zoo_order(n)[0] < 3}, key=_zoo_order)
     rows = []
     for n in names:
         s = scores.get(n, ({"uds": None, "ci95": None}, []))[0]
         uds = "" if s["uds"] is None else f"{s['uds']:.3f} {_ci(s)}"
-        rows.append([f"`{n}`", uds] + [_metric(metrics[n], k) for k in
+        rows.append([f"`{n}`", uds] + [_metric(metrics.get(n), k) for k in
                                          ("es", "em", "truth_ratio", "model_utility", "fluency", "rouge")])
     return table(["model", "UDS [95 % CI]", "ES", "EM", "Truth Ratio", "model utility", "fluency", "ROUGE-L"],
                  rows)
