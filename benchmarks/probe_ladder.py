@@ -8,6 +8,9 @@ holdout authors, semantic accuracy, refusal rates, masked-by-refusal) and probe 
 
 Arguments after `--` go to `uds probe` unchanged. Speed = probe outputs (rows, QA answers
 excluded) per second of the model's whole probe (QA generation and matching included).
+`--corpus passages` runs the long-passage corpus (issue 28; `-- --passage-source bios` for the
+biographies) and prints its per-level, per-position and per-start tables instead; it writes
+`passages.json` ({"summary", "rows_per_model"}, what docs/probe.md's passage tables read).
 Writes `table.md` and `ladder.json` (the probe's summary.json plus the rows per model, all that
 docs/probe.md's generated table needs) next to the probe's own files.
 """
@@ -19,6 +22,7 @@ import json
 import sys
 from pathlib import Path
 
+from analyses.doc_tables.probe import passages_level_table, passages_position_table, passages_start_table
 from uds.cli import main as uds_main
 
 
@@ -45,8 +49,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", action="append", required=True)
     ap.add_argument("--out", default="out/probe_ladder")
+    ap.add_argument("--corpus", help="passed to `uds probe --corpus` (e.g. passages); default its own")
     args = ap.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
-    cmd = ["probe", *[x for m in args.model for x in ("--model", m)], "--out", args.out, *extra]
+    corpus = ["--corpus", args.corpus] if args.corpus else []
+    cmd = ["probe", *[x for m in args.model for x in ("--model", m)], *corpus, "--out", args.out, *extra]
     code = uds_main(cmd)
     if code:
         sys.exit(code)
@@ -54,8 +60,16 @@ def main() -> None:
     summary = json.loads((out / "summary.json").read_text())
     counts: dict[str, int] = {}
     for line in (out / "rows.jsonl").read_text().splitlines():
-        m = json.loads(line)["model"]
-        counts[m] = counts.get(m, 0) + 1
+        row = json.loads(line)
+        if not row.get("qa"):   # QA rows of the passage corpus are not ladder outputs
+            counts[row["model"]] = counts.get(row["model"], 0) + 1
+    if args.corpus and args.corpus.startswith("passages"):
+        (out / "passages.json").write_text(json.dumps({"summary": summary, "rows_per_model": counts}, indent=1) + "\n")
+        md = "\n".join(f(out / "passages.json") for f in (passages_level_table, passages_position_table,
+                                                          passages_start_table))
+        (out / "table.md").write_text(md)
+        print(md)
+        return
     md = table(summary, counts)
     (out / "ladder.json").write_text(json.dumps({"summary": summary, "rows_per_model": counts}, indent=1) + "\n")
     (out / "table.md").write_text(md + "\n")

@@ -165,6 +165,25 @@ def test_smol_results_numbers_from_the_metrics_files():
             for col, key in zip(cells[2:], ("es", "em", "truth_ratio", "model_utility", "fluency", "rouge")):
                 assert _num(col) == pytest.approx(m[key], abs=5e-4), (name, path.stem, key)
 
+@pytest.mark.parametrize("tag", ["passages", "passages_bios"])
+def test_probe_passages_numbers_from_the_json(tag):
+    d = json.loads((ROOT / f"docs/probe/{tag}_test.json").read_text())["summary"]
+    name = tag.replace("_", "-")
+    levels, by_model = _rows(f"probe-{name}-levels-test"), _rows_all(f"probe-{name}-positions-test")
+    starts = _rows(f"probe-{name}-starts-test")
+    for spec, m in d["models"].items():
+        short = spec.rsplit("/", 1)[-1]
+        cells = levels[short]
+        rates = [m["levels"][lv]["verbatim_rate"] for lv in ("weak", "medium", "strong", "prefix")]
+        assert [_num(c) for c in cells[1:5]] == pytest.approx(rates, abs=5e-3)
+        assert _num(cells[8]) == pytest.approx(m["semantic_acc"], abs=5e-3)
+        prefix = [c for c in by_model if c[0] == short and c[1] == "prefix"][0]
+        for p, cell in m["by_position"]["verbatim"]["prefix"].items():
+            assert prefix[2 + int(p)] == f"{cell['hits'] / cell['n']:.2f} ({cell['hits']}/{cell['n']})"
+        got = starts[short]
+        assert [int(x) for x in got[-4:]] == [m["split_2x2_prefix"][k] for k in
+                                              ("verbatim_semantic", "verbatim_only", "semantic_only", "neither")]
+
 
 def _copy(tmp: Path, blocks: list[Block]) -> None:
     for b in blocks:

@@ -1,4 +1,5 @@
-"""docs/probe.md's generated tables from `benchmarks/probe_ladder.py`'s ladder.json."""
+"""docs/probe.md's generated tables from `benchmarks/probe_ladder.py`'s ladder.json (QA corpus) and
+its passages JSON (`--corpus passages`, the long-passage corpus of issue 28)."""
 
 from __future__ import annotations
 
@@ -27,3 +28,63 @@ def ladder_table(path: Path) -> str:
                      f"{counts[spec] / s['settings']['seconds'][spec]:.0f}"])
     return table(["model", *levels, f"holdout {last}", "semantic acc", f"refusal {first}", f"refusal {last}",
                   "rows/s"], rows)
+
+
+def _passages(path: Path) -> tuple[dict, list[str]]:
+    s = json.loads(path.read_text())["summary"]
+    return s, s["settings"]["levels"]
+
+
+def passages_level_table(path: Path) -> str:
+    """Long-passage corpus, one row per model: verbatim rate per level on the forget passages, on
+    the distractor passages (never trained on) at the last level, mean LCS and refusals at the
+    last level, semantic accuracy on the passages' QA (forget, distractors), ladder rows per second."""
+    s, levels = _passages(path)
+    last = levels[-1]
+    rows = []
+    for spec, m in s["models"].items():
+        lv = m["levels"]
+        rows.append([spec.rsplit("/", 1)[-1], *(_rate(lv[x]["verbatim_rate"]) for x in levels),
+                     _rate(m["distractors"][last]["verbatim_rate"]), f"{lv[last]['mean_lcs']:.1f}",
+                     _rate(lv[last]["refusal_rate"]), _rate(m["semantic_acc"]), _rate(m["distractor_semantic_acc"]),
+                     f"{s['settings']['rows'][spec] / s['settings']['seconds'][spec]:.0f}"])
+    return table(["model", *levels, f"distractors {last}", f"mean LCS {last}", f"refusal {last}", "semantic acc",
+                  "distractors semantic", "rows/s"], rows)
+
+
+def _hits(cell: dict | None) -> str:
+    return "n/a" if cell is None else f"{cell['rate']:.2f} ({cell['hits']}/{cell['n']})"
+
+
+def passages_position_table(path: Path) -> str:
+    """Long-passage corpus, one row per model and level: verbatim rate by the passage's position in
+    its author's text (sentence-boundary cuts at the prefix level), then the first-words prefix and
+    the semantic accuracy of the passages' QA by the same positions; cells `rate (hits/n)`."""
+    s, levels = _passages(path)
+    first = next(iter(s["models"].values()))
+    pos = list(first["by_position"]["verbatim"][levels[0]])
+    rows = []
+    for spec, m in s["models"].items():
+        name = spec.rsplit("/", 1)[-1]
+        # .get: a one-sentence passage has no sentence-boundary cut, a passage without facts no QA
+        rows += [[name, lv, *(_hits(m["by_position"]["verbatim"][lv].get(p)) for p in pos)] for lv in levels]
+        if "prefix" in levels:
+            rows.append([name, "prefix, first words", *(_hits(m["first_words_by_position"].get(p)) for p in pos)])
+        rows.append([name, "semantic (QA)", *(_hits(m["by_position"]["semantic"].get(p)) for p in pos)])
+    return table(["model", "level", *(f"passage {p}" for p in pos)], rows)
+
+
+def passages_start_table(path: Path) -> str:
+    """Long-passage corpus, prefix level, one row per model: verbatim rate by the sentence of the
+    passage the continuation starts at, the first-words prefix, and the verbatim x semantic split
+    of the sentence-boundary cuts (semantic = the QA of the continuation's first sentence)."""
+    s, _ = _passages(path)
+    starts = list(next(iter(s["models"].values()))["by_start"])
+    rows = []
+    for spec, m in s["models"].items():
+        sp = m["split_2x2_prefix"]
+        rows.append([spec.rsplit("/", 1)[-1], *(_hits(m["by_start"].get(k)) for k in starts),
+                     _rate(m["first_words"]["verbatim_rate"]), _rate(m["first_words_distractors"]["verbatim_rate"]),
+                     *(str(sp[k]) for k in ("verbatim_semantic", "verbatim_only", "semantic_only", "neither"))])
+    return table(["model", *(f"from sentence {k}" for k in starts), "first words", "distractors first words",
+                  "verbatim+semantic", "verbatim only", "semantic only", "neither"], rows)

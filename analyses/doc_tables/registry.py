@@ -5,8 +5,16 @@ from __future__ import annotations
 from analyses.doc_tables import audit, capacity, mem_bits, probe, smol
 from analyses.doc_tables.blocks import Block
 
+# the long-passage probe (issue 28): per-level, per-position and per-start tables of each source
+PASSAGE_BLOCKS: list[Block] = [
+    Block("docs/probe.md", f"probe-{tag}-{kind}-test", f"docs/probe/{tag.replace('-', '_')}_test.json", render)
+    for tag in ("passages", "passages-bios")
+    for kind, render in (("levels", probe.passages_level_table), ("positions", probe.passages_position_table),
+                         ("starts", probe.passages_start_table))]
+
 BLOCKS: list[Block] = [
     Block("docs/probe.md", "probe-ladder-test", "docs/probe/ladder_test.json", probe.ladder_table),
+    *PASSAGE_BLOCKS,
     Block("docs/audit.md", "published-claims", "docs/audit/published_claims.json", audit.published_claims,
           command="python benchmarks/audit_published_claims.py"),
     Block("docs/audit.md", "audit-uds-link", "docs/audit_uds_link/summary.json", audit.uds_link_table),

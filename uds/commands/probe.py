@@ -17,6 +17,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from core.errors import UdsInputError
+from uds.commands.probe_passages import is_passage_corpus, run_passages
 from uds.device_args import add_device_args, device_and_dtype
 
 DEFAULT_OUT = Path("out") / "probe"
@@ -27,7 +28,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               description=__doc__.splitlines()[0])
     p.add_argument("--model", action="append", required=True, metavar="SPEC",
                    help="checkpoint spec; repeat for a side-by-side comparison")
-    p.add_argument("--corpus", help="JSONL of passages, or tiny:<preset> (default: the first tiny model's world)")
+    p.add_argument("--corpus", help="JSONL of passages, tiny:<preset>, or passages[:tiny:<preset>] (long "
+                   "passages of the forget authors, issue 28) (default: the first tiny model's world's QA)")
+    p.add_argument("--passage-sentences", type=int, default=3,
+                   help="--corpus passages: sentences per passage (a one-sentence remainder joins the last)")
+    p.add_argument("--passage-source", choices=("answers", "bios"), default="answers",
+                   help="--corpus passages: forget answers joined in item order (what full trained on), or "
+                   "the forget biographies in the sentence chunks the pos_bio pool model trained on")
     p.add_argument("--levels", default="weak,medium,strong,prefix", help="comma-separated ladder levels")
     p.add_argument("--samples", type=int, default=5, help="sampled outputs per prompt besides the greedy one")
     p.add_argument("--temperature", type=float, default=0.3)
@@ -91,12 +98,17 @@ def run(args: argparse.Namespace) -> int:
     # every spec resolved before any model work (a bad one fails first)
     sessions = {m: EvalSession(m, references=False, placement=Placement(device, dtype)) for m in args.model}
     phrases = read_phrases(args.refusal_phrases) if args.refusal_phrases else default_phrases()
-    passages, corpus_name = load_corpus(args.corpus, args.model, args.distractors)
     s = ProbeSettings(levels=tuple(levels), samples=args.samples, temperature=args.temperature, seed=args.seed,
                       min_lcs=args.min_lcs, prefix_words=args.prefix_words, lower=args.lowercase,
                       batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
                       probe_distractors=not args.targets_only, system_prompt=args.system_prompt, device=device)
     out = Path(args.out) if args.out else DEFAULT_OUT
+    if is_passage_corpus(args.corpus):
+        if args.passage_sentences < 2:
+            raise UdsInputError(f"--passage-sentences must be at least 2 (got {args.passage_sentences})")
+        out.mkdir(parents=True, exist_ok=True)
+        return run_passages(args, sessions, phrases, s, levels, out)
+    passages, corpus_name = load_corpus(args.corpus, args.model, args.distractors)
     out.mkdir(parents=True, exist_ok=True)
     summary, panels, seconds = {}, [], {}
     with (out / "rows.jsonl").open("w") as fh:
