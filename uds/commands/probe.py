@@ -17,7 +17,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from core.errors import UdsInputError
-from uds.commands.probe_passages import is_passage_corpus, run_passages
+from uds.probe_passages import is_passage_corpus, run_passages
 from uds.device_args import add_device_args, device_and_dtype
 
 DEFAULT_OUT = Path("out") / "probe"
