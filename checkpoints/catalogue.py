@@ -16,7 +16,7 @@ from transformers import PreTrainedModel
 from checkpoints.methods.losses import METHODS
 from checkpoints.methods.pools import POOL_VARIANTS, train_pool
 from checkpoints.methods.trainer import train_unlearned
-from checkpoints.lmlm.recipes import lmlm_recipes, train_lmlm, train_lmlm_parametric
+from checkpoints.lmlm.recipes import lmlm_recipes, train_lmlm, train_lmlm_leaky, train_lmlm_parametric
 from checkpoints.methods.zoo_recipes import pool_recipes, unlearned_recipes
 from checkpoints.world.core_trainers import finetune, pretrain, pretrained
 from checkpoints.world.presets import Preset
@@ -46,6 +46,7 @@ TRAINERS: dict[str, Trainer] = {
     **{sign: Trainer(train_pool, 2) for sign in dict.fromkeys(v.sign for v in POOL_VARIANTS.values())},  # P, N
     "lmlm": Trainer(train_lmlm, 1),
     "lmlm_parametric": Trainer(train_lmlm_parametric, 1),
+    "lmlm_leaky": Trainer(train_lmlm_leaky, 1),
 }
 
 

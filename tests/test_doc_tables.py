@@ -235,3 +235,43 @@ def test_missing_markers_are_bad_input(tmp_path):
 
 def test_table_helper():
     assert table(["a", "b"], [["1", "2"]]) == "| a | b |\n|---|---|\n| 1 | 2 |\n"
+
+
+def _leaky_facts() -> tuple[list[dict], set[int]]:
+    folder = ROOT / "docs/audit/leaky_test"
+    rows = list(csv.DictReader(open(folder / "facts.csv")))
+    return rows, set(json.loads((folder / "subset.json").read_text())["leaked"])
+
+
+def _mean(xs) -> float:
+    xs = list(xs)
+    return sum(xs) / len(xs)
+
+
+def test_audit_leaky_numbers_from_the_files():
+    """L̂, R̂ and artefact from the per-fact rows equal the doc's and the audit's summary; the halves
+    are split by subset.json's list, not by the rows' own flag."""
+    rows, leaked = _leaky_facts()
+    doc = _rows_all("audit-leaky-test")
+    assert len(doc) == 3 * 4
+    for cells in doc:
+        m, v = cells[0], cells[1]
+        summary = json.loads((ROOT / "docs/audit/leaky_test" / m / "summary.json").read_text())["variants"][v]
+        fs = [r for r in rows if (r["model"], r["variant"]) == (m, v)]
+        assert len(fs) == summary["n_prompts"]
+        for col, key, field in ((5, "leakage", "L"), (6, "retrieval_mediated", "R"), (7, "artifact_rate", "artefact")):
+            rate = _mean(int(r[field]) for r in fs)
+            assert _num(cells[col]) == pytest.approx(rate, abs=5e-4) and rate == pytest.approx(summary[key])
+        assert _num(cells[8]) == pytest.approx(_mean(int(r["L"]) for r in fs if int(r["fact_id"]) in leaked), abs=5e-4)
+        assert _num(cells[9]) == pytest.approx(_mean(int(r["L"]) for r in fs if int(r["fact_id"]) not in leaked),
+                                               abs=5e-4)
+
+
+def test_audit_leaky_style_numbers_from_the_files():
+    rows, leaked = _leaky_facts()
+    doc = _rows("audit-leaky-styles-test")
+    for style, cells in doc.items():
+        fs = [r for r in rows if r["model"] == "lmlm_leaky" and r["style"] == style]
+        on = [r for r in fs if r["em_DEL-ON"] == "1"]
+        assert _num(cells[2]) == pytest.approx(_mean(int(r["L"]) for r in fs if int(r["fact_id"]) in leaked), abs=5e-4)
+        assert cells[4] == f"{sum(r['del_on_calls'] == '0' for r in on)} / {len(on)}"

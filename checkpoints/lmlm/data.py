@@ -35,9 +35,11 @@ class FactPrompt:
     alternatives: tuple[str, ...]   # other objects of the same relation (for rotation)
 
 
-def world_fact_prompts(world: World, styles: tuple[str, ...], per_fact: int | None = None) -> list[FactPrompt]:
+def world_fact_prompts(world: World, styles: tuple[str, ...], per_fact: int | None = None,
+                       only: set[int] | None = None) -> list[FactPrompt]:
     """Every train author's fact in `per_fact` of the styles (default all; rotating from fact to
-    fact), the subject rotating over the canonical name and its two aliases."""
+    fact), the subject rotating over the canonical name and its two aliases. `only`: just these
+    facts (positions in `author_facts`); each keeps the prompts it gets in the full list."""
     per_fact = per_fact or len(styles)
     facts = author_facts(world)
     pool: dict[str, list[str]] = {}
@@ -45,6 +47,8 @@ def world_fact_prompts(world: World, styles: tuple[str, ...], per_fact: int | No
         pool.setdefault(kind, []).append(value)
     out = []
     for j, (author, kind, value, _) in enumerate(facts):
+        if only is not None and j not in only:
+            continue
         rel = RELATIONS[kind][0]
         alts = tuple(sorted(set(pool[kind]) - {value}))
         for k in range(per_fact):

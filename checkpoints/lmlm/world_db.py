@@ -56,6 +56,11 @@ def author_facts(world: World) -> list[tuple[str, str, str, bool]]:
     return out
 
 
+def target_positions(world: World) -> list[int]:
+    """Position in `author_facts` of each target fact, in audit order (audit fact_id t is the t-th)."""
+    return [j for j, (_, _, _, is_target) in enumerate(author_facts(world)) if is_target]
+
+
 def subject_aliases(name: str) -> tuple[str, str]:
     given, _, family = name.partition(" ")
     return f"{family}, {given}", f"the author {name}"

@@ -414,6 +414,11 @@ def _public_text(rng: random.Random, public: list[tuple[str, dict[str, str]]], t
     return docs
 
 
+def n_forget_authors(n_train_authors: int, forget_fraction: float = 0.1) -> int:
+    """How many of the train authors are forget authors (the first ones)."""
+    return max(1, round(forget_fraction * n_train_authors))
+
+
 def generate_synthetic_world(seed: int, n_train_authors: int, n_holdout_authors: int, n_public: int,
                              n_other: int, forget_fraction: float = 0.1,
                              retain_eval_authors: int | None = None) -> World:
@@ -424,7 +429,7 @@ def generate_synthetic_world(seed: int, n_train_authors: int, n_holdout_authors:
     retain authors (default: as many as there are forget authors), `holdout` that of
     `n_holdout_authors` authors found nowhere else.
     """
-    n_forget = max(1, round(forget_fraction * n_train_authors))
+    n_forget = n_forget_authors(n_train_authors, forget_fraction)
     n_eval = n_forget if retain_eval_authors is None else retain_eval_authors
     if n_forget >= n_train_authors:
         raise ValueError(f"{n_train_authors} train authors leave no retain author after {n_forget} forget authors")
