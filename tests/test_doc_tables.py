@@ -81,6 +81,45 @@ def test_capacity_quick_numbers_from_the_csv():
         assert _num(cells[7]) == pytest.approx(2 * p / (1 + p), abs=5e-4)
 
 
+def test_capacity_plateau_small_alpha_from_the_curves():
+    """alpha(s) in the doc recomputed from the runs' curves (max over N at s, through-origin
+    slope), against the published 3.83; the verdict line's delta from the same numbers."""
+    d = json.loads((ROOT / "docs/mem_bits/capacity_plateau_small_summary.json").read_text())
+    runs = list(csv.DictReader(open(ROOT / "docs/mem_bits/capacity_plateau_small_runs.csv")))
+    params = {r["size"]: int(r["params"]) for r in runs}
+    stop = {f"{r['size']}/{r['n']}": r["stop"] for r in runs}
+    doc = _rows_all("capacity-plateau-small-alpha")
+    b = d["grid"]["budget"]["max_steps"]
+    assert [_num(c[0]) for c in doc] == [b // 8, b // 4, b // 2, b]
+    alphas = []
+    for cells in doc:
+        s = int(_num(cells[0]))
+        cap = {}
+        for key, curve in d["curves"].items():
+            seen = [m for st, m in curve if st <= s]
+            if seen and (curve[-1][0] >= s or stop[key] != "max_steps"):
+                size = key.split("/")[0]
+                cap[size] = max(cap.get(size, 0.0), seen[-1])
+        x = [params[z] for z in cap]
+        alpha = sum(p * c for p, c in zip(x, cap.values())) / sum(p * p for p in x)
+        alphas.append(alpha)
+        assert _num(cells[1]) == pytest.approx(alpha, abs=5e-3)
+        assert _num(cells[-1].rstrip("%")) == pytest.approx(100 * alpha / 3.83, abs=0.5)
+    verdict = re.search(r"= ([+-][\d.]+), CI", doc_body(BY_NAME["capacity-plateau-small-alpha"], ROOT)).group(1)
+    assert float(verdict) == pytest.approx(alphas[-1] - alphas[-2], abs=5e-3)
+
+
+def test_capacity_plateau_small_runs_from_the_csv():
+    doc = _rows_all("capacity-plateau-small-runs")
+    rows = list(csv.DictReader(open(ROOT / "docs/mem_bits/capacity_plateau_small_runs.csv")))
+    assert len(doc) == len(rows)
+    for cells, r in zip(doc, rows):
+        assert (cells[0], _num(cells[2]), cells[7]) == (r["size"], int(r["n"]), r["stop"])
+        assert _num(cells[4]) == round(float(r["mem_bits"]))
+        # capped: at least 95 % of the data's N * 32 * log2(64) = 192 N bits
+        assert (cells[6] == "yes") == (float(r["mem_bits"]) >= 0.95 * 192 * int(r["n"]))
+
+
 @pytest.mark.parametrize("name,path", [("mem-bits-sanity-small", "docs/mem_bits/sanity_small.json"),
                                        ("mem-bits-sanity-test", "docs/mem_bits/sanity_test.json")])
 def test_sanity_numbers_from_the_json(name, path):

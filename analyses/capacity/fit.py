@@ -13,7 +13,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.optimize import curve_fit
 from scipy.special import expit
-from scipy.stats import linregress
+from scipy.stats import linregress, t as student_t
 from sklearn.metrics import precision_recall_curve
 
 PRINTED_LAW = (1.34, -0.034, -33.14)   # c1, c2, c3 as the source prints them
@@ -42,6 +42,31 @@ def fit_capacity(params: ArrayLike, capacity: ArrayLike) -> LinearFit:
     alpha = float((x * y).sum() / (x * x).sum())
     lr = linregress(x, y)
     return LinearFit(alpha, _r2(y, alpha * x), float(lr.slope), float(lr.intercept), float(lr.rvalue ** 2))
+
+
+@dataclass(frozen=True)
+class SlopeCI:
+    alpha: float      # slope through the origin (bits per parameter)
+    se: float         # its least-squares standard error, sqrt(SS_res / (k - 1) / sum(params^2))
+    low: float        # alpha -/+ t(level, k - 1) * se
+    high: float
+    df: int           # k - 1 residual degrees of freedom (k model sizes)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def fit_alpha_ci(params: ArrayLike, capacity: ArrayLike, level: float = 0.95) -> SlopeCI:
+    """Through-origin slope of capacity (bits) on params, shape (k,), k >= 2, with its Student-t
+    interval from the least-squares standard error: it measures how far the sizes scatter about
+    one line, not the seed-to-seed spread of each size's capacity (one seed per run)."""
+    x, y = np.asarray(params, dtype=np.float64), np.asarray(capacity, dtype=np.float64)
+    sxx = float((x * x).sum())
+    alpha = float((x * y).sum()) / sxx
+    df = len(x) - 1
+    se = float(np.sqrt(((y - alpha * x) ** 2).sum() / df / sxx))
+    half = float(student_t.ppf(0.5 + level / 2, df)) * se
+    return SlopeCI(alpha, se, alpha - half, alpha + half, df)
 
 
 def best_threshold_f1(member_nll: ArrayLike, fresh_nll: ArrayLike) -> tuple[float, float]:

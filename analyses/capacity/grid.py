@@ -3,7 +3,8 @@ random sequences; memorised bits per run, capacity per size, bits per parameter,
 inference on the same runs.
 
 Dataset sizes are multiples of each size's expected capacity in sequences, `3.6 * params /
-(S log2 V)` (the source's average), so every size is swept from below to above it.
+(S log2 V)` (the source's average), so every size is swept from below to above it. A run whose
+memorised bits reach `CAP_SHARE` of its data's bits is "capped": its data, not the model, bounds it.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Callable
 import numpy as np
 
 from analyses.capacity.models import (ModelSize, TrainBudget, build_model, n_params, sequence_nll_nats,
-                                  train_to_plateau, uniform_sequences)
+                                      still_rising, train_to_plateau, uniform_sequences, window_gain)
+from analyses.capacity.steps import CAP_SHARE, alpha_vs_steps, budgets_of, grid_at_plateau
 from metrics import mem_bits as mb
 from metrics.chance import f1_chance_counts
 from analyses.capacity.fit import best_threshold_f1, fit_capacity, fit_sigmoid_law
@@ -23,6 +25,11 @@ from analyses.capacity.fit import best_threshold_f1, fit_capacity, fit_sigmoid_l
 PUBLISHED_ALPHA = {"fp32": 3.83, "bf16": 3.51}
 EXPECTED_ALPHA = 3.6
 FRESH_SEED_OFFSET = 1_000_003   # fresh (non-member) sequences come from another seed
+
+
+def is_capped(mem_bits: float, data_bits: float) -> bool:
+    """Whether a run stored at least `CAP_SHARE` of its dataset's bits (both in bits)."""
+    return mem_bits >= CAP_SHARE * data_bits
 
 
 @dataclass(frozen=True)
@@ -35,6 +42,7 @@ class Grid:
     seed: int = 0
     n_fresh: int = 512               # non-members for the MIA (at most this many members too)
     threads: int = 1
+    device: str = "cpu"              # where models train (cuda: same batches, same recipe)
 
     def dataset_sizes(self, params: int) -> list[int]:
         per_seq = mb.uniform_bits(self.seq_len, self.vocab)
@@ -51,6 +59,10 @@ GRIDS = {
     "default": Grid(SIZES, (0.25, 0.5, 1.0, 2.0, 4.0, 8.0)),
     "quick": Grid(SIZES[:2], (0.5, 2.0, 8.0), budget=TrainBudget(max_steps=600, eval_every=100,
                                                                  plateau_window=300)),
+    # constant LR tail and denser dataset sizes above the expected capacity (from 1.5x, where the
+    # data holds 5.4 bits/param, above the published 3.83): the GPU-sized run to the plateau
+    "plateau": Grid(SIZES, (0.5, 1.0, 1.5, 2.0, 3.0, 4.0),
+                    budget=TrainBudget(max_steps=64000, eval_every=1000, plateau_window=8000, schedule="constant")),
 }
 
 
@@ -58,7 +70,7 @@ def run_cell(grid: Grid, size: ModelSize, n: int) -> dict:
     """Train one model on `n` uniform sequences; its row: params, mem bits, MIA F1, steps, time."""
     t0, c0 = time.time(), time.process_time()
     x = uniform_sequences(n, grid.seq_len, grid.vocab, seed=grid.seed * 7919 + n)
-    model = build_model(size, grid.vocab, grid.seq_len, seed=grid.seed)
+    model = build_model(size, grid.vocab, grid.seq_len, seed=grid.seed).to(grid.device)
     mem_of = lambda nll: mb.dataset_mem_bits(mb.bits_from_mean_nll(nll, 1), grid.seq_len, grid.vocab)  # noqa: E731
     log = train_to_plateau(model, x, grid.budget, seed=grid.seed, mem_of=mem_of)
     bos = model.config.bos_token_id
@@ -69,9 +81,13 @@ def run_cell(grid: Grid, size: ModelSize, n: int) -> dict:
     f1, thr = best_threshold_f1(members, fresh_nll)
     params = n_params(model)
     mem = mem_of(nll)
+    data_bits = n * mb.uniform_bits(grid.seq_len, grid.vocab)
     return {"size": size.name, "hidden": size.hidden, "layers": size.layers, "params": params, "n": n,
-            "seq_len": grid.seq_len, "vocab": grid.vocab, "data_bits": n * mb.uniform_bits(grid.seq_len, grid.vocab),
-            "mem_bits": mem, "bits_per_param": mem / params, "steps": log.steps, "stop": log.stop,
+            "seq_len": grid.seq_len, "vocab": grid.vocab, "data_bits": data_bits,
+            "mem_bits": mem, "bits_per_param": mem / params, "capped": is_capped(mem, data_bits),
+            "schedule": grid.budget.schedule, "steps": log.steps, "stop": log.stop,
+            "last_window_gain": window_gain(log.curve, grid.budget.plateau_window),
+            "rising": still_rising(log.curve, grid.budget),
             "mia_f1": f1, "mia_f1_chance": f1_chance_counts(len(members), len(fresh_nll)),
             "mia_members": len(members), "mia_nonmembers": len(fresh_nll), "mia_threshold_bits": thr / mb.LN2,
             "seconds": round(time.time() - t0, 2),
@@ -106,8 +122,10 @@ def mia_f1_chance(row: dict, n_fresh: int = Grid.n_fresh) -> float:
     return f1_chance_counts(members, row.get("mia_nonmembers", n_fresh))
 
 
-def summarise(rows: list[dict], precision: str = "fp32") -> dict:
-    """Capacity per size (max of mem over N), the alpha fits, and the sigmoid law fitted to the MIA."""
+def summarise(rows: list[dict], precision: str = "fp32", budget: TrainBudget | None = None) -> dict:
+    """Capacity per size (max of mem over N), the alpha fits, and the sigmoid law fitted to the MIA.
+    With a constant-schedule `budget`: alpha at B/8, B/4, B/2, B from the runs' curves and the
+    grid's plateau verdict (`analyses.capacity.steps`)."""
     sizes = list(dict.fromkeys(r["size"] for r in rows))
     per_size = []
     for s in sizes:
@@ -116,12 +134,19 @@ def summarise(rows: list[dict], precision: str = "fp32") -> dict:
         per_size.append({"size": s, "hidden": best["hidden"], "layers": best["layers"], "params": best["params"],
                          "capacity_bits": best["mem_bits"], "at_n": best["n"],
                          "bits_per_param": best["mem_bits"] / best["params"],
+                         "capped": is_capped(best["mem_bits"], best["data_bits"]) if "data_bits" in best else None,
                          "plateau_runs": sum(r["stop"] != "max_steps" for r in mine), "runs": len(mine)})
     out = {"precision": precision, "published_alpha": PUBLISHED_ALPHA.get(precision), "sizes": per_size,
            "seconds": round(sum(r["seconds"] for r in rows), 1),
            "cpu_seconds": round(sum(r.get("cpu_seconds", 0.0) for r in rows), 1)}
     if len({p["params"] for p in per_size}) >= 2:
         out["fit"] = fit_capacity([p["params"] for p in per_size], [p["capacity_bits"] for p in per_size]).to_dict()
+    if budget is not None:
+        out["schedule"] = budget.schedule
+    if budget is not None and budget.schedule == "constant" and len(per_size) >= 2:
+        out["alpha_steps"] = alpha_vs_steps(rows, budgets_of(budget))
+        if len(out["alpha_steps"]) >= 2:      # the verdict compares B with B/2
+            out["at_plateau"] = grid_at_plateau(out["alpha_steps"], rows, budget)
     cap = {p["size"]: p["capacity_bits"] for p in per_size}
     ratio = np.array([cap[r["size"]] / r["n"] for r in rows])
     f1 = np.array([r["mia_f1"] for r in rows])

@@ -17,6 +17,7 @@ from transformers import LlamaConfig, LlamaForCausalLM, get_cosine_schedule_with
 from core.logprobs import token_logprobs
 
 LN2 = math.log(2.0)
+SCHEDULES = ("cosine", "constant")
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,12 @@ def n_params(model: torch.nn.Module) -> int:
 
 def with_bos(x: torch.Tensor, bos: int) -> torch.Tensor:
     """(n, S) -> (n, S + 1) with the BOS id in front."""
-    return torch.cat([torch.full((x.shape[0], 1), bos, dtype=x.dtype), x], dim=1)
+    return torch.cat([torch.full((x.shape[0], 1), bos, dtype=x.dtype, device=x.device), x], dim=1)
+
+
+def _device(model: torch.nn.Module) -> torch.device:
+    """Where the model's weights live: inputs go there, batches are still drawn on the CPU."""
+    return next(model.parameters()).device
 
 
 def _token_nll(model: torch.nn.Module, x: torch.Tensor, bos: int) -> torch.Tensor:
@@ -69,10 +75,11 @@ def sequence_nll_nats(model: torch.nn.Module, x: torch.Tensor, bos: int, batch_s
     """(n,) summed negative log-likelihood in nats of each sequence of `x` (n, S), model in eval mode."""
     was = model.training
     model.eval()
+    dev = _device(model)
     out = []
     for i in range(0, x.shape[0], batch_size):
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
-            out.append(_token_nll(model, x[i:i + batch_size], bos).sum(1).double())
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
+            out.append(_token_nll(model, x[i:i + batch_size].to(dev), bos).sum(1).double().cpu())
     model.train(was)
     return torch.cat(out)
 
@@ -81,7 +88,9 @@ def sequence_nll_nats(model: torch.nn.Module, x: torch.Tensor, bos: int, batch_s
 class TrainBudget:
     """Training recipe and the plateau rule.
 
-    Cosine decay from `lr` with `warmup` linear warm-up steps over `max_steps`; every `eval_every`
+    `warmup` linear warm-up steps to `lr`, then (schedule "cosine") cosine decay to 0 at `max_steps`
+    or (schedule "constant") `lr` to the end: with a constant tail the first s steps of a run are
+    the run to budget s, so one run gives memorisation against the step budget. Every `eval_every`
     steps the code length of the whole training set is measured. Stop at the first of: (a) the
     set is memorised (mean NLL below `solved_bits` bits per sequence), (b) plateau: the
     memorised bits grew by less than `plateau_tol` (relative) over the last `plateau_window` steps,
@@ -96,9 +105,25 @@ class TrainBudget:
     plateau_tol: float = 0.01
     solved_bits: float = 1.0
     bf16: bool = False
+    schedule: str = "cosine"
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+def constant_lr_factor(k: int, warmup: int) -> float:
+    """LR multiplier after `k` scheduler steps: k / warmup while warming up, then 1 (the same
+    warm-up as the cosine schedule, whose first optimizer step also runs at 0)."""
+    return min(1.0, k / warmup) if warmup > 0 else 1.0
+
+
+def make_scheduler(opt: torch.optim.Optimizer, budget: TrainBudget) -> torch.optim.lr_scheduler.LRScheduler:
+    """The budget's LR schedule on `opt`; cosine is the transformers one the committed runs used."""
+    if budget.schedule == "cosine":
+        return get_cosine_schedule_with_warmup(opt, budget.warmup, budget.max_steps)
+    if budget.schedule == "constant":
+        return torch.optim.lr_scheduler.LambdaLR(opt, lambda k: constant_lr_factor(k, budget.warmup))
+    raise ValueError(f"unknown schedule {budget.schedule!r}; valid: {', '.join(SCHEDULES)}")
 
 
 @dataclass
@@ -106,6 +131,7 @@ class TrainLog:
     steps: int = 0
     stop: str = "max_steps"                                   # solved | plateau | max_steps
     curve: list[tuple[int, float]] = field(default_factory=list)   # (step, memorised bits of the set)
+    lrs: list[float] = field(default_factory=list)   # LR each optimizer step ran at
     nll: torch.Tensor | None = None   # per-sequence NLL (nats) of the final weights: training always ends on an evaluation
 
 
@@ -114,16 +140,19 @@ def train_to_plateau(model: LlamaForCausalLM, x: torch.Tensor, budget: TrainBudg
     """Train in place on `x` (N, S); `mem_of(per-sequence NLL nats)` -> memorised bits of the set
     (the caller's accounting) drives the plateau rule. Returns the log; the model ends in eval mode."""
     bos = model.config.bos_token_id
+    dev = _device(model)
     opt = torch.optim.AdamW(model.parameters(), lr=budget.lr, weight_decay=budget.weight_decay)
-    sched = get_cosine_schedule_with_warmup(opt, budget.warmup, budget.max_steps)
-    g = torch.Generator().manual_seed(seed)
+    sched = make_scheduler(opt, budget)
+    g = torch.Generator().manual_seed(seed)   # batches drawn on the CPU: the same rows on any device
+    x_dev = x.to(dev)
     batch = min(budget.batch_size, x.shape[0])
     log = TrainLog()
     model.train()
     for step in range(1, budget.max_steps + 1):
         rows = torch.randint(0, x.shape[0], (batch,), generator=g)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=budget.bf16):
-            loss = _token_nll(model, x[rows], bos).mean()
+        log.lrs.append(opt.param_groups[0]["lr"])
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=budget.bf16):
+            loss = _token_nll(model, x_dev[rows.to(dev)], bos).mean()
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -143,8 +172,21 @@ def train_to_plateau(model: LlamaForCausalLM, x: torch.Tensor, budget: TrainBudg
     return log
 
 
+def window_gain(curve: list[tuple[int, float]], window: int) -> float | None:
+    """Relative growth of memorised bits over the last `window` steps of `curve`, (now - then) /
+    max(now, 1 bit), `then` = the last point at least `window` steps back; None when there is none."""
+    step, now = curve[-1]
+    before = [m for s, m in curve if s <= step - window]
+    return (now - before[-1]) / max(now, 1.0) if before else None
+
+
+def still_rising(curve: list[tuple[int, float]], budget: TrainBudget) -> bool | None:
+    """Whether the bits grew by at least `plateau_tol` over the last `plateau_window` steps (the
+    plateau rule's test, read at the run's end); None when the run is shorter than the window."""
+    gain = window_gain(curve, budget.plateau_window)
+    return None if gain is None else gain >= budget.plateau_tol
+
+
 def _plateaued(curve: list[tuple[int, float]], budget: TrainBudget) -> bool:
     """Whether memorised bits grew by less than `plateau_tol` over the last `plateau_window` steps."""
-    step, now = curve[-1]
-    before = [m for s, m in curve if s <= step - budget.plateau_window]
-    return bool(before) and now - before[-1] < budget.plateau_tol * max(now, 1.0)
+    return still_rising(curve, budget) is False

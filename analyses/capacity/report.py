@@ -12,7 +12,8 @@ from analyses.capacity.fit import PRINTED_LAW, sigmoid_law
 from analyses.capacity.grid import mia_f1_chance
 
 CSV_FIELDS = ("size", "hidden", "layers", "params", "n", "seq_len", "vocab", "data_bits", "mem_bits",
-              "bits_per_param", "capacity_bits", "alpha_size", "steps", "stop", "mia_f1", "mia_f1_chance",
+              "bits_per_param", "capacity_bits", "alpha_size", "capped", "schedule", "steps", "stop", "rising",
+              "last_window_gain", "mia_f1", "mia_f1_chance",
               "mia_threshold_bits", "seconds", "cpu_seconds")
 
 
@@ -107,8 +108,34 @@ def plot_mia(path: Path, summary: dict) -> Path:
     return _saved(fig, path)
 
 
+def plot_alpha_vs_steps(path: Path, summary: dict) -> Path:
+    """alpha(s) with its interval against the step budget s (log2 axis), each size's bits/param at
+    its capacity, and the published fp32 / bf16 values."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    pts = summary["alpha_steps"]
+    steps = np.array([a["step"] for a in pts], dtype=float)
+    alpha = np.array([a["alpha"] for a in pts])
+    err = np.array([[a["alpha"] - a["low"] for a in pts], [a["high"] - a["alpha"] for a in pts]])
+    level = int(round(100 * pts[0]["level"]))
+    ax.errorbar(steps, alpha, yerr=err, fmt="o-", capsize=3, label=f"alpha(s), {level} % CI (LS, t, df {pts[0]['df']})")
+    for size in dict.fromkeys(c["size"] for a in pts for c in a["sizes"]):
+        mine = [(a["step"], c["bits_per_param"]) for a in pts for c in a["sizes"] if c["size"] == size]
+        ax.plot(*zip(*mine), ".:", lw=0.8, label=f"{size} bits/param")
+    for prec, value in (("fp32", 3.83), ("bf16", 3.51)):
+        ax.axhline(value, color="k", ls="--" if prec == "fp32" else ":", lw=0.8, label=f"published {value} ({prec})")
+    ax.set(xscale="log", xlabel="step budget s (constant LR: the first s steps of each run)",
+           ylabel="bits per parameter", title="capacity per parameter vs training steps")
+    ax.set_xscale("log", base=2)
+    ax.legend(fontsize=7)
+    return _saved(fig, path)
+
+
 def write_all(out: Path, rows: list[dict], summary: dict, grid: dict) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
-    return [write_csv(out / "runs.csv", rows, summary), write_summary(out / "summary.json", summary, grid, rows),
-            plot_mem_vs_n(out / "mem_vs_n.png", rows, summary),
-            plot_capacity_vs_params(out / "capacity_vs_params.png", summary), plot_mia(out / "mia_f1.png", summary)]
+    files = [write_csv(out / "runs.csv", rows, summary), write_summary(out / "summary.json", summary, grid, rows),
+             plot_mem_vs_n(out / "mem_vs_n.png", rows, summary),
+             plot_capacity_vs_params(out / "capacity_vs_params.png", summary), plot_mia(out / "mia_f1.png", summary)]
+    if summary.get("alpha_steps"):
+        files.append(plot_alpha_vs_steps(out / "alpha_vs_steps.png", summary))
+    return files

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 from itertools import groupby
 from pathlib import Path
 
@@ -45,3 +46,43 @@ def default_table(path: Path) -> str:
         rows.append([size, thousands(float(g[0]["params"])), ", ".join(map(_cell, g)),
                      thousands(float(g[0]["capacity_bits"])), f"**{float(g[0]['alpha_size']):.2f}**"])
     return table(["size", "params", "N: memorised bits (plateau-rule stops marked p)", "capacity", "bits/param"], rows)
+
+
+def alpha_steps_table(path: Path) -> str:
+    """alpha at each step budget of a constant-LR grid (summary.json) with its interval, each size's
+    bits/param at its capacity (the N holding it; capped marked), the share of the published value,
+    then the grid's plateau verdict in one line."""
+    s = json.loads(path.read_text())["summary"]
+    pts, ref = s["alpha_steps"], s["published_alpha"]
+    sizes = list(dict.fromkeys(c["size"] for a in pts for c in a["sizes"]))
+    rows = []
+    for a in pts:
+        per = {c["size"]: c for c in a["sizes"]}
+        rows.append([thousands(a["step"]), f"**{a['alpha']:.2f}**", f"[{a['low']:.2f}, {a['high']:.2f}]",
+                     *(f"{per[z]['bits_per_param']:.2f} (N {thousands(per[z]['at_n'])}"
+                       + (", capped)" if per[z]["capped"] else ")") for z in sizes),
+                     f"{a['alpha'] / ref:.0%}"])
+    level = round(100 * pts[0]["level"])
+    head = ["steps", "α (bits/param)", f"{level} % CI (LS, t, df {pts[0]['df']})",
+            *(f"{z} bits/param (N)" for z in sizes), f"α / {ref} ({s['precision']})"]
+    v = s["at_plateau"]
+    rising = ", ".join(v["rising_capacity_runs"]) or "none"
+    verdict = (f"\nAt plateau: **{'yes' if v['at_plateau'] else 'no'}** (α({thousands(v['to_step'])}) − "
+               f"α({thousands(v['from_step'])}) = {v['delta_alpha']:+.2f}, CI half-width {v['ci_halfwidth']:.2f}; "
+               f"capacity runs still rising over their last window: {rising}).\n")
+    return table(head, rows) + verdict
+
+
+def plateau_runs_table(path: Path) -> str:
+    """One row per run of a runs.csv with the per-run plateau fields: stop reason, steps, whether
+    the bits still rose over the last window (and by how much), and the cap flag."""
+    rows = []
+    for r in _runs(path):
+        gain = f"{float(r['last_window_gain']):+.1%}" if r["last_window_gain"] else "–"
+        rising = {"True": "yes", "False": "no"}.get(r["rising"], "–")
+        rows.append([r["size"], thousands(float(r["params"])), thousands(r["n"]), thousands(float(r["data_bits"])),
+                     thousands(float(r["mem_bits"])), f"{float(r['bits_per_param']):.2f}",
+                     "yes" if r["capped"] == "True" else "no", r["stop"], thousands(float(r["steps"])),
+                     f"{rising} ({gain})"])
+    return table(["size", "params", "N", "data bits", "mem bits", "bits/param", "capped (≥ 95 % of data)", "stop",
+                  "steps", "still rising (last-window gain)"], rows)

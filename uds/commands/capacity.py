@@ -3,7 +3,8 @@
 Writes to --out: `runs.csv` (one row per model size x dataset size), `summary.json` (capacity
 per size, the fit capacity = alpha * params with R^2, the MIA sigmoid-law fit, the grid and the
 convergence curve of every run), `runs.jsonl` (written as runs finish), `mem_vs_n.png`,
-`capacity_vs_params.png`, `mia_f1.png`, `grid.json` (the grid the runs belong to).
+`capacity_vs_params.png`, `mia_f1.png`, `grid.json` (the grid the runs belong to); with
+`--schedule constant` also alpha at B/8, B/4, B/2, B in summary.json and `alpha_vs_steps.png`.
 
 Interrupted runs resume: run the same command again and the runs already in `runs.jsonl` of the
 same grid are kept, not retrained (`--fresh` retrains everything).
@@ -21,6 +22,7 @@ from pathlib import Path
 from core.errors import UdsInputError
 
 DEFAULT_OUT = Path("out") / "capacity"
+SCHEDULES = ("cosine", "constant")   # analyses.capacity.models.SCHEDULES, not imported: torch loads lazily
 RUN_FIELDS = {"size", "hidden", "layers", "params", "n", "seq_len", "vocab", "mem_bits", "steps", "stop",
               "mia_f1", "seconds", "curve"}
 
@@ -28,9 +30,16 @@ RUN_FIELDS = {"size", "hidden", "layers", "params", "n", "seq_len", "vocab", "me
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("capacity", help="bits per parameter on uniform random sequences",
                               description=__doc__.splitlines()[0])
-    p.add_argument("--grid", default="default", help="default (5 sizes x 6 dataset sizes) or quick")
+    p.add_argument("--grid", default="default", help="default (5 sizes x 6 dataset sizes), quick, or plateau "
+                                                      "(constant LR, 64k steps, denser N above capacity: a GPU run)")
     p.add_argument("--quick", action="store_true", help="alias of --grid quick (a few minutes)")
     p.add_argument("--max-steps", type=int, help="training step budget per run (default: the grid's)")
+    p.add_argument("--eval-every", type=int, help="steps between scorings of the whole set (default: the grid's)")
+    p.add_argument("--schedule", choices=SCHEDULES, help="LR after warm-up: cosine decay to 0 at the budget, or "
+                                                      "constant (alpha vs steps from one run; default: the grid's)")
+    p.add_argument("--multiples", help="dataset sizes as comma-separated multiples of the expected capacity "
+                                       "3.6 * params / (S log2 V), e.g. 0.5,1,2,4 (default: the grid's)")
+    p.add_argument("--device", default="cpu", help="cpu (default: the committed runs' device), cuda or auto")
     p.add_argument("--bf16", action="store_true", help="train and score under bfloat16 autocast")
     p.add_argument("--vocab", type=int, help="vocabulary V of the uniform sequences (default 64)")
     p.add_argument("--seq-len", type=int, help="sequence length S (default 32)")
@@ -53,13 +62,31 @@ def make_grid(args: argparse.Namespace):
         raise UdsInputError(f"unknown grid {name!r}; valid: {', '.join(GRIDS)}")
     grid = GRIDS[name]
     for flag, value, low in (("--max-steps", args.max_steps, 1), ("--vocab", args.vocab, 2),
-                             ("--seq-len", args.seq_len, 1), ("--threads", args.threads, 1)):
+                             ("--seq-len", args.seq_len, 1), ("--threads", args.threads, 1),
+                             ("--eval-every", args.eval_every, 1)):
         if value is not None and value < low:
             raise UdsInputError(f"{flag} must be at least {low} (got {value})")
-    budget = replace(grid.budget, bf16=args.bf16, max_steps=args.max_steps or grid.budget.max_steps)
-    over = {k: v for k, v in (("vocab", args.vocab), ("seq_len", args.seq_len), ("threads", args.threads))
-            if v is not None}
-    return name, replace(grid, budget=budget, seed=args.seed, **over)
+    budget = replace(grid.budget, bf16=args.bf16, max_steps=args.max_steps or grid.budget.max_steps,
+                     schedule=args.schedule or grid.budget.schedule,
+                     eval_every=args.eval_every or grid.budget.eval_every)
+    over = {k: v for k, v in (("vocab", args.vocab), ("seq_len", args.seq_len), ("threads", args.threads),
+                              ("multiples", parse_multiples(args.multiples))) if v is not None}
+    from core.loading import resolve_device   # torch only when the command runs
+
+    return name, replace(grid, budget=budget, seed=args.seed, device=resolve_device(args.device), **over)
+
+
+def parse_multiples(text: str | None) -> tuple[float, ...] | None:
+    """'0.5,1,2' -> (0.5, 1.0, 2.0); anything but positive numbers is bad input."""
+    if text is None:
+        return None
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise UdsInputError(f"--multiples must be comma-separated numbers (got {text!r})") from None
+    if not all(v > 0 for v in values):
+        raise UdsInputError(f"--multiples must be positive (got {text!r})")
+    return values
 
 
 def read_runs(path: Path) -> list[dict]:
@@ -110,16 +137,23 @@ def run(args: argparse.Namespace) -> int:
             fh.write(json.dumps(row) + "\n")
         print(f"[{time.time() - t0:7.1f} s] {row['size']:8s} params {row['params']:6d} N {row['n']:5d}: "
               f"mem {row['mem_bits']:9.0f} bits ({row['bits_per_param']:.2f}/param), {row['steps']} steps "
-              f"({row['stop']}), MIA F1 {row['mia_f1']:.3f} (chance {row['mia_f1_chance']:.3f}), {row['seconds']:.1f} s ({row['cpu_seconds']:.1f} s CPU)",
+              f"({row['stop']}{', still rising' if row.get('rising') else ''}), MIA F1 {row['mia_f1']:.3f} (chance {row['mia_f1_chance']:.3f}), {row['seconds']:.1f} s ({row['cpu_seconds']:.1f} s CPU)",
               file=sys.stderr, flush=True)
 
     rows = read_runs(Path(args.from_runs)) if args.from_runs else run_grid(grid, progress, done)
-    summary = summarise(rows, precision)
+    summary = summarise(rows, precision, grid.budget)
     write_all(out, rows, summary, grid_dict)
     fit = summary.get("fit", {})
     if fit:
         print(f"alpha = {fit['alpha']:.3f} bits/param (R2 {fit['r2_origin']:.3f} through the origin; free intercept "
               f"{fit['slope']:.3f} * params + {fit['intercept']:.0f}, R2 {fit['r2']:.3f}); published "
               f"{summary['published_alpha']} ({precision}); {time.time() - t0:.0f} s")
+    for a in summary.get("alpha_steps", []):
+        print(f"alpha({a['step']} steps) = {a['alpha']:.3f} [{a['low']:.3f}, {a['high']:.3f}]", file=sys.stderr)
+    if "at_plateau" in summary:
+        v = summary["at_plateau"]
+        print(f"at plateau: {v['at_plateau']} (alpha(B) - alpha(B/2) = {v['delta_alpha']:+.3f}, CI half-width "
+              f"{v['ci_halfwidth']:.3f}; capacity runs still rising: {', '.join(v['rising_capacity_runs']) or 'none'})",
+              file=sys.stderr)
     print(out / "summary.json")
     return 0
