@@ -42,14 +42,16 @@ def zoo(preset: str = PRESET, built_only: bool = False) -> list[dict]:
     return [r.to_dict() for r in recipes(p) if not built_only or is_built(p, 0, r)]
 
 
-def stage_build(out: Path, device: str, preset: str = PRESET) -> None:
-    """Build (or finish) the world; `build.json` from every built model's recipe.json."""
+def stage_build(out: Path, device: str, preset: str = PRESET, built_only: bool = False) -> None:
+    """Build (or finish) the world; `build.json` from every built model's recipe.json
+    (`built_only`: no training, the models built so far)."""
     from checkpoints.world.build import build_world
     from checkpoints.world.store import model_dir
 
-    build_world(preset, 0, device=device)
+    if not built_only:
+        build_world(preset, 0, device=device)
     rows = []
-    for r in zoo(preset):
+    for r in zoo(preset, built_only):
         meta = json.loads((model_dir(preset, 0, r["name"]) / "recipe.json").read_text())
         rows.append({k: meta.get(k) for k in ("name", "kind", "parent", "method", "hparams", "data", "epoch",
                                                "train_seconds", "device")} | {"train": meta["train"]})
@@ -127,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown stage(s) {', '.join(unknown)}")
     for s in stages:
         t0 = time.time()
-        {"build": lambda: stage_build(a.out, a.device, a.preset),
+        {"build": lambda: stage_build(a.out, a.device, a.preset, a.built_only),
          "score": lambda: stage_score(a.out, a.device, a.preset, a.built_only),
          "metrics": lambda: stage_metrics(a.out, a.device, a.max_new_tokens, a.preset, a.metrics, a.built_only,
                                           a.batch_size)}[s]()
