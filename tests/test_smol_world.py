@@ -139,3 +139,21 @@ def test_a_second_build_trains_nothing(world, monkeypatch):
     for method in list(catalogue.TRAINERS):
         monkeypatch.setitem(catalogue.TRAINERS, method, catalogue.Trainer(refuse, catalogue.TRAINERS[method].version))
     assert build_world(PRESET, 0, progress=False) == world
+
+
+def test_results_script_writes_build_json_from_the_recipes(world, tmp_path):
+    """benchmarks/smol_results.py's build stage, without training: one row per built model,
+    with the seconds and settings its recipe.json recorded."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("smol_results", Path(__file__).resolve().parents[1]
+                                                  / "benchmarks" / "smol_results.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.stage_build(tmp_path, "cpu", PRESET, built_only=True)
+    rows = {r["name"]: r for r in json.loads((tmp_path / "build.json").read_text())["models"]}
+    assert set(rows) == {p.name for p in (world / "models").iterdir() if (p / "recipe.json").is_file()}
+    for name, row in rows.items():
+        recipe = json.loads((world / "models" / name / "recipe.json").read_text())
+        assert row["train_seconds"] == recipe["train_seconds"] and row["train"] == recipe["train"]
+        assert row["device"] == "cpu"
