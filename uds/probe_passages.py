@@ -89,10 +89,16 @@ def run_passages(args: argparse.Namespace, sessions: dict, phrases: list[str], s
                 "min_lcs": s.min_lcs, "lowercase": s.lower, "templates": s.templates, "batch_size": s.batch_size,
                 "max_new_tokens": s.max_new_tokens, "probe_distractors": s.probe_distractors,
                 "n_refusal_phrases": len(phrases), "device": s.device, "seconds": seconds, "rows": counts}
+    return write_summary(out, summary, settings, lambda block: block["semantic_acc"])
+
+
+def write_summary(out: Path, summary: dict, settings: dict, semantic) -> int:
+    """`summary.json` of a probe run, and one line per model: verbatim rate per level, and
+    `semantic(block)` (where the corpus keeps its semantic accuracy differs: QA vs passages)."""
     (out / "summary.json").write_text(json.dumps({"models": summary, "settings": settings}, indent=1))
     for spec, block in summary.items():
         line = ", ".join(f"{lv} {v['verbatim_rate']:.2f}" for lv, v in block["levels"].items()
                          if v["verbatim_rate"] is not None)
-        print(f"{spec}: verbatim {line}; semantic {block['semantic_acc']}")
+        print(f"{spec}: verbatim {line}; semantic {semantic(block)}")
     print(out / "summary.json")
     return 0

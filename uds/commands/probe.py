@@ -17,7 +17,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from core.errors import UdsInputError
-from uds.probe_passages import is_passage_corpus, run_passages
+from uds.probe_passages import is_passage_corpus, run_passages, write_summary
 from uds.device_args import add_device_args, device_and_dtype
 
 DEFAULT_OUT = Path("out") / "probe"
@@ -132,10 +132,4 @@ def run(args: argparse.Namespace) -> int:
                 "max_new_tokens": s.max_new_tokens, "probe_distractors": s.probe_distractors,
                 "n_refusal_phrases": len(phrases), "device": device, "dtype": str(dtype).replace("torch.", ""),
                 "seconds": seconds}
-    (out / "summary.json").write_text(json.dumps({"models": summary, "settings": settings}, indent=1))
-    for spec, block in summary.items():
-        line = ", ".join(f"{lv} {v['verbatim_rate']:.2f}" for lv, v in block["levels"].items()
-                         if v["verbatim_rate"] is not None)
-        print(f"{spec}: verbatim {line}; semantic {block['levels'][levels[-1]]['semantic_acc']}")
-    print(out / "summary.json")
-    return 0
+    return write_summary(out, summary, settings, lambda block: block["levels"][levels[-1]]["semantic_acc"])
