@@ -1,25 +1,28 @@
 #!/usr/bin/env bash
 # Proof on real Open-Unlearning code: OU's own src/eval.py, on CPU, with the uds plug-in, on the
-# tiny `small` world's full, retain and one unlearned model; once with OU's default TOFU suite + uds,
+# tiny `small` world's full, retain and one unlearned model (PRESET=smol: the real SmolLM2 world); once
+# with OU's default TOFU suite + uds,
 # once appending uds_cka and uds_logit_lens. Then `uds score` on the same models under OU's
 # transformers 4.45.1 and under 5.x (this project's .venv), and the max difference.
 #
 #   bash benchmarks/ou_integration.sh        (about 30-60 min on 2 CPU cores, most of it pip and OU's generations)
 #
-# Environment: SRC_HOME (a UDS_HOME holding world/small-0 with full, retain, $UNLEARNED; read only),
-# WORK (scratch folder), UNLEARNED, V5_PYTHON (a python with this project on transformers 5.x),
+# Environment: PRESET (world preset, default small), SRC_HOME (a UDS_HOME holding world/$PRESET-0 with
+# full, retain, $UNLEARNED; read only), WORK (scratch folder), UNLEARNED, MODELS (default: full retain
+# $UNLEARNED), V5_PYTHON (a python with this project on transformers 5.x),
 # OU_SRC (the vendored OU copy), UDS_TOFU_DIR (where the build finds forget10_annotated.json),
 # VENV (reuse a venv made by step 1).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${WORK:-/tmp/uds_ou_integration}
 SRC_HOME=${SRC_HOME:-$HOME/.cache/uds}
+PRESET=${PRESET:-small}
 UNLEARNED=${UNLEARNED:-npo_lr1e-4_b01_a1_ep10}
 V5_PYTHON=${V5_PYTHON:-$REPO/.venv/bin/python}
 OU_SRC=${OU_SRC:-$REPO/../shared/vendor/open-unlearning}
 export UDS_TOFU_DIR=${UDS_TOFU_DIR:-$REPO/../shared/data/tofu}
 VENV=${VENV:-$WORK/venv} OU=$WORK/open-unlearning HOME_OU=$WORK/uds_home CONF=$WORK/conf
-MODELS="full retain $UNLEARNED"
+MODELS=${MODELS:-"full retain $UNLEARNED"}
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
 mkdir -p "$WORK"
 
@@ -48,34 +51,34 @@ WHEEL=$(ls "$WORK"/dist/uds-*.whl)
 
 log "3. Open-Unlearning copy, local data (locuslab/TOFU/ from the world's splits), 4.x-readable world copy"
 rm -rf "$OU" && cp -r "$OU_SRC" "$OU"
-"$VENV/bin/python" "$REPO/benchmarks/ou_integration.py" prepare --world "$SRC_HOME/world/small-0" \
-  --home "$HOME_OU" --ou "$OU" --conf "$CONF" --models "base,${MODELS// /,}"
+"$VENV/bin/python" "$REPO/benchmarks/ou_integration.py" prepare --world "$SRC_HOME/world/$PRESET-0" \
+  --home "$HOME_OU" --ou "$OU" --conf "$CONF" --models "$(echo base full retain $MODELS | tr ' ' '\n' | awk '!seen[$0]++' | paste -sd,)"
 
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 UDS_HOME=$HOME_OU
-ANCHORS="full_model=tiny:small/full"
+ANCHORS="full_model=tiny:$PRESET/full" RETAIN="retain_model=tiny:$PRESET/retain"
 for m in $MODELS; do
   common=("hydra.searchpath=[pkg://uds.ou.configs,file://$CONF]" model=uds_tiny
-          "model.model_args.pretrained_model_name_or_path=$HOME_OU/world/small-0/models/$m"
-          "model.tokenizer_args.pretrained_model_name_or_path=$HOME_OU/world/small-0/models/$m" task_name=$m
+          "model.model_args.pretrained_model_name_or_path=$HOME_OU/world/$PRESET-0/models/$m"
+          "model.tokenizer_args.pretrained_model_name_or_path=$HOME_OU/world/$PRESET-0/models/$m" task_name=$m
           eval.tofu.batch_size=16)
   log "4a. OU eval, default suite + uds: $m"
   (cd "$OU" && /usr/bin/time -f "   OU eval (suite + uds) $m: %e s" nice "$VENV/bin/python" src/eval.py "${common[@]}" \
-     experiment=eval/tofu/uds eval.tofu.metrics.uds.$ANCHORS eval.tofu.metrics.uds.retain_model=tiny:small/retain \
+     experiment=eval/tofu/uds eval.tofu.metrics.uds.$ANCHORS eval.tofu.metrics.uds.$RETAIN \
      > "$WORK/ou_${m}_suite.log" 2>&1)
   log "4b. OU eval, appending uds_cka and uds_logit_lens (metrics already in TOFU_EVAL.json are skipped): $m"
   (cd "$OU" && /usr/bin/time -f "   OU eval (+ uds_cka, uds_logit_lens) $m: %e s" nice "$VENV/bin/python" src/eval.py "${common[@]}" \
      experiment=eval/tofu/default hydra/callbacks=uds '+eval/tofu_metrics=[uds,uds_cka,uds_logit_lens]' \
-     eval.tofu.metrics.uds.$ANCHORS eval.tofu.metrics.uds.retain_model=tiny:small/retain \
-     eval.tofu.metrics.uds_cka.$ANCHORS eval.tofu.metrics.uds_cka.retain_model=tiny:small/retain \
-     eval.tofu.metrics.uds_logit_lens.$ANCHORS eval.tofu.metrics.uds_logit_lens.retain_model=tiny:small/retain \
+     eval.tofu.metrics.uds.$ANCHORS eval.tofu.metrics.uds.$RETAIN \
+     eval.tofu.metrics.uds_cka.$ANCHORS eval.tofu.metrics.uds_cka.$RETAIN \
+     eval.tofu.metrics.uds_logit_lens.$ANCHORS eval.tofu.metrics.uds_logit_lens.$RETAIN \
      > "$WORK/ou_${m}_append.log" 2>&1)
   cat "$OU/saves/eval/$m/TOFU_SUMMARY.json"
 done
 
 log "5. uds score on the same models, S1 cache off (the same work): transformers 4.45.1, then 5.x"
 for m in $MODELS; do
-  nice "$VENV/bin/uds" score --unlearned "tiny:small/$m" --no-s1-cache --out "$WORK/scores/t445_$m" | tail -1
-  nice "$V5_PYTHON" -m uds score --unlearned "tiny:small/$m" --no-s1-cache --out "$WORK/scores/t5_$m" | tail -1
+  nice "$VENV/bin/uds" score --unlearned "tiny:$PRESET/$m" --no-s1-cache --out "$WORK/scores/t445_$m" | tail -1
+  nice "$V5_PYTHON" -m uds score --unlearned "tiny:$PRESET/$m" --no-s1-cache --out "$WORK/scores/t5_$m" | tail -1
 done
 
 log "6. OU's uds vs uds score"

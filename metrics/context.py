@@ -22,6 +22,7 @@ from transformers import PreTrainedTokenizerBase
 from metrics import encoding, forward, hidden
 from core.parity import OPEN_UNLEARNING, REFERENCE, SPEC
 from metrics.representation import FisherMask, fisher_mask, linear_cka
+from metrics.spec import ROLE_FALLBACK
 from metrics.stats import TokenStats
 from metrics.utility import mean_token_prob
 from metrics.work import WorkCache, WorkKey
@@ -84,8 +85,8 @@ class ModelPool:
         self.load_count: dict[str, int] = {}
 
     def spec(self, role: str) -> str:
-        if role == "reference" and role not in self.specs and "retain" in self.specs:
-            return self.specs["retain"]   # mem_bits' reference defaults to the retain model
+        if role not in self.specs and ROLE_FALLBACK.get(role) in self.specs:
+            return self.specs[ROLE_FALLBACK[role]]
         if role not in self.specs:
             raise UdsInputError(f"this metric needs a {role} model, and none was given")
         return self.specs[role]

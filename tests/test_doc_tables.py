@@ -196,13 +196,40 @@ def test_smol_layer_numbers_from_the_layers_csv():
         assert int(doc[1][k]) == sum(r["ke"] == "1" for r in at)
 
 
+SMOL_RESULT_KEYS = ("es", "em", "truth_ratio", "model_utility", "fluency", "rouge")
+
+
+def _smol_meta_rows() -> dict[str, dict]:
+    path = ROOT / "docs/smol/meta_eval/results.json"
+    return {r["model"]: r for r in json.loads(path.read_text())} if path.is_file() else {}
+
+
 def test_smol_results_numbers_from_the_metrics_files():
+    """Rows of `uds metrics` files from those files; the other rows (marked †) from the
+    meta-evaluation's benchmark rows."""
+    metrics = {p.stem: json.loads(p.read_text())["metrics"] for p in (ROOT / "docs/smol/metrics").glob("*.json")}
+    meta = {n: r for n, r in _smol_meta_rows().items() if n not in metrics}
     for name in ("smol-results", "smol-readme"):
         doc = _rows(name)
-        for path in (ROOT / "docs/smol/metrics").glob("*.json"):
-            m, cells = json.loads(path.read_text())["metrics"], doc[f"`{path.stem}`"]
-            for col, key in zip(cells[2:], ("es", "em", "truth_ratio", "model_utility", "fluency", "rouge")):
-                assert _num(col) == pytest.approx(m[key], abs=5e-4), (name, path.stem, key)
+        for model, values, mark in [(n, v, "") for n, v in metrics.items()] + [(n, v, " †") for n, v in meta.items()]:
+            cells = doc[f"`{model}`{mark}"]
+            for col, key in zip(cells[2:], SMOL_RESULT_KEYS):
+                assert _num(col) == pytest.approx(values[key], abs=5e-4), (name, model, key)
+
+
+def test_smol_metrics_and_meta_eval_agree():
+    """`uds metrics` and `uds meta-eval` measure the same models with the same metric code and
+    protocol in separate runs: where both measured a model, the values must agree."""
+    meta = _smol_meta_rows()
+    if not meta:
+        pytest.skip("docs/smol/meta_eval not committed")
+    metrics = {p.stem: json.loads(p.read_text())["metrics"] for p in (ROOT / "docs/smol/metrics").glob("*.json")}
+    both = sorted(set(metrics) & set(meta))
+    assert len(both) >= 2
+    for model in both:
+        for key in SMOL_RESULT_KEYS:
+            assert meta[model][key] == pytest.approx(metrics[model][key], abs=1e-6), (model, key)
+
 
 @pytest.mark.parametrize("tag", ["passages", "passages_bios"])
 def test_probe_passages_numbers_from_the_json(tag):

@@ -87,6 +87,7 @@ def test_refusal_detector():
     det = RefusalDetector(default_phrases())
     assert det("I\u2019m sorry, I can\u2019t help with that.")        # curly apostrophes
     assert det("Honestly: I DON'T KNOW the answer to that, friend.")
+    assert det("I don't know.") and det("I do not know!")                 # bare, as models answer
     assert not det("The birthplace of Ann is Oslo.")
 
 

@@ -367,3 +367,24 @@ def test_a_source_checkout_reads_the_shared_tofu_files_by_default(monkeypatch):
 def test_tofu_dir_from_environment(monkeypatch):
     monkeypatch.setenv("UDS_TOFU_DIR", str(TOFU_DIR))
     assert len(read_tofu(n_retain_authors=1).retain) == 20
+
+
+def test_world_data_made_from_other_arguments_is_refused(tmp_path, monkeypatch):
+    """The data folder records the arguments it was made from; a preset whose world arguments
+    changed since (models built on the old splits would look current) stops with the changed key."""
+    from dataclasses import replace
+
+    from checkpoints.world import store
+    from checkpoints.world.presets import get_preset
+
+    monkeypatch.setenv("UDS_HOME", str(tmp_path))
+    folder = store.ensure_world_data("test", 0)
+    stamp = json.loads((folder / store.DATA_STAMP).read_text())
+    assert stamp == {"data": "synthetic", "seed": 0, "world": json.loads(json.dumps(get_preset("test").world))}
+    assert store.ensure_world_data("test", 0) == folder                      # same arguments: reused
+    edited = replace(get_preset("test"), world={**get_preset("test").world, "n_public": 81})
+    monkeypatch.setattr(store, "get_preset", lambda name: edited)
+    with pytest.raises(UdsInputError, match=r"other world arguments .*changed: n_public"):
+        store.ensure_world_data("test", 0)
+    (folder / store.DATA_STAMP).unlink()                                    # data made before stamps: trusted
+    assert store.ensure_world_data("test", 0) == folder

@@ -68,23 +68,57 @@ def layers_table(folder: Path) -> str:
                   [f"KE examples (of {len(rows)})"] + [str(ke[l]) for l in shown]])
 
 
-def _metric(doc: dict | None, key: str) -> str:
-    v = None if doc is None else doc["metrics"].get(key)
+def _metric(values: dict | None, key: str) -> str:
+    v = None if values is None else values.get(key)
     return "" if v is None else f"{v:.3f}"
+
+
+RESULT_KEYS = ("es", "em", "truth_ratio", "model_utility", "fluency", "rouge")
+META_MARK = " †"   # a row whose output metrics come from the meta-evaluation's benchmark rows
+
+
+def _meta_rows(folder: Path) -> dict[str, dict]:
+    """meta_eval/results.json (`uds meta-eval`'s benchmark rows) by model name; {} before it exists."""
+    path = folder / "meta_eval" / "results.json"
+    return {r["model"]: r for r in json.loads(path.read_text())} if path.is_file() else {}
 
 
 def results_table(folder: Path) -> str:
     """metrics/<model>.json with score/<model>/: per model (full, retain, then the unlearned ones;
-    not the pools) UDS [CI], ES, EM, Truth Ratio, model utility, fluency, forget ROUGE-L recall;
-    a blank cell: not measured (yet)."""
+    not the pools) UDS [CI], ES, EM, Truth Ratio, model utility, fluency, forget ROUGE-L recall.
+    A model without a `uds metrics` file takes its values from the meta-evaluation's benchmark rows
+    (same metric code and protocol), marked †; a blank cell: not measured (yet)."""
     scores = _scores(folder / "score")
-    metrics = {p.stem: json.loads(p.read_text()) for p in sorted((folder / "metrics").glob("*.json"))}
-    names = sorted({n for n in set(scores) | set(metrics) if _zoo_order(n)[0] < 3}, key=_zoo_order)
+    metrics = {p.stem: json.loads(p.read_text())["metrics"] for p in sorted((folder / "metrics").glob("*.json"))}
+    meta = _meta_rows(folder)
+    names = sorted({n for n in set(scores) | set(metrics) | set(meta) if _zoo_order(n)[0] < 3}, key=_zoo_order)
     rows = []
     for n in names:
         s = scores.get(n, ({"uds": None, "ci95": None}, []))[0]
         uds = "" if s["uds"] is None else f"{s['uds']:.3f} {_ci(s)}"
-        rows.append([f"`{n}`", uds] + [_metric(metrics.get(n), k) for k in
-                                         ("es", "em", "truth_ratio", "model_utility", "fluency", "rouge")])
+        values = metrics.get(n) or meta.get(n)
+        mark = META_MARK if n not in metrics and n in meta else ""
+        rows.append([f"`{n}`{mark}", uds] + [_metric(values, k) for k in RESULT_KEYS])
     return table(["model", "UDS [95 % CI]", "ES", "EM", "Truth Ratio", "model utility", "fluency", "ROUGE-L"],
                  rows)
+
+
+def _f(v: float | None, digits: int = 3) -> str:
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
+def meta_eval_table(path: Path) -> str:
+    """meta_eval/meta_eval.json (`uds meta-eval --zoo tiny:smol`): per key, by faithfulness AUC
+    (descending): AUC with its bootstrap 95 % CI over the P/N pools, the pools' raw means, the
+    robustness scores Q (NF4) and R (relearning) with the SPEC 5.5 filters, and overall."""
+    d = json.loads(path.read_text())
+    faith, rob = d["faithfulness"], d["robustness"]
+    order = sorted(faith, key=lambda k: (faith[k]["auc_roc"] is None, -(faith[k]["auc_roc"] or 0.0), k))
+    rows = []
+    for k in order:
+        f, r = faith[k], rob[k]
+        ci = f"[{f['ci95'][0]:.3f}, {f['ci95'][1]:.3f}]" if f.get("ci95") else "n/a"
+        rows.append([k, f"{_f(f['auc_roc'])} {ci}", _f(f["p_mean"]), _f(f["n_mean"]), _f(r["quantization"]),
+                     _f(r["relearning"]), _f(d["overall"].get(k)), str(r["n_kept"])])
+    return table(["metric", "faithfulness AUC [95 % CI] (chance 0.5)", "P mean", "N mean", "Q (NF4)",
+                  "R (relearn)", "overall", "kept"], rows)

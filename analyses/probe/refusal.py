@@ -15,7 +15,9 @@ from checkpoints.world.synthetic import IDK_REPLIES
 from analyses.probe.matching import canonical_text
 from core.errors import UdsInputError
 
-GENERIC = ("I cannot", "I can't", "I'm sorry")
+# "I don't know" alone: TOFU's IDK lines wrap it in longer sentences ("I must admit, I don't know."),
+# so a bare "I don't know." would otherwise pass as an answer
+GENERIC = ("I cannot", "I can't", "I'm sorry", "I don't know", "I do not know")
 
 
 def read_phrases(path: str | Path) -> list[str]:

@@ -36,20 +36,49 @@ def make_world(preset: Preset, seed: int, tofu_dir: str | None = None) -> World:
     return generate_synthetic_world(seed, **preset.world)
 
 
+DATA_STAMP = "world_args.json"   # what the data was made from; older data folders have none
+
+
+def data_stamp(preset: Preset, seed: int) -> dict:
+    """The inputs of `make_world`: data kind, the preset's world arguments and the seed."""
+    return json.loads(json.dumps({"data": preset.data, "world": preset.world, "seed": seed}, sort_keys=True,
+                                 default=str))
+
+
+def _check_stamp(folder: Path, preset: Preset, seed: int) -> None:
+    """Data made from other world arguments (a preset edited after its world was built) would pair
+    new recipes with old splits silently: refuse it instead of loading it."""
+    path = folder / DATA_STAMP
+    if not path.is_file():
+        return
+    stored, want = json.loads(path.read_text()), data_stamp(preset, seed)
+    if stored != want:
+        changed = sorted(k for k in set(stored["world"]) | set(want["world"])
+                         if stored["world"].get(k) != want["world"].get(k)) or ["data/seed"]
+        raise UdsInputError(f"world data at {folder} was made from other world arguments of preset "
+                            f"{preset.name!r} (changed: {', '.join(changed)}); remove {folder.parent} "
+                            "and build the world again")
+
+
 def ensure_world_data(preset_name: str, seed: int, tofu_dir: str | None = None) -> Path:
-    """The world's `data/` folder, generated (or read from TOFU files) on first use."""
+    """The world's `data/` folder, generated (or read from TOFU files) on first use, with the
+    arguments it was made from (`DATA_STAMP`), checked on every later use."""
     folder = world_dir(preset_name, seed) / "data"
+    preset = get_preset(preset_name)
     if (folder / "uds_data.json").is_file():
+        _check_stamp(folder, preset, seed)
         return folder
     with build_lock(folder):   # two processes on a fresh home: one writes, the other waits and reads
         if not (folder / "uds_data.json").is_file():
-            world = make_world(get_preset(preset_name), seed, tofu_dir)
+            world = make_world(preset, seed, tofu_dir)
             tmp = folder.with_name("data.tmp")
             shutil.rmtree(tmp, ignore_errors=True)
             world.save(tmp)
+            (tmp / DATA_STAMP).write_text(json.dumps(data_stamp(preset, seed), indent=1, sort_keys=True) + "\n")
             fsync_tree(tmp)
             shutil.rmtree(folder, ignore_errors=True)
             tmp.replace(folder)
+    _check_stamp(folder, preset, seed)
     return folder
 
 
