@@ -231,6 +231,36 @@ def test_smol_metrics_and_meta_eval_agree():
             assert meta[model][key] == pytest.approx(metrics[model][key], abs=1e-6), (model, key)
 
 
+def test_smol_meta_eval_uds_equals_uds_score():
+    """The meta-evaluation's un-perturbed UDS of every smol model (its own run, S1 from its cache)
+    against `uds score`'s summary of the same model: one engine in two runs with other batching, so
+    equal up to float32 noise (a ratio of drops near tau = 0.05 carries about 1e-6; the engine's own
+    fast-vs-naive bound is 1e-5); full and retain exactly (0 and 1 by construction)."""
+    path = ROOT / "docs/smol/meta_eval/meta_eval.json"
+    if not path.is_file():
+        pytest.skip("docs/smol/meta_eval not committed")
+    orig = json.loads(path.read_text())["values"]["orig"]
+    scored = {p.parent.name: json.loads(p.read_text())["uds"] for p in (ROOT / "docs/smol/score").glob("*/summary.json")}
+    assert set(orig) == set(scored) and len(scored) == 17
+    for model, uds in scored.items():
+        assert orig[model]["uds"] == pytest.approx(uds, abs=1e-5 if model not in ("full", "retain") else 0), model
+
+
+def test_smol_meta_eval_table_from_the_json():
+    path = ROOT / "docs/smol/meta_eval/meta_eval.json"
+    if not path.is_file():
+        pytest.skip("docs/smol/meta_eval not committed")
+    d, doc = json.loads(path.read_text()), _rows("smol-meta-eval")
+    assert set(doc) == set(d["faithfulness"])
+    for key, f in d["faithfulness"].items():
+        cells, r = doc[key], d["robustness"][key]
+        auc, ci = cells[1].split(" ", 1)
+        assert _num(auc) == pytest.approx(f["auc_roc"], abs=5e-4)
+        assert ci == f"[{f['ci95'][0]:.3f}, {f['ci95'][1]:.3f}]"
+        for cell, v in zip(cells[2:7], (f["p_mean"], f["n_mean"], r["quantization"], r["relearning"], d["overall"][key])):
+            assert cell == "n/a" if v is None else _num(cell) == pytest.approx(v, abs=5e-4), (key, cell, v)
+
+
 @pytest.mark.parametrize("tag", ["passages", "passages_bios"])
 def test_probe_passages_numbers_from_the_json(tag):
     d = json.loads((ROOT / f"docs/probe/{tag}_test.json").read_text())["summary"]

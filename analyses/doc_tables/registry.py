@@ -37,5 +37,8 @@ BLOCKS: list[Block] = [
     Block("docs/smol.md", "smol-uds", "docs/smol/score", smol.uds_table),
     Block("docs/smol.md", "smol-layers", "docs/smol/score", smol.layers_table),
     Block("docs/smol.md", "smol-results", "docs/smol", smol.results_table),
+    Block("docs/smol.md", "smol-meta-eval", "docs/smol/meta_eval/meta_eval.json", smol.meta_eval_table),
+    Block("docs/smol.md", "smol-meta-eval-no-filters", "docs/smol/meta_eval/meta_eval_no_filters.json",
+          smol.meta_eval_table),
     Block("README.md", "smol-readme", "docs/smol", smol.results_table),
 ]
