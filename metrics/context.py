@@ -22,7 +22,6 @@ from transformers import PreTrainedTokenizerBase
 from metrics import encoding, forward, hidden
 from core.parity import OPEN_UNLEARNING, REFERENCE, SPEC
 from metrics.representation import FisherMask, fisher_mask, linear_cka
-from metrics.spec import ROLE_FALLBACK
 from metrics.stats import TokenStats
 from metrics.utility import mean_token_prob
 from metrics.work import WorkCache, WorkKey
@@ -74,6 +73,11 @@ class SplitStats:
     def answers(self) -> list[TokenStats]:
         """The one original-answer statistic of each item."""
         return [g[0] for g in self.answer]
+
+
+# a role no run named -> the role that stands in for it: mem_bits' code-length reference is the
+# retain model unless a run names another (the role names of metrics.spec, which imports this module)
+ROLE_FALLBACK = {"reference": "retain"}
 
 
 class ModelPool:

@@ -27,7 +27,6 @@ MODEL, FULL, RETAIN, BASE = "model", "full", "retain", "base"
 # The code-length reference of the mem_bits metrics: the retain model unless a run names another
 # (`--mem-bits-reference`, e.g. the source's larger or superset-trained model); see ModelPool.spec.
 REFERENCE = "reference"
-ROLE_FALLBACK = {REFERENCE: RETAIN}   # a role no run named -> the role that stands in for it
 GROUPS = ("baseline", "utility", "uds", "probe", "diagnostic")
 
 
