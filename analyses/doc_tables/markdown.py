@@ -9,6 +9,11 @@ def table(head: list[str], rows: list[list[str]]) -> str:
     return line(head) + "|" + "---|" * len(head) + "\n" + "".join(map(line, rows))
 
 
+def fixed(v: float | None, digits: int = 3) -> str:
+    """`v` with `digits` decimals; "n/a" for a value that is not defined (None)."""
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
 def sig(v: float, digits: int = 4) -> str:
     """`v` to `digits` significant digits (0.0 prints as 0)."""
     return f"{v:.{digits}g}"

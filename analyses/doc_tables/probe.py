@@ -4,13 +4,12 @@ its passages JSON (`--corpus passages`, the long-passage corpus of issue 28)."""
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
-from analyses.doc_tables.markdown import table
+from analyses.doc_tables.markdown import fixed, table
 
-
-def _rate(v: float | None) -> str:
-    return "n/a" if v is None else f"{v:.2f}"
+_rate = partial(fixed, digits=2)   # rates: two decimals, "n/a" where undefined
 
 
 def ladder_table(path: Path) -> str:

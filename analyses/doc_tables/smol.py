@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analyses.doc_tables.markdown import table
+from analyses.doc_tables.markdown import fixed, table
 
 LAYER_STEP = 3   # every third layer of the 30, and the last
 
@@ -103,10 +103,6 @@ def results_table(folder: Path) -> str:
                  rows)
 
 
-def _f(v: float | None, digits: int = 3) -> str:
-    return "n/a" if v is None else f"{v:.{digits}f}"
-
-
 def meta_eval_table(path: Path) -> str:
     """meta_eval/meta_eval.json (`uds meta-eval --zoo tiny:smol`): per key, by faithfulness AUC
     (descending): AUC with its bootstrap 95 % CI over the P/N pools, the pools' raw means, the
@@ -118,7 +114,7 @@ def meta_eval_table(path: Path) -> str:
     for k in order:
         f, r = faith[k], rob[k]
         ci = f"[{f['ci95'][0]:.3f}, {f['ci95'][1]:.3f}]" if f.get("ci95") else "n/a"
-        rows.append([k, f"{_f(f['auc_roc'])} {ci}", _f(f["p_mean"]), _f(f["n_mean"]), _f(r["quantization"]),
-                     _f(r["relearning"]), _f(d["overall"].get(k)), str(r["n_kept"])])
+        rows.append([k, f"{fixed(f['auc_roc'])} {ci}", fixed(f["p_mean"]), fixed(f["n_mean"]),
+                     fixed(r["quantization"]), fixed(r["relearning"]), fixed(d["overall"].get(k)), str(r["n_kept"])])
     return table(["metric", "faithfulness AUC [95 % CI] (chance 0.5)", "P mean", "N mean", "Q (NF4)",
                   "R (relearn)", "overall", "kept"], rows)

@@ -65,21 +65,23 @@ def ensure_world_data(preset_name: str, seed: int, tofu_dir: str | None = None) 
     arguments it was made from (`DATA_STAMP`), checked on every later use."""
     folder = world_dir(preset_name, seed) / "data"
     preset = get_preset(preset_name)
-    if (folder / "uds_data.json").is_file():
-        _check_stamp(folder, preset, seed)
-        return folder
-    with build_lock(folder):   # two processes on a fresh home: one writes, the other waits and reads
-        if not (folder / "uds_data.json").is_file():
-            world = make_world(preset, seed, tofu_dir)
-            tmp = folder.with_name("data.tmp")
-            shutil.rmtree(tmp, ignore_errors=True)
-            world.save(tmp)
-            (tmp / DATA_STAMP).write_text(json.dumps(data_stamp(preset, seed), indent=1, sort_keys=True) + "\n")
-            fsync_tree(tmp)
-            shutil.rmtree(folder, ignore_errors=True)
-            tmp.replace(folder)
+    if not (folder / "uds_data.json").is_file():
+        with build_lock(folder):   # two processes on a fresh home: one writes, the other waits and reads
+            if not (folder / "uds_data.json").is_file():
+                _write_data(folder, preset, seed, tofu_dir)
     _check_stamp(folder, preset, seed)
     return folder
+
+
+def _write_data(folder: Path, preset: Preset, seed: int, tofu_dir: str | None) -> None:
+    """The world's splits and their stamp, written whole or not at all (a temporary folder, renamed)."""
+    tmp = folder.with_name("data.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    make_world(preset, seed, tofu_dir).save(tmp)
+    (tmp / DATA_STAMP).write_text(json.dumps(data_stamp(preset, seed), indent=1, sort_keys=True) + "\n")
+    fsync_tree(tmp)
+    shutil.rmtree(folder, ignore_errors=True)
+    tmp.replace(folder)
 
 
 def load_world(preset_name: str, seed: int = 0) -> World:
