@@ -2,9 +2,9 @@
 
     python benchmarks/audit_tables.py DIR [DIR ...]
 
-Per folder: the per-variant summary (FULL / DEL-ON / DEL-OFF EM, L, R, artefact rate by SPEC-probes
-3.3, mediated artefact rate, near-miss evidence), and, where the folder has published_comparison.csv,
-ours vs the published audit per variant (count-weighted over the styles run).
+Per folder: the per-variant summary (chance level, FULL / DEL-ON / DEL-OFF EM, L, R, artefact rate
+by SPEC-probes 3.3, mediated artefact rate, near-miss evidence), and, where the folder has
+published_comparison.csv, ours vs the published audit per variant (count-weighted over the styles run).
 """
 
 from __future__ import annotations
@@ -19,16 +19,17 @@ from pathlib import Path
 def variant_table(summary: dict) -> list[str]:
     lines = [f"**{summary['model']}** on `{summary['db']}` ({summary['seconds']:.0f} s, "
              f"threshold {summary['settings']['threshold']}, limit {summary['settings']['limit']})", "",
-             "| variant | prompts | FULL EM | DEL-ON EM | DEL-OFF EM | L | R | artefact (3.3) | mediated artefact "
-             "| near-miss evidence |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| variant | prompts | chance | FULL EM | DEL-ON EM | DEL-OFF EM | L | R | artefact (3.3) "
+             "| mediated artefact | near-miss evidence |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for v, d in summary["variants"].items():
         # a summary without `mediated_artifact_rate` predates SPEC-probes 3.3's artefact: its
         # artifact_rate also required DEL-OFF wrong, so it goes in the mediated column
         new = "mediated_artifact_rate" in d
         art = f"{d['artifact_rate']:.3f}" if new else "n/a (old run)"
         med = d["mediated_artifact_rate"] if new else d["artifact_rate"]
-        lines.append(f"| {v} | {d['n_prompts']} | {d['full_em']:.3f} | {d['del_on_em']:.3f} | {d['del_off_em']:.3f} | "
+        chance = f"{d['chance']:.3f}" if "chance" in d else "n/a (old run)"
+        lines.append(f"| {v} | {d['n_prompts']} | {chance} | {d['full_em']:.3f} | {d['del_on_em']:.3f} | {d['del_off_em']:.3f} | "
                      f"{d['leakage']:.3f} | {d['retrieval_mediated']:.3f} | {art} | {med:.3f} | "
                      f"{d['near_miss_evidence']:.3f} |")
     return lines + [""]

@@ -398,11 +398,11 @@ def run_rounds(setup: Setup, settings: dict[str, EngineSettings], device: str, r
     return times, results
 
 
-def report(setup: Setup, settings: EngineSettings, times, results, memory, s: Shape) -> tuple[float, float, float]:
+def report(setup: Setup, settings: EngineSettings, times, results, memory, s: Shape) -> dict:
+    """Prints the comparison and returns it as a dict (the `--out` file's body)."""
     n = len(setup.items)
     ratio = lambda k: [nv[k] / fv[k] for nv, fv in zip(times["naive"], times["fast"])]  # noqa: E731
     ratios = [ratio(0), ratio(1), ratio(2)]
-    speedup = statistics.median(ratios[0])
     for alg in ALGORITHMS:
         med = [statistics.median(t[k] for t in times[alg]) for k in range(3)]
         print(f"throughput {alg:5s}: full UDS {n / med[0]:9.2f} examples/s ({med[0]:.2f} s), "
@@ -425,15 +425,44 @@ def report(setup: Setup, settings: EngineSettings, times, results, memory, s: Sh
     print("FLOPs per full UDS run: " + ", ".join(f"{k} {v:.3g}" for k, v in flops.items())
           + f"; fast / lower bound {flops['fast'] / flops['lower bound']:.2f}, "
           f"naive / fast {flops['naive'] / flops['fast']:.2f}")
-    return speedup, d_uds if same else float("inf"), d_delta
+    medians = {alg: dict(zip(("full", "s2_only", "s2_kept"),
+                             (statistics.median(t[k] for t in times[alg]) for k in range(3)))) for alg in ALGORITHMS}
+    return {"examples": n, "rounds": {alg: [dict(zip(("full", "s2_only", "s2_kept"), t)) for t in times[alg]]
+                                      for alg in ALGORITHMS},
+            "median_seconds": medians,
+            "speedup": dict(zip(("full", "s2_only", "s2_kept"), (statistics.median(rs) for rs in ratios))),
+            "max_abs_uds_diff": d_uds if same else float("inf"), "scored_both": n_both, "same_scored_set": same,
+            "max_abs_delta_diff": d_delta,
+            "mean_uds": {alg: results[alg].mean for alg in ALGORITHMS},
+            "peak_memory_mib": {alg: memory[alg] / 2**20 for alg in ALGORITHMS} if any(memory.values()) else None,
+            "flops": flops}
 
 
-def report_floor(setup: Setup, s: Shape, times, batch_size: int, device: str) -> None:
-    """Each algorithm's median full-UDS time as a multiple of the measured floor."""
+def report_floor(setup: Setup, s: Shape, times, batch_size: int, device: str) -> dict:
+    """Each algorithm's median full-UDS time as a multiple of the measured floor (printed, and
+    returned with the floor in seconds and the plain-forward rate in FLOP/s)."""
     floor, rate = measured_floor(setup, s, batch_size, device)
     med = {alg: statistics.median(t[0] for t in times[alg]) for alg in ALGORITHMS}
     print(f"floor (least work at this machine's plain-forward rate, {rate / 1e9:.1f} GFLOP/s): {floor:.2f} s; "
           + ", ".join(f"{alg} {med[alg] / floor:.1f}x of floor" for alg in ALGORITHMS))
+    return {"floor_seconds": floor, "forward_flop_rate": rate,
+            "x_of_floor": {alg: med[alg] / floor for alg in ALGORITHMS}}
+
+
+def write_result(path: Path, args: argparse.Namespace, setup: Setup, s: Shape, out: dict) -> None:
+    """The run's measurements with what they were measured on, as JSON."""
+    import json
+    import platform
+
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor()) if Path("/proc/cpuinfo").exists() else ""
+    body = {"preset": args.preset, "origin": setup.origin, "device": args.device, "dtype": args.dtype,
+            "threads": torch.get_num_threads(), "batch_size": args.batch_size, "layers": s.layers,
+            "hidden": s.hidden, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            "machine": {"cpu": cpu, "cores": os.cpu_count(), "torch": torch.__version__}, **out}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(body, indent=1) + "\n")
+    print(f"wrote {path}")
 
 
 def float64_check(setup: Setup, settings: dict[str, EngineSettings], n: int, device: str) -> None:
@@ -463,6 +492,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-memory", action="store_true", help="skip the (untimed) peak-memory runs")
     p.add_argument("--float64-check", type=int, default=0, metavar="N",
                    help="also compare both algorithms on the first N items with a float64 run")
+    p.add_argument("--out", default=None, metavar="JSON",
+                   help="also write the measurements to this file (settings, machine, per-round times, ratios)")
     return p.parse_args(argv)
 
 
@@ -491,11 +522,14 @@ def main(argv=None) -> int:
         timed_run(warm, settings[alg], args.device)
     times, results = run_rounds(setup, settings, args.device, rounds)
     memory = peak_memories(setup, settings, args.device) if not args.no_memory else {alg: 0 for alg in ALGORITHMS}
-    speedup, d_uds, d_delta = report(setup, settings["fast"], times, results, memory, s)
-    report_floor(setup, s, times, args.batch_size, args.device)
+    out = report(setup, settings["fast"], times, results, memory, s)
+    out.update(report_floor(setup, s, times, args.batch_size, args.device))
     if args.float64_check:
         float64_check(setup, settings, args.float64_check, args.device)
+    speedup, d_uds, d_delta = out["speedup"]["full"], out["max_abs_uds_diff"], out["max_abs_delta_diff"]
     print(f"speedup={speedup:.2f} max_abs_uds_diff={d_uds:.3g} max_abs_delta_diff={d_delta:.3g}")
+    if args.out:
+        write_result(Path(args.out), args, setup, s, out)
     exact_enough = d_uds <= 1e-5 and d_delta <= 1e-5
     return 0 if exact_enough or args.dtype != "float32" else 1
 

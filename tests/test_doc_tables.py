@@ -121,6 +121,7 @@ def test_capacity_plateau_small_runs_from_the_csv():
 
 
 @pytest.mark.parametrize("name,path", [("mem-bits-sanity-small", "docs/mem_bits/sanity_small.json"),
+                                       ("mem-bits-sanity-smol", "docs/mem_bits/sanity_smol.json"),
                                        ("mem-bits-sanity-test", "docs/mem_bits/sanity_test.json")])
 def test_sanity_numbers_from_the_json(name, path):
     d = json.loads((ROOT / path).read_text())
@@ -134,9 +135,12 @@ def test_sanity_numbers_from_the_json(name, path):
     assert [float(x) for x in interp[1].split(", ")] == pytest.approx(d["interpolation_mem_bits"], rel=1e-3)
 
 
-def test_signed_numbers_from_the_metrics_files():
-    doc = _rows("mem-bits-signed-test")
-    for f in (ROOT / "docs/mem_bits/signed_test").glob("*.json"):
+@pytest.mark.parametrize("world", ["test", "smol"])
+def test_signed_numbers_from_the_metrics_files(world):
+    doc = _rows(f"mem-bits-signed-{world}")
+    files = list((ROOT / f"docs/mem_bits/signed_{world}").glob("*.json"))
+    assert len(files) == len(doc) >= 4
+    for f in files:
         d = json.loads(f.read_text())
         lo, hi = d["info"]["mem_bits_signed"]["ci95"]
         cells = doc[f.stem]
@@ -164,14 +168,35 @@ def test_meta_eval_numbers_from_the_json():
                                                  d["robustness"][key]["relearning"], d["overall"][key]), abs=5e-4)
 
 
-def test_probe_ladder_numbers_from_the_json():
-    d = json.loads((ROOT / "docs/probe/ladder_test.json").read_text())["summary"]
-    doc = _rows("probe-ladder-test")
+@pytest.mark.parametrize("world", ["test", "small"])
+def test_probe_ladder_numbers_from_the_json(world):
+    d = json.loads((ROOT / f"docs/probe/ladder_{world}.json").read_text())["summary"]
+    doc = _rows(f"probe-ladder-{world}")
     for spec, m in d["models"].items():
         cells = doc[spec.rsplit("/", 1)[-1]]
         rates = [m["levels"][lv]["verbatim_rate"] for lv in ("weak", "medium", "strong", "prefix")]
         assert [_num(c) for c in cells[1:5]] == pytest.approx(rates, abs=5e-3)
         assert _num(cells[6]) == pytest.approx(m["levels"]["prefix"]["semantic_acc"], abs=5e-3)
+
+
+def test_probe_repetition_numbers_from_the_runs():
+    """Mean, min and max over seeds of each verbatim rate, from the runs' raw counts of rows."""
+    runs = [json.loads(p.read_text()) for p in sorted((ROOT / "docs/probe/repetition_small").glob("*.json"))]
+    doc = _rows_all("probe-repetition-small")
+    head = doc_body(BY_NAME["probe-repetition-small"], ROOT).splitlines()[0].strip("| ").split(" | ")[1:]
+    for passes in sorted({r["settings"]["epochs"] for r in runs}):
+        rs = [r for r in runs if r["settings"]["epochs"] == passes]
+        cells = next(c for c in doc if c[0].startswith(f"verbatim rate, {passes} pass"))
+        for col, times in enumerate(head, start=1):
+            vals = [r["verbatim_rate"][str(int(times) // passes)] for r in rs
+                    if int(times) % passes == 0 and int(times) // passes in r["counts"]]
+            if not vals:
+                assert cells[col] == ""
+                continue
+            mean, lo, hi = (float(x) for x in re.findall(r"[\d.]+", cells[col]))
+            assert (mean, lo, hi) == pytest.approx((sum(vals) / len(vals), min(vals), max(vals)), abs=6e-3)
+        # the effect the table documents: never-trained chunks (its chance level) far below 16 exposures
+        assert max(r["verbatim_rate"]["0"] for r in rs) < min(r["verbatim_rate"]["16"] for r in rs)
 
 
 def test_smol_uds_numbers_from_the_summaries():
@@ -366,6 +391,32 @@ def test_audit_leaky_numbers_from_the_files():
                                                abs=5e-4)
 
 
+def test_audit_leaky_chance_from_the_file():
+    """The last column is the variant's chance level in chance.json, the same for every model."""
+    chance = json.loads((ROOT / "docs/audit/leaky_test/chance.json").read_text())["variants"]
+    doc = _rows_all("audit-leaky-test")
+    assert all(_num(cells[10]) == pytest.approx(chance[cells[1]]["chance"], abs=5e-4) for cells in doc)
+
+
+def test_published_chance_numbers_from_the_json():
+    """Each (database, variant) row pools the cells' chance by prompt count and the published counts
+    over the prompt total; every cell of the JSON is in exactly one row."""
+    data = json.loads((ROOT / "docs/audit/published_claims.json").read_text())
+    doc = _rows_all("published-chance")
+    assert sum(int(cells[2]) for cells in doc) == sum(c["n"] for c in data["cells"])
+    for cells in doc:
+        key = (cells[0], cells[1])
+        ch = [c for c in data["chance"] if (c["domain"], c["variant"]) == key]
+        pub = [c for c in data["cells"] if (c["domain"], c["variant"]) == key]
+        n = sum(c["n"] for c in pub)
+        assert int(cells[2]) == n == sum(c["n"] for c in ch)
+        # 6e-4: a half-way value such as 0.1105 prints as 0.111
+        assert _num(cells[3]) == pytest.approx(sum(c["chance"] * c["n"] for c in ch) / n, abs=6e-4)
+        assert _num(cells[4]) == pytest.approx(sum(c["chance_uniform"] * c["n"] for c in ch) / n, abs=6e-4)
+        for col, k in ((5, "del_on_em"), (6, "L"), (7, "R")):
+            assert _num(cells[col]) == pytest.approx(sum(c[k] for c in pub) / n, abs=5e-4)
+
+
 def test_audit_leaky_style_numbers_from_the_files():
     rows, leaked = _leaky_facts()
     doc = _rows("audit-leaky-styles-test")
@@ -374,3 +425,43 @@ def test_audit_leaky_style_numbers_from_the_files():
         on = [r for r in fs if r["em_DEL-ON"] == "1"]
         assert _num(cells[2]) == pytest.approx(_mean(int(r["L"]) for r in fs if int(r["fact_id"]) in leaked), abs=5e-4)
         assert cells[4] == f"{sum(r['del_on_calls'] == '0' for r in on)} / {len(on)}"
+
+
+def test_smol_bench_numbers_from_the_rounds():
+    """The speed table's ratios recomputed from the per-round seconds of bench_uds.json, and the
+    run's exactness bound (SPEC: fast path within 1e-5 of the naive one)."""
+    d = json.loads((ROOT / "docs/smol/bench_uds.json").read_text())
+    doc = _rows("smol-bench")
+    naive, fast = d["rounds"]["naive"], d["rounds"]["fast"]
+    for col, key in ((1, "full"), (2, "s2_only"), (3, "s2_kept")):
+        per_round = sorted(n[key] / f[key] for n, f in zip(naive, fast))
+        mid = len(per_round) // 2
+        median = per_round[mid] if len(per_round) % 2 else (per_round[mid - 1] + per_round[mid]) / 2
+        assert _num(doc["naive / fast"][col].rstrip("x")) == pytest.approx(median, abs=5e-3)
+    for alg, rounds in (("naive", naive), ("fast", fast)):
+        full = sorted(r["full"] for r in rounds)[len(rounds) // 2]   # odd round counts: the median
+        assert _num(doc[alg][6]) == pytest.approx(full / d["floor_seconds"], abs=5e-3)
+        assert _num(doc[alg][4]) == pytest.approx(d["examples"] / full, abs=5e-3)
+    assert len(naive) % 2 == 1 and d["examples"] >= 100 and d["same_scored_set"]
+    # both paths score the same examples to float32 noise (docs/smol.md states the measured bound)
+    assert d["max_abs_uds_diff"] < 1e-4 and d["max_abs_delta_diff"] < 1e-4
+    assert abs(d["mean_uds"]["naive"] - d["mean_uds"]["fast"]) < 1e-5
+
+
+def test_smol_spread_numbers_from_both_builds():
+    """UDS of each model in both builds and the largest per-example difference, read from the
+    two builds' score folders; full and retain stay exactly 0 and 1 in the rebuild."""
+    doc = _rows("smol-spread")
+    second = sorted((ROOT / "docs/smol/rebuild/score").glob("*/summary.json"))
+    assert len(doc) == len(second) >= 5
+    for path in second:
+        name = path.parent.name
+        a = json.loads((ROOT / "docs/smol/score" / name / "summary.json").read_text())["uds"]
+        b = json.loads(path.read_text())["uds"]
+        cells = doc[f"`{name}`"]
+        assert (_num(cells[1]), _num(cells[2])) == pytest.approx((a, b), abs=1e-6)
+        assert _num(cells[3]) == pytest.approx(abs(a - b), rel=0.05, abs=1e-12)   # two significant digits
+        ex = [[json.loads(line)["uds"] for line in (root / name / "examples.jsonl").read_text().splitlines()]
+              for root in (ROOT / "docs/smol/score", ROOT / "docs/smol/rebuild/score")]
+        assert _num(cells[4]) == pytest.approx(max(abs(x - y) for x, y in zip(*ex)), rel=0.05, abs=1e-12)
+    assert (_num(doc["`full`"][2]), _num(doc["`retain`"][2])) == (0.0, 1.0)

@@ -12,7 +12,9 @@ artefact). Because deletion is verified, no retained candidate is ever equivalen
 artefact rate equals DEL-ON EM. `artefact_mediated` keeps the earlier, narrower quantity
 (artefact and also DEL-OFF wrong, i.e. artefact and R), which equals R under verified deletion.
 `evidence` = the DEL-ON lookup returned a gold-equivalent object from a retained
-(non-equivalent) entry, i.e. explicit near-miss database evidence.
+(non-equivalent) entry, i.e. explicit near-miss database evidence. `chance` / `chance_uniform`:
+the prompt's expected EM for a guesser that knows only the relation and the database without the
+target (`analyses.audit.chance`), the level EM, L and the artefact rate are read against.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from typing import Callable
 from checkpoints.lmlm.db import UNKNOWN, FactDB
 from checkpoints.lmlm.generate import splice_generate
 from checkpoints.lmlm.prompts import PromptRow
-from analyses.audit.scoring import AnswerScore, score_answer
+from analyses.audit.chance import prompt_chances
+from analyses.audit.scoring import AnswerScore, gold_set, score_answer
 
 STATES = ("FULL", "DEL-ON", "DEL-OFF")
 
@@ -44,6 +47,8 @@ class FactResult:
     artefact: int = 0
     artefact_mediated: int = 0
     evidence: int = 0
+    chance: float = 0.0             # expected EM of the subject-blind guesser (analyses.audit.chance)
+    chance_uniform: float = 0.0
 
     def row(self) -> dict:
         return {"variant": self.variant, "style": self.style, "fact_id": self.fact_id, "subject": self.subject,
@@ -51,12 +56,8 @@ class FactResult:
                 **{f"answer_{s}": self.answers[s] for s in STATES}, **{f"em_{s}": self.scores[s].exact for s in STATES},
                 **{f"contains_{s}": self.scores[s].contains for s in STATES},
                 "L": self.leak, "R": self.retrieval, "artefact": self.artefact,
-                "artefact_mediated": self.artefact_mediated, "evidence": self.evidence}
-
-
-def gold_set(db: FactDB, row: PromptRow) -> list[str]:
-    """The gold object first, then its aliases (from the row and the database's object map)."""
-    return list(dict.fromkeys([row.gold, *row.object_aliases, *db.names_equivalent_to("object", row.gold)]))
+                "artefact_mediated": self.artefact_mediated, "evidence": self.evidence,
+                "chance": self.chance, "chance_uniform": self.chance_uniform}
 
 
 def audit_rows(model, tok, db: FactDB, rows: list[PromptRow], variant: str, threshold: float,
@@ -86,9 +87,10 @@ def audit_rows(model, tok, db: FactDB, rows: list[PromptRow], variant: str, thre
                                 max_new_tokens=max_new_tokens, device=device, progress=progress,
                                 desc=f"{variant}/{rows[0].style}/{st}") for st in STATES}
     results = []
-    for i, r in enumerate(rows):
+    for i, (r, (chance, chance_uniform)) in enumerate(zip(rows, prompt_chances(db, rows))):
         golds = gold_set(db, r)
-        fr = FactResult(variant, r.style, r.fact_id, r.subject, r.relation, r.gold, sorted(deleted[i]))
+        fr = FactResult(variant, r.style, r.fact_id, r.subject, r.relation, r.gold, sorted(deleted[i]),
+                        chance=chance, chance_uniform=chance_uniform)
         for st in STATES:
             fr.answers[st] = outs[st][i].answer
             fr.scores[st] = score_answer(outs[st][i].answer, golds)

@@ -59,7 +59,7 @@ def side_by_side(cells: list[dict], files: dict[tuple[str, str], tuple[Path, Pat
 
 # -- the published CSVs' own claims, recomputed per cell (docs/audit.md cites the result) -------
 
-def _cell_name(prompt_file: str) -> tuple[str, str, str]:
+def cell_name(prompt_file: str) -> tuple[str, str, str]:
     """(domain, variant, style) from `data/custom_databases/<domain>/prompts/<variant>/prompts_<style>.jsonl`
     or `data/released_database/prompts/prompts_<style>.jsonl`."""
     parts = _rel(prompt_file).split("/")
@@ -79,7 +79,7 @@ def published_cells(per_state: Path, cross: Path) -> list[dict]:
         on = states[(pf, dbf, "DEL-ON")]
         if int(on["count"]) != n:
             raise ValueError(f"{pf}: DEL-ON count {on['count']} != paired count {n}")
-        domain, variant, style = _cell_name(pf)
+        domain, variant, style = cell_name(pf)
         out.append({"domain": domain, "variant": variant, "style": style, "n": n,
                     **{k: _count(r[col], n, pf) for k, col in
                        (("L", "parametric_leakage"), ("R", "retrieval_mediated_correctness"),

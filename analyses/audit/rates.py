@@ -11,7 +11,7 @@ from analyses.audit.scoring import mean_scores
 
 def cross_state(facts: list[FactResult]) -> dict[str, float]:
     """Count-weighted L, R, artefact (SPEC-probes 3.3), mediated artefact (artefact and R) and
-    evidence rates over paired (DEL-ON, DEL-OFF) facts."""
+    evidence rates over paired (DEL-ON, DEL-OFF) facts, with the chance level of their EMs."""
     if not facts:
         return {"paired_count": 0}
     return {"paired_count": len(facts),
@@ -20,7 +20,8 @@ def cross_state(facts: list[FactResult]) -> dict[str, float]:
             "retrieval_artifact_rate": fmean(f.artefact for f in facts),
             "mediated_artifact_rate": fmean(f.artefact_mediated for f in facts),
             "near_miss_evidence_rate": fmean(f.evidence for f in facts),
-            "del_on_correct": fmean(f.scores["DEL-ON"].exact for f in facts)}
+            "del_on_correct": fmean(f.scores["DEL-ON"].exact for f in facts),
+            "chance": fmean(f.chance for f in facts), "chance_uniform": fmean(f.chance_uniform for f in facts)}
 
 
 def cells(facts: list[FactResult]) -> list[dict]:
@@ -40,7 +41,8 @@ def cells(facts: list[FactResult]) -> list[dict]:
 
 def variant_summary(facts: list[FactResult]) -> dict[str, dict]:
     """DESIGN.md `variants`: leakage, retrieval_mediated, artifact_rate, full_em, n_facts, plus
-    del_on_em, del_off_em and the DEL-ON correctness split used by the figure."""
+    del_on_em, del_off_em, the DEL-ON correctness split used by the figure and the chance level
+    (`chance`: majority, `chance_uniform`; analyses.audit.chance) the EMs, L and artefact are read against."""
     by: dict[str, list[FactResult]] = defaultdict(list)
     for f in facts:
         by[f.variant].append(f)
@@ -53,6 +55,7 @@ def variant_summary(facts: list[FactResult]) -> dict[str, dict]:
                   "full_em": fmean(f.scores["FULL"].exact for f in fs),
                   "del_on_em": fmean(f.scores["DEL-ON"].exact for f in fs),
                   "del_off_em": fmean(f.scores["DEL-OFF"].exact for f in fs),
+                  "chance": fmean(f.chance for f in fs), "chance_uniform": fmean(f.chance_uniform for f in fs),
                   "n_facts": len({f.fact_id for f in fs}), "n_prompts": len(fs)}
     return out
 

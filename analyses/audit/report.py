@@ -25,8 +25,10 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
             fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
-def plot_attribution(path: Path, parts: dict[str, dict[str, float]], title: str) -> None:
-    """Stacked bars, one per variant: DEL-ON correctness split into its parts (fractions)."""
+def plot_attribution(path: Path, parts: dict[str, dict[str, float]], title: str,
+                     chance: dict[str, float] | None = None) -> None:
+    """Stacked bars, one per variant: DEL-ON correctness split into its parts (fractions), with
+    each variant's chance level (`chance[variant]`, a fraction) as a dashed mark over its bar."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -42,9 +44,15 @@ def plot_attribution(path: Path, parts: dict[str, dict[str, float]], title: str)
         vals = [parts[v][key] for v in variants]
         ax.bar(variants, vals, bottom=bottom, label=label)
         bottom = [b + x for b, x in zip(bottom, vals)]
+    top = max(bottom)
+    if chance:
+        levels = [chance[v] for v in variants]
+        ax.hlines(levels, [i - 0.4 for i in range(len(variants))], [i + 0.4 for i in range(len(variants))],
+                  colors="black", linestyles="dashed", label="chance (majority value of the relation)")
+        top = max(top, *levels)
     ax.set_ylabel("DEL-ON correctness (fraction of prompts)")
     ax.set_title(title, fontsize=9)
-    ax.set_ylim(0, max(0.05, max(bottom) * 1.3))
+    ax.set_ylim(0, max(0.05, top * 1.3))
     ax.legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     fig.savefig(path, dpi=120)

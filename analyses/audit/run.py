@@ -72,7 +72,8 @@ def write_outputs(out: Path, model_spec: str, db_arg: str, facts: list[FactResul
     write_csv(out / "grid.csv", grid)
     write_jsonl(out / "traces.jsonl", traces)
     write_jsonl(out / "facts.jsonl", [f.row() for f in facts])
-    plot_attribution(out / "attribution.png", summary["attribution"], f"{model_spec} on {Path(db_arg).name}")
+    plot_attribution(out / "attribution.png", summary["attribution"], f"{model_spec} on {Path(db_arg).name}",
+                     {v: d["chance"] for v, d in summary["variants"].items()})
     if published is not None and published.is_file():
         rows = side_by_side(grid, files, published, published.with_name("cross_state_metrics.csv"))
         if rows:

@@ -3,7 +3,9 @@
 Normalisation: casefold, tokens matching `\\d+\\.\\d+|\\w+(?:[-']\\w+)*`, joined by one space. Exact
 match: normalised prediction equals the normalised gold or one of its aliases. Contains: exact,
 or one normalised string contains the other. Unknown: the normalised prediction is in a fixed
-set. Token precision/recall/F1: multiset overlap of the tokens (1.0 on an exact match).
+set. Token precision/recall/F1: multiset overlap of the tokens (1.0 on an exact match). The gold
+set a prediction is matched against (`gold_set`): the gold, the row's object aliases and the
+database's names equivalent to it.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Sequence
+
+from checkpoints.lmlm.db import FactDB
+from checkpoints.lmlm.prompts import PromptRow
 
 TOKEN = re.compile(r"\d+\.\d+|\w+(?:[-']\w+)*")
 UNKNOWN_ANSWERS = frozenset({"", "unknown", "n a", "na", "none", "no answer", "i don't know", "i do not know",
@@ -57,6 +62,11 @@ def score_answer(prediction: str, golds: Sequence[str]) -> AnswerScore:
     else:
         p, r, f = max((_prf(pred.split(), g.split()) for g in norm), key=lambda x: x[2])
     return AnswerScore(float(exact), float(contains), float(pred in UNKNOWN_ANSWERS), p, r, f)
+
+
+def gold_set(db: FactDB, row: PromptRow) -> list[str]:
+    """The gold object first, then its aliases (from the row and the database's object map)."""
+    return list(dict.fromkeys([row.gold, *row.object_aliases, *db.names_equivalent_to("object", row.gold)]))
 
 
 def mean_scores(scores: Iterable[AnswerScore]) -> dict[str, float]:

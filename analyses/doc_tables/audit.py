@@ -16,6 +16,36 @@ def published_claims(path: Path) -> str:
     return claims_markdown(json.loads(path.read_text())["claims"])
 
 
+# the doc's order of the published databases' variants (SPEC-probes 3.4), the released one last
+VARIANT_ORDER = ("base", "alias", "noise", "collision", "released")
+
+
+def published_chance_table(path: Path) -> str:
+    """Per published (database, variant), pooled over its prompt styles (count-weighted): the
+    chance levels (`chance` rows of `benchmarks/audit_published_claims.py`'s JSON) next to the
+    published DEL-ON EM, L and R (its `cells`, counts over n)."""
+    data = json.loads(path.read_text())
+    cells = {(c["domain"], c["variant"], c["style"]): c for c in data["cells"]}
+    sums: dict[tuple[str, str], dict[str, float]] = {}
+    for ch in data["chance"]:
+        key = (ch["domain"], ch["variant"])
+        c = cells[(*key, ch["style"])]
+        acc = sums.setdefault(key, dict.fromkeys(("n", "chance", "uniform", "del_on_em", "L", "R"), 0.0))
+        acc["n"] += ch["n"]
+        acc["chance"] += ch["chance"] * ch["n"]
+        acc["uniform"] += ch["chance_uniform"] * ch["n"]
+        for k in ("del_on_em", "L", "R"):
+            acc[k] += c[k]
+    domains = list(dict.fromkeys(d for d, _ in sums))
+    rows = []
+    for (d, v), acc in sorted(sums.items(), key=lambda kv: (domains.index(kv[0][0]), VARIANT_ORDER.index(kv[0][1]))):
+        n = acc["n"]
+        rows.append([d, v, str(int(n)), f"**{_f(acc['chance'] / n)}**",
+                     *(_f(acc[k] / n) for k in ("uniform", "del_on_em", "L", "R"))])
+    return table(["database", "variant", "prompts", "chance", "chance (uniform)", "DEL-ON EM published",
+                  "L published", "R published"], rows)
+
+
 def uds_link_table(path: Path) -> str:
     """`benchmarks/audit_uds_link.py` summary.json: full and retain, then the other models by UDS."""
     models = json.loads(path.read_text())["models"]
@@ -32,15 +62,18 @@ def _f(v: float) -> str:
 def leaky_table(folder: Path) -> str:
     """docs/audit/leaky_test/: per model (subset.json's order) and variant, the audit's EMs, L̂, R̂ and
     artefact rate (the model's summary.json), then L̂ on the leaked subset's prompts and on the
-    other targets' prompts (facts.csv)."""
+    other targets' prompts (facts.csv), and the variant's chance level (chance.json, the same
+    database for every model)."""
     split = leak_split(read_rows(folder / "facts.csv"))
+    chance = json.loads((folder / "chance.json").read_text())["variants"]
     rows = []
     for m in json.loads((folder / "subset.json").read_text())["models"]:
         for v, d in json.loads((folder / m / "summary.json").read_text())["variants"].items():
             rows.append([m, v, *map(_f, (d["full_em"], d["del_on_em"], d["del_off_em"])), f"**{_f(d['leakage'])}**",
-                         _f(d["retrieval_mediated"]), _f(d["artifact_rate"]), *map(_f, split[(m, v)])])
+                         _f(d["retrieval_mediated"]), _f(d["artifact_rate"]), *map(_f, split[(m, v)]),
+                         _f(chance[v]["chance"])])
     return table(["model", "variant", "FULL EM", "DEL-ON EM", "DEL-OFF EM", "L̂", "R̂", "artefact (3.3)",
-                  "L̂ leaked half", "L̂ other half"], rows)
+                  "L̂ leaked half", "L̂ other half", "chance"], rows)
 
 
 def leaky_style_table(folder: Path) -> str:

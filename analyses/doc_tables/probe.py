@@ -1,5 +1,6 @@
-"""docs/probe.md's generated tables from `benchmarks/probe_ladder.py`'s ladder.json (QA corpus) and
-its passages JSON (`--corpus passages`, the long-passage corpus of issue 28)."""
+"""docs/probe.md's generated tables from `benchmarks/probe_ladder.py`'s ladder.json (QA corpus), its
+passages JSON (`--corpus passages`, the long-passage corpus of issue 28) and
+`benchmarks/probe_repetition.py`'s results.json."""
 
 from __future__ import annotations
 
@@ -27,6 +28,28 @@ def ladder_table(path: Path) -> str:
                      f"{counts[spec] / s['settings']['seconds'][spec]:.0f}"])
     return table(["model", *levels, f"holdout {last}", "semantic acc", f"refusal {first}", f"refusal {last}",
                   "rows/s"], rows)
+
+
+def repetition_table(folder: Path) -> str:
+    """`benchmarks/probe_repetition.py` results.json files (one per seed and number of passes):
+    per number of passes over the repeated list and per times trained on (count x passes), the
+    prefix-level verbatim rate and mean LCS (characters) as mean [min, max] over the seeds. The
+    0-times column is the table's chance level (chunks the model never trained on)."""
+    runs = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    by_passes: dict[int, list[dict]] = {}
+    for r in runs:
+        by_passes.setdefault(r["settings"]["epochs"], []).append(r)
+    times = sorted({c * e for e, rs in by_passes.items() for r in rs for c in r["counts"]})
+    rows = []
+    for e, rs in sorted(by_passes.items()):
+        for key, label, fmt in (("verbatim_rate", "verbatim rate", "{:.2f}"), ("mean_lcs", "mean LCS", "{:.0f}")):
+            cells = []
+            for t in times:
+                vals = [r[key][str(t // e)] for r in rs if t % e == 0 and t // e in r["counts"]]
+                cells.append("" if not vals else
+                             f"{fmt.format(sum(vals) / len(vals))} [{fmt.format(min(vals))}, {fmt.format(max(vals))}]")
+            rows.append([f"{label}, {e} pass{'es' if e > 1 else ''} ({len(rs)} seeds)", *cells])
+    return table(["times trained on", *map(str, times)], rows)
 
 
 def _passages(path: Path) -> tuple[dict, list[str]]:

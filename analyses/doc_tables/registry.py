@@ -14,9 +14,13 @@ PASSAGE_BLOCKS: list[Block] = [
 
 BLOCKS: list[Block] = [
     Block("docs/probe.md", "probe-ladder-test", "docs/probe/ladder_test.json", probe.ladder_table),
+    Block("docs/probe.md", "probe-ladder-small", "docs/probe/ladder_small.json", probe.ladder_table),
+    Block("docs/probe.md", "probe-repetition-small", "docs/probe/repetition_small", probe.repetition_table),
     *PASSAGE_BLOCKS,
     Block("docs/audit.md", "published-claims", "docs/audit/published_claims.json", audit.published_claims,
           command="python benchmarks/audit_published_claims.py"),
+    Block("docs/audit.md", "published-chance", "docs/audit/published_claims.json", audit.published_chance_table,
+          command="python benchmarks/audit_published_claims.py && python benchmarks/doc_tables.py"),
     Block("docs/audit.md", "audit-leaky-test", "docs/audit/leaky_test", audit.leaky_table,
           command="python benchmarks/audit_leaky.py && python benchmarks/doc_tables.py"),
     Block("docs/audit.md", "audit-leaky-styles-test", "docs/audit/leaky_test", audit.leaky_style_table,
@@ -25,6 +29,8 @@ BLOCKS: list[Block] = [
     Block("docs/mem_bits.md", "mem-bits-sanity-test", "docs/mem_bits/sanity_test.json", mem_bits.sanity_table),
     Block("docs/mem_bits.md", "mem-bits-signed-test", "docs/mem_bits/signed_test", mem_bits.signed_table),
     Block("docs/mem_bits.md", "mem-bits-sanity-small", "docs/mem_bits/sanity_small.json", mem_bits.sanity_table),
+    Block("docs/mem_bits.md", "mem-bits-sanity-smol", "docs/mem_bits/sanity_smol.json", mem_bits.sanity_table),
+    Block("docs/mem_bits.md", "mem-bits-signed-smol", "docs/mem_bits/signed_smol", mem_bits.signed_table),
     Block("docs/mem_bits.md", "mem-bits-meta-eval-test", "docs/mem_bits/meta_eval_test.json",
           mem_bits.meta_eval_table),
     Block("docs/mem_bits.md", "capacity-quick", "docs/mem_bits/capacity_quick_runs.csv", capacity.quick_table),
@@ -40,5 +46,7 @@ BLOCKS: list[Block] = [
     Block("docs/smol.md", "smol-meta-eval", "docs/smol/meta_eval/meta_eval.json", smol.meta_eval_table),
     Block("docs/smol.md", "smol-meta-eval-no-filters", "docs/smol/meta_eval/meta_eval_no_filters.json",
           smol.meta_eval_table),
+    Block("docs/smol.md", "smol-spread", "docs/smol/rebuild", smol.spread_table),
+    Block("docs/smol.md", "smol-bench", "docs/smol/bench_uds.json", smol.bench_table),
     Block("README.md", "smol-readme", "docs/smol", smol.results_table),
 ]

@@ -118,3 +118,53 @@ def meta_eval_table(path: Path) -> str:
                      fixed(r["quantization"]), fixed(r["relearning"]), fixed(d["overall"].get(k)), str(r["n_kept"])])
     return table(["metric", "faithfulness AUC [95 % CI] (chance 0.5)", "P mean", "N mean", "Q (NF4)",
                   "R (relearn)", "overall", "kept"], rows)
+
+
+def bench_table(path: Path) -> str:
+    """bench_uds.json (`benchmarks/bench_uds.py --out`): per engine path, the median seconds of a full
+    UDS run, of an S2-only run (S1 cached) and of one with the target's captures kept, its FLOPs
+    counted from the config, and its time as a multiple of the measured floor; then the floor
+    itself and the naive / fast ratios (median over rounds of the per-round ratios)."""
+    d = json.loads(path.read_text())
+    med, flops, n = d["median_seconds"], d["flops"], d["examples"]
+    rows = []
+    for alg in ("naive", "fast"):
+        m = med[alg]
+        kept = f"{m['s2_kept']:.1f}" if alg == "fast" else "—"
+        rows.append([alg, f"{m['full']:.1f}", f"{m['s2_only']:.1f}", kept, f"{n / m['full']:.2f}",
+                     f"{flops[alg] / 1e12:.2f}", f"{d['x_of_floor'][alg]:.2f}"])
+    rows.append(["floor (least work)", f"{d['floor_seconds']:.1f}", "", "", f"{n / d['floor_seconds']:.2f}",
+                 f"{flops['lower bound'] / 1e12:.2f}", "1.00"])
+    sp = d["speedup"]
+    rows.append(["naive / fast", f"{sp['full']:.2f}x", f"{sp['s2_only']:.2f}x", f"{sp['s2_kept']:.2f}x", "",
+                 f"{flops['naive'] / flops['fast']:.2f}x", ""])
+    head = (f"{n} examples, batch {d['batch_size']}, {d['layers']} layers, {d['dtype']}, {d['device']} "
+            f"({d['machine']['cores']} cores, {d['threads']} torch thread(s)), {len(d['rounds']['fast'])} round(s), "
+            f"{d['date']}; max |ΔUDS| fast vs naive {d['max_abs_uds_diff']:.2g} over {d['scored_both']} scored "
+            f"examples, max |Δ delta| {d['max_abs_delta_diff']:.2g}; floor: the least work at "
+            f"{d['forward_flop_rate'] / 1e9:.1f} GFLOP/s (this machine's plain forward rate)\n\n")
+    return head + table(["path", "full UDS (s)", "S2 only (s)", "S2, captures kept (s)", "examples/s (full)",
+                         "TFLOP (full)", "x of floor"], rows)
+
+
+def spread_table(folder: Path) -> str:
+    """rebuild/ (a second build of the world, `benchmarks/smol_results.py --stage build,score
+    --built-only --out docs/smol/rebuild`) against the first build's files beside it: per model
+    scored in both, UDS of each build, the largest per-example |ΔUDS|, whether the unlearned
+    model's weights are the same (`uds score`'s fingerprints) and the training seconds of each."""
+    first, second = _scores(folder.parent / "score"), _scores(folder / "score")
+    secs = {}
+    for n, path in ((0, folder.parent / "build.json"), (1, folder / "build.json")):
+        for m in json.loads(path.read_text())["models"]:
+            secs.setdefault(m["name"], [None, None])[n] = m["train_seconds"]
+    rows = []
+    for name in (n for n in second if n in first):
+        (s1, e1), (s2, e2) = first[name], second[name]
+        per = [abs(a["uds"] - b["uds"]) for a, b in zip(e1, e2) if a["uds"] is not None and b["uds"] is not None]
+        same = all(s1["fingerprints"][k] == s2["fingerprints"][k] for k in ("full", "retain", "unlearned"))
+        t = secs.get(name, [None, None])
+        rows.append([f"`{name}`", f"{s1['uds']:.6f}", f"{s2['uds']:.6f}", f"{abs(s1['uds'] - s2['uds']):.1e}",
+                     f"{max(per, default=0.0):.1e}", "yes" if same else "no",
+                     " / ".join("n/a" if x is None else f"{x:.0f}" for x in t)])
+    return table(["model", "UDS build 1", "UDS build 2", "ΔUDS (abs.)", "largest per-example ΔUDS (abs.)",
+                  "same weights (fingerprints)", "train seconds build 1 / 2"], rows)
