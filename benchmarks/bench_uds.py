@@ -46,6 +46,7 @@ from core.engine import EngineSettings, TargetRuns, UdsResult, compute_uds  # no
 from core.prompts import PreparedItem, prepare_items  # noqa: E402
 
 ALGORITHMS = ("naive", "fast")
+RUN_KINDS = ("full", "s2_only", "s2_kept")   # the three timed runs of a round, in run_rounds' tuple order
 
 
 @dataclass
@@ -403,8 +404,10 @@ def report(setup: Setup, settings: EngineSettings, times, results, memory, s: Sh
     n = len(setup.items)
     ratio = lambda k: [nv[k] / fv[k] for nv, fv in zip(times["naive"], times["fast"])]  # noqa: E731
     ratios = [ratio(0), ratio(1), ratio(2)]
+    medians = {alg: dict(zip(RUN_KINDS, (statistics.median(t[k] for t in times[alg]) for k in range(3))))
+               for alg in ALGORITHMS}
     for alg in ALGORITHMS:
-        med = [statistics.median(t[k] for t in times[alg]) for k in range(3)]
+        med = list(medians[alg].values())
         print(f"throughput {alg:5s}: full UDS {n / med[0]:9.2f} examples/s ({med[0]:.2f} s), "
               f"S2 only {n / med[1]:9.2f} examples/s ({med[1]:.2f} s)"
               + (f", S2 with target captures kept {n / med[2]:9.2f} examples/s" if alg == "fast" else ""))
@@ -425,12 +428,9 @@ def report(setup: Setup, settings: EngineSettings, times, results, memory, s: Sh
     print("FLOPs per full UDS run: " + ", ".join(f"{k} {v:.3g}" for k, v in flops.items())
           + f"; fast / lower bound {flops['fast'] / flops['lower bound']:.2f}, "
           f"naive / fast {flops['naive'] / flops['fast']:.2f}")
-    medians = {alg: dict(zip(("full", "s2_only", "s2_kept"),
-                             (statistics.median(t[k] for t in times[alg]) for k in range(3)))) for alg in ALGORITHMS}
-    return {"examples": n, "rounds": {alg: [dict(zip(("full", "s2_only", "s2_kept"), t)) for t in times[alg]]
-                                      for alg in ALGORITHMS},
+    return {"examples": n, "rounds": {alg: [dict(zip(RUN_KINDS, t)) for t in times[alg]] for alg in ALGORITHMS},
             "median_seconds": medians,
-            "speedup": dict(zip(("full", "s2_only", "s2_kept"), (statistics.median(rs) for rs in ratios))),
+            "speedup": dict(zip(RUN_KINDS, (statistics.median(rs) for rs in ratios))),
             "max_abs_uds_diff": d_uds if same else float("inf"), "scored_both": n_both, "same_scored_set": same,
             "max_abs_delta_diff": d_delta,
             "mean_uds": {alg: results[alg].mean for alg in ALGORITHMS},
@@ -438,11 +438,11 @@ def report(setup: Setup, settings: EngineSettings, times, results, memory, s: Sh
             "flops": flops}
 
 
-def report_floor(setup: Setup, s: Shape, times, batch_size: int, device: str) -> dict:
-    """Each algorithm's median full-UDS time as a multiple of the measured floor (printed, and
-    returned with the floor in seconds and the plain-forward rate in FLOP/s)."""
+def report_floor(setup: Setup, s: Shape, medians: dict[str, dict[str, float]], batch_size: int, device: str) -> dict:
+    """Each algorithm's median full-UDS time (`report`'s `median_seconds`) as a multiple of the
+    measured floor (printed, and returned with the floor in seconds and the plain-forward rate in FLOP/s)."""
     floor, rate = measured_floor(setup, s, batch_size, device)
-    med = {alg: statistics.median(t[0] for t in times[alg]) for alg in ALGORITHMS}
+    med = {alg: medians[alg]["full"] for alg in ALGORITHMS}
     print(f"floor (least work at this machine's plain-forward rate, {rate / 1e9:.1f} GFLOP/s): {floor:.2f} s; "
           + ", ".join(f"{alg} {med[alg] / floor:.1f}x of floor" for alg in ALGORITHMS))
     return {"floor_seconds": floor, "forward_flop_rate": rate,
@@ -523,7 +523,7 @@ def main(argv=None) -> int:
     times, results = run_rounds(setup, settings, args.device, rounds)
     memory = peak_memories(setup, settings, args.device) if not args.no_memory else {alg: 0 for alg in ALGORITHMS}
     out = report(setup, settings["fast"], times, results, memory, s)
-    out.update(report_floor(setup, s, times, args.batch_size, args.device))
+    out.update(report_floor(setup, s, out["median_seconds"], args.batch_size, args.device))
     if args.float64_check:
         float64_check(setup, settings, args.float64_check, args.device)
     speedup, d_uds, d_delta = out["speedup"]["full"], out["max_abs_uds_diff"], out["max_abs_delta_diff"]
