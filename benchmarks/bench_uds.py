@@ -465,17 +465,33 @@ def write_result(path: Path, args: argparse.Namespace, setup: Setup, s: Shape, o
     print(f"wrote {path}")
 
 
-def float64_check(setup: Setup, settings: dict[str, EngineSettings], n: int, device: str) -> None:
-    """Both algorithms on the first n items against the straightforward one in float64: how far
-    each float32 result is from the exact value (the scale of float32 rounding noise)."""
+def float64_check(setup: Setup, settings: dict[str, EngineSettings], n: int, device: str) -> dict:
+    """Both algorithms (float32, as benchmarked) on the first n items against the straightforward
+    algorithm run on float64 copies of the models: how far each float32 result is from the exact
+    value, i.e. whether the fast path's gap to the naive one is the scale of float32 rounding noise.
+    Printed, and returned as the `--out` file's `float64_check` entry."""
     items = setup.items[:n]
     exact_models = [copy.deepcopy(m).double() for m in (setup.full, setup.retain, setup.unlearned)]
+    t0 = time.perf_counter()
     exact = timed_run(Setup(*exact_models, items, setup.pad_id, ""), settings["naive"], device)[1]
+    seconds = {"naive_float64": time.perf_counter() - t0}
+    del exact_models
     part = Setup(setup.full, setup.retain, setup.unlearned, items, setup.pad_id, "")
-    runs = {alg: timed_run(part, settings[alg], device)[1] for alg in ALGORITHMS}
-    print(f"float64 reference, first {len(items)} examples: max |delta - exact| " + ", ".join(
-        f"{alg} {delta_diff(runs[alg], exact):.3g}" for alg in ALGORITHMS)
-        + f"; max |delta fast - naive| {delta_diff(runs['naive'], runs['fast']):.3g}")
+    runs = {}
+    for alg in ALGORITHMS:
+        seconds[alg], runs[alg] = timed_run(part, settings[alg], device)
+    vs_exact = {alg: {"max_abs_delta": delta_diff(runs[alg], exact), "max_abs_uds": uds_diff(runs[alg], exact)[0],
+                      "same_scored_set": uds_diff(runs[alg], exact)[2], "mean_uds": runs[alg].mean}
+                for alg in ALGORITHMS}
+    d_uds, n_both, same = uds_diff(runs["naive"], runs["fast"])
+    print(f"float64 reference, first {len(items)} examples ({n_both} scored): max |delta - exact| "
+          + ", ".join(f"{alg} {vs_exact[alg]['max_abs_delta']:.3g}" for alg in ALGORITHMS)
+          + "; max |UDS - exact| " + ", ".join(f"{alg} {vs_exact[alg]['max_abs_uds']:.3g}" for alg in ALGORITHMS)
+          + f"; fast vs naive: |delta| {delta_diff(runs['naive'], runs['fast']):.3g}, |UDS| {d_uds:.3g}")
+    return {"examples": len(items), "scored": n_both, "mean_uds_exact": exact.mean, "vs_exact": vs_exact,
+            "fast_vs_naive": {"max_abs_delta": delta_diff(runs["naive"], runs["fast"]), "max_abs_uds": d_uds,
+                              "same_scored_set": same},
+            "seconds": seconds}
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -492,6 +508,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--no-memory", action="store_true", help="skip the (untimed) peak-memory runs")
     p.add_argument("--float64-check", type=int, default=0, metavar="N",
                    help="also compare both algorithms on the first N items with a float64 run")
+    p.add_argument("--float64-only", action="store_true",
+                   help="with --float64-check: only that comparison (no timing rounds, no floor)")
     p.add_argument("--out", default=None, metavar="JSON",
                    help="also write the measurements to this file (settings, machine, per-round times, ratios)")
     return p.parse_args(argv)
@@ -516,6 +534,13 @@ def main(argv=None) -> int:
           f"batch_size={args.batch_size} layers={s.layers} hidden={s.hidden} "
           f"attention={setup.full.config._attn_implementation} rounds={rounds} "
           f"(setup {time.perf_counter() - t0:.1f} s)")
+    if args.float64_only:
+        if not args.float64_check:
+            sys.exit("--float64-only needs --float64-check N")
+        check = float64_check(setup, settings, args.float64_check, args.device)
+        if args.out:
+            write_result(Path(args.out), args, setup, s, {"float64_check": check})
+        return 0
     warm_items = setup.items[:1 if big else args.batch_size]
     warm = Setup(setup.full, setup.retain, setup.unlearned, warm_items, setup.pad_id, "")
     for alg in ALGORITHMS:  # first calls pay one-off costs (allocator growth, kernel selection)
@@ -525,7 +550,7 @@ def main(argv=None) -> int:
     out = report(setup, settings["fast"], times, results, memory, s)
     out.update(report_floor(setup, s, out["median_seconds"], args.batch_size, args.device))
     if args.float64_check:
-        float64_check(setup, settings, args.float64_check, args.device)
+        out["float64_check"] = float64_check(setup, settings, args.float64_check, args.device)
     speedup, d_uds, d_delta = out["speedup"]["full"], out["max_abs_uds_diff"], out["max_abs_delta_diff"]
     print(f"speedup={speedup:.2f} max_abs_uds_diff={d_uds:.3g} max_abs_delta_diff={d_delta:.3g}")
     if args.out:

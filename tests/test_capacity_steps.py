@@ -15,7 +15,7 @@ import torch
 from analyses.capacity.fit import fit_alpha_ci
 from analyses.capacity.grid import is_capped, summarise
 from analyses.capacity.models import (ModelSize, TrainBudget, build_model, constant_lr_factor, make_scheduler,
-                                      train_to_plateau, uniform_sequences)
+                                      sequence_nll_nats, train_to_plateau, uniform_sequences, with_bos)
 from analyses.capacity.steps import alpha_vs_steps, budgets_of, capacities_at, grid_at_plateau, mem_at
 from tests.test_cli_errors import assert_one_line_error
 
@@ -128,7 +128,7 @@ def test_summary_names_capped_sizes_and_the_schedule():
 
 def _args(**kw) -> argparse.Namespace:
     base = dict(grid="default", quick=False, max_steps=None, eval_every=None, schedule=None, multiples=None,
-                device="cpu", bf16=False, vocab=None, seq_len=None, threads=None, seed=0)
+                device="cpu", bf16=False, vocab=None, seq_len=None, threads=None, seed=0, cooldown=None)
     return argparse.Namespace(**base | kw)
 
 
@@ -150,6 +150,8 @@ def test_committed_grids_keep_the_cosine_default():
     (["--multiples", "1,0"], "--multiples must be positive"),
     (["--eval-every", "0"], "--eval-every must be at least 1"),
     (["--device", "tpu"], "unknown device 'tpu'"),
+    (["--cooldown", "0.2"], "--cooldown branches a constant-LR run: it needs --schedule constant"),
+    (["--schedule", "constant", "--cooldown", "1.5"], "--cooldown must be a fraction between 0 and 1"),
 ])
 def test_bad_step_options_are_one_line_errors(args, needle, uds, tmp_path):  # noqa: F811
     assert_one_line_error(uds("capacity", "--quick", *args, "--out", str(tmp_path)), needle)
@@ -159,7 +161,7 @@ def test_tiny_constant_grid_end_to_end(uds, tmp_path):  # noqa: F811
     """2 sizes x 2 dataset sizes, 40 steps, scored every 5: files, the schedule recorded, per-run
     plateau fields, and alpha(s) recomputed here from the curves in summary.json."""
     proc = uds("capacity", "--quick", "--schedule", "constant", "--max-steps", "40", "--eval-every", "5",
-               "--multiples", "0.5,2", "--out", str(tmp_path))
+               "--multiples", "0.5,2", "--cooldown", "0.2", "--out", str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     doc = json.loads((tmp_path / "summary.json").read_text())
     assert doc["grid"]["budget"]["schedule"] == "constant" and doc["summary"]["schedule"] == "constant"
@@ -182,3 +184,88 @@ def test_tiny_constant_grid_end_to_end(uds, tmp_path):  # noqa: F811
     assert all(r["stop"] == "max_steps" for r in runs)
     assert steps[-1]["alpha"] == pytest.approx(doc["summary"]["fit"]["alpha"], rel=1e-12)
     assert set(doc["summary"]["at_plateau"]) >= {"at_plateau", "delta_alpha", "ci_halfwidth", "rising_capacity_runs"}
+    # the cooled alpha(s): the same fit over the branches written beside the curves
+    cooled = doc["summary"]["alpha_steps_cooled"]
+    assert [a["step"] for a in cooled] == [5, 10, 20, 40] and "at_plateau_cooled" in doc["summary"]
+    for a in cooled:
+        cap = {s: max(m for key, b in doc["branches"].items() if key.startswith(s + "/")
+                      for st, m in b if st == a["step"]) for s in params}
+        x, y = np.array([params[s] for s in cap]), np.array(list(cap.values()))
+        assert a["alpha"] == pytest.approx(float((x * y).sum() / (x * x).sum()), rel=1e-12)
+    assert all(float(r["cooled_mem_bits"]) == doc["branches"][f"{r['size']}/{r['n']}"][-1][1] for r in runs)
+
+
+def _bits_by_hand(model, x, bos: int) -> float:
+    """Memorised bits of the set against the uniform code, written out: S log2 V - NLL bits per
+    sequence, summed (the runs' `mem_of` for one token per position)."""
+    nll = sequence_nll_nats(model, x, bos)
+    return float((x.shape[1] * np.log2(model.config.vocab_size - 1) - nll.numpy() / np.log(2)).sum())
+
+
+def _step_by_hand(model, opt, x, g, bos: int) -> None:
+    rows = torch.randint(0, x.shape[0], (x.shape[0],), generator=g)
+    ids = with_bos(x[rows], bos)
+    logp = torch.log_softmax(model(input_ids=ids).logits[:, :-1].float(), -1)
+    loss = -logp.gather(-1, ids[:, 1:, None]).mean()
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+
+
+def test_cooldown_branch_equals_a_run_finished_by_hand_and_leaves_the_run_alone():
+    """Branches at steps 4 and 8 of an 8-step constant run (cooldown 0.5: 2 and 4 steps). A second
+    loop written here trains a twin to step 4 (warm-up 2: LRs 0, 0.005, 0.01, 0.01), then decays
+    its LR 0.01 -> 0.005 over 2 steps on batches from seed * 1_000_003 + 4: the same bits. The main
+    run's curve and weights equal those of a run without branches."""
+    torch.set_num_threads(1)
+    x = uniform_sequences(6, 5, 8, seed=3)
+    size, lr = ModelSize(8, 1, heads=2), 0.01
+    budget = TrainBudget(max_steps=8, lr=lr, warmup=2, batch_size=6, eval_every=4, schedule="constant",
+                         plateau_window=100, cooldown=0.5)
+    mem_of = lambda nll: float((5 * np.log2(8) - nll.numpy() / np.log(2)).sum())  # noqa: E731
+    model = build_model(size, 8, 5, seed=0)
+    log = train_to_plateau(model, x, budget, seed=7, mem_of=mem_of, branch_at={4, 8})
+    plain = build_model(size, 8, 5, seed=0)
+    log0 = train_to_plateau(plain, x, TrainBudget(**{**budget.to_dict(), "cooldown": 0.0}), seed=7, mem_of=mem_of,
+                            branch_at={4, 8})
+    assert log.curve == log0.curve and log0.branches == []
+    assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), plain.state_dict().values()))
+    assert [s for s, _ in log.branches] == [4, 8]
+
+    twin = build_model(size, 8, 5, seed=0)
+    twin.train()
+    opt = torch.optim.AdamW(twin.parameters(), lr=lr, weight_decay=0.0)
+    g = torch.Generator().manual_seed(7)
+    for step_lr in (0.0, 0.005, 0.01, 0.01):
+        opt.param_groups[0]["lr"] = step_lr
+        _step_by_hand(twin, opt, x, g, 8)
+    g_branch = torch.Generator().manual_seed(7 * 1_000_003 + 4)
+    for step_lr in (0.01, 0.005):
+        opt.param_groups[0]["lr"] = step_lr
+        _step_by_hand(twin, opt, x, g_branch, 8)
+    assert log.branches[0][1] == pytest.approx(_bits_by_hand(twin, x, 8), rel=1e-5)
+    assert log.branches[0][1] != pytest.approx(log.curve[0][1], rel=1e-3)   # the cooldown did train
+
+
+def test_alpha_and_verdict_read_the_branches():
+    """Planted: constant-LR curves saturate at 3 bits/param from step 200, the finished runs at
+    3.5 from step 400: each key gives its own alpha(s) and verdict."""
+    budget = TrainBudget(max_steps=800, plateau_window=400, plateau_tol=0.01)
+    rows = _rows(3.0, 200.0)
+    cooled = _rows(3.5, 400.0)
+    for r, c in zip(rows, cooled):
+        r["branches"] = [(s, m) for s, m in c["curve"] if s in budgets_of(budget)]
+    assert [a["alpha"] for a in alpha_vs_steps(rows, budgets_of(budget))] == pytest.approx([1.5, 3.0, 3.0, 3.0])
+    got = alpha_vs_steps(rows, budgets_of(budget), key="branches")
+    assert [a["alpha"] for a in got] == pytest.approx([0.875, 1.75, 3.5, 3.5])
+    assert grid_at_plateau(got, rows, budget, key="branches")["at_plateau"]
+    # finished runs still growing 20 % from B/2 to B: rising, whatever the constant-LR flag says
+    for r in rows:
+        r["branches"][-1] = (800, r["branches"][-1][1] * 1.25)
+        r["rising"] = False
+    v = grid_at_plateau(alpha_vs_steps(rows, budgets_of(budget), key="branches"), rows, budget, key="branches")
+    assert not v["at_plateau"] and v["rising_capacity_runs"] == ["p1000/40", "p3000/40"]
+    # a run the rule stopped (its last branch at the stop) is carried to later budgets, not rising
+    stopped = {"stop": "plateau", "branches": [(100, 5.0), (300, 6.0)], "curve": [(300, 5.5)]}
+    assert [mem_at(stopped, s, "branches") for s in (50, 100, 200, 800)] == [None, 5.0, 5.0, 6.0]
+    assert mem_at({"stop": "max_steps", "curve": [(100, 1.0)]}, 100, "branches") is None

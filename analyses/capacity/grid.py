@@ -60,9 +60,11 @@ GRIDS = {
     "quick": Grid(SIZES[:2], (0.5, 2.0, 8.0), budget=TrainBudget(max_steps=600, eval_every=100,
                                                                  plateau_window=300)),
     # constant LR tail and denser dataset sizes above the expected capacity (from 1.5x, where the
-    # data holds 5.4 bits/param, above the published 3.83): the GPU-sized run to the plateau
+    # data holds 5.4 bits/param, above the published 3.83), each budget also finished by a
+    # cooldown of a fifth of its steps: the GPU-sized run to the plateau
     "plateau": Grid(SIZES, (0.5, 1.0, 1.5, 2.0, 3.0, 4.0),
-                    budget=TrainBudget(max_steps=64000, eval_every=1000, plateau_window=8000, schedule="constant")),
+                    budget=TrainBudget(max_steps=64000, eval_every=1000, plateau_window=8000, schedule="constant",
+                                       cooldown=0.2)),
 }
 
 
@@ -72,7 +74,8 @@ def run_cell(grid: Grid, size: ModelSize, n: int) -> dict:
     x = uniform_sequences(n, grid.seq_len, grid.vocab, seed=grid.seed * 7919 + n)
     model = build_model(size, grid.vocab, grid.seq_len, seed=grid.seed).to(grid.device)
     mem_of = lambda nll: mb.dataset_mem_bits(mb.bits_from_mean_nll(nll, 1), grid.seq_len, grid.vocab)  # noqa: E731
-    log = train_to_plateau(model, x, grid.budget, seed=grid.seed, mem_of=mem_of)
+    branch_at = budgets_of(grid.budget) if grid.budget.cooldown > 0 else ()
+    log = train_to_plateau(model, x, grid.budget, seed=grid.seed, mem_of=mem_of, branch_at=branch_at)
     bos = model.config.bos_token_id
     nll = log.nll.numpy()   # the final weights' evaluation (no second pass over the set)
     fresh = uniform_sequences(grid.n_fresh, grid.seq_len, grid.vocab, seed=grid.seed * 7919 + n + FRESH_SEED_OFFSET)
@@ -91,7 +94,8 @@ def run_cell(grid: Grid, size: ModelSize, n: int) -> dict:
             "mia_f1": f1, "mia_f1_chance": f1_chance_counts(len(members), len(fresh_nll)),
             "mia_members": len(members), "mia_nonmembers": len(fresh_nll), "mia_threshold_bits": thr / mb.LN2,
             "seconds": round(time.time() - t0, 2),
-            "cpu_seconds": round(time.process_time() - c0, 2), "curve": log.curve}
+            "cpu_seconds": round(time.process_time() - c0, 2), "curve": log.curve,
+            **({"cooldown": grid.budget.cooldown, "branches": log.branches} if branch_at else {})}
 
 
 def run_grid(grid: Grid, progress: Callable[[dict], None] = lambda row: None,
@@ -147,6 +151,10 @@ def summarise(rows: list[dict], precision: str = "fp32", budget: TrainBudget | N
         out["alpha_steps"] = alpha_vs_steps(rows, budgets_of(budget))
         if len(out["alpha_steps"]) >= 2:      # the verdict compares B with B/2
             out["at_plateau"] = grid_at_plateau(out["alpha_steps"], rows, budget)
+        if budget.cooldown > 0:               # the same from the runs finished by their cooldowns
+            out["alpha_steps_cooled"] = alpha_vs_steps(rows, budgets_of(budget), key="branches")
+            if len(out["alpha_steps_cooled"]) >= 2:
+                out["at_plateau_cooled"] = grid_at_plateau(out["alpha_steps_cooled"], rows, budget, key="branches")
     cap = {p["size"]: p["capacity_bits"] for p in per_size}
     ratio = np.array([cap[r["size"]] / r["n"] for r in rows])
     f1 = np.array([r["mia_f1"] for r in rows])

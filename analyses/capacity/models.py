@@ -8,9 +8,10 @@ sequence are predicted and the uniform reference is exactly `S * log2 V` bits.
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Callable
+from typing import Callable, Collection
 
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, get_cosine_schedule_with_warmup
@@ -94,7 +95,13 @@ class TrainBudget:
     steps the code length of the whole training set is measured. Stop at the first of: (a) the
     set is memorised (mean NLL below `solved_bits` bits per sequence), (b) plateau: the
     memorised bits grew by less than `plateau_tol` (relative) over the last `plateau_window` steps,
-    (c) `max_steps`."""
+    (c) `max_steps`.
+
+    `cooldown` > 0 (constant schedule): at each step budget the caller names, a branch copied
+    from the run (weights and optimizer state) decays the LR linearly to 0 over `cooldown` x that
+    many steps and is scored, then dropped; the run goes on as if it had not been made. A
+    constant LR leaves the stored bits noisy (below what a decayed run keeps), so the branch is the
+    finished run of that budget, as in warm-up-stable-decay schedules."""
     max_steps: int = 3000
     lr: float = 1e-2
     warmup: int = 100
@@ -106,6 +113,7 @@ class TrainBudget:
     solved_bits: float = 1.0
     bf16: bool = False
     schedule: str = "cosine"
+    cooldown: float = 0.0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -132,13 +140,53 @@ class TrainLog:
     stop: str = "max_steps"                                   # solved | plateau | max_steps
     curve: list[tuple[int, float]] = field(default_factory=list)   # (step, memorised bits of the set)
     lrs: list[float] = field(default_factory=list)   # LR each optimizer step ran at
+    branches: list[tuple[int, float]] = field(default_factory=list)   # (budget, memorised bits after its cooldown)
     nll: torch.Tensor | None = None   # per-sequence NLL (nats) of the final weights: training always ends on an evaluation
 
 
+def _train_step(model: LlamaForCausalLM, opt: torch.optim.Optimizer, x_dev: torch.Tensor, batch: int,
+                g: torch.Generator, bos: int, bf16: bool) -> None:
+    """One optimizer step on `batch` rows of `x_dev` drawn with `g` (on the CPU)."""
+    dev = x_dev.device
+    rows = torch.randint(0, x_dev.shape[0], (batch,), generator=g)
+    with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=bf16):
+        loss = _token_nll(model, x_dev[rows.to(dev)], bos).mean()
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+
+
+def cooldown_length(step: int, fraction: float) -> int:
+    """Steps of the cooldown branched at `step`: `fraction` of it, at least one."""
+    return max(1, round(fraction * step))
+
+
+def cooled_bits(model: LlamaForCausalLM, opt: torch.optim.Optimizer, x: torch.Tensor, budget: TrainBudget,
+                step: int, seed: int, mem_of: Callable[[torch.Tensor], float]) -> float:
+    """Memorised bits of a branch of the run at `step`: copies of the weights and of the AdamW
+    state, the LR from its present value linearly to 0 over `cooldown_length` steps (step k at
+    lr * (1 - k / c)), batches from their own generator. `model` and `opt` are left untouched."""
+    branch = copy.deepcopy(model)
+    b_opt = torch.optim.AdamW(branch.parameters())
+    b_opt.load_state_dict(copy.deepcopy(opt.state_dict()))
+    base = opt.param_groups[0]["lr"]
+    c = cooldown_length(step, budget.cooldown)
+    g = torch.Generator().manual_seed(seed * 1_000_003 + step)
+    x_dev = x.to(_device(model))
+    branch.train()
+    for k in range(c):
+        for group in b_opt.param_groups:
+            group["lr"] = base * (1 - k / c)
+        _train_step(branch, b_opt, x_dev, min(budget.batch_size, x.shape[0]), g, model.config.bos_token_id, budget.bf16)
+    return mem_of(sequence_nll_nats(branch, x, model.config.bos_token_id, bf16=budget.bf16))
+
+
 def train_to_plateau(model: LlamaForCausalLM, x: torch.Tensor, budget: TrainBudget, seed: int,
-                     mem_of: Callable[[torch.Tensor], float]) -> TrainLog:
+                     mem_of: Callable[[torch.Tensor], float], branch_at: Collection[int] = ()) -> TrainLog:
     """Train in place on `x` (N, S); `mem_of(per-sequence NLL nats)` -> memorised bits of the set
-    (the caller's accounting) drives the plateau rule. Returns the log; the model ends in eval mode."""
+    (the caller's accounting) drives the plateau rule. With `budget.cooldown`, a cooldown branch
+    (`cooled_bits`) at each step of `branch_at`, and at an earlier stop when a later budget
+    remains. Returns the log; the model ends in eval mode."""
     bos = model.config.bos_token_id
     dev = _device(model)
     opt = torch.optim.AdamW(model.parameters(), lr=budget.lr, weight_decay=budget.weight_decay)
@@ -146,27 +194,29 @@ def train_to_plateau(model: LlamaForCausalLM, x: torch.Tensor, budget: TrainBudg
     g = torch.Generator().manual_seed(seed)   # batches drawn on the CPU: the same rows on any device
     x_dev = x.to(dev)
     batch = min(budget.batch_size, x.shape[0])
+    branch = (lambda s: log.branches.append((s, cooled_bits(model, opt, x, budget, s, seed, mem_of)))
+              if budget.cooldown > 0 else lambda s: None)
     log = TrainLog()
     model.train()
     for step in range(1, budget.max_steps + 1):
-        rows = torch.randint(0, x.shape[0], (batch,), generator=g)
         log.lrs.append(opt.param_groups[0]["lr"])
-        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=budget.bf16):
-            loss = _token_nll(model, x_dev[rows.to(dev)], bos).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
+        _train_step(model, opt, x_dev, batch, g, bos, budget.bf16)
         sched.step()
         log.steps = step
+        if step in branch_at:
+            branch(step)
+            model.train()
         if step % budget.eval_every == 0 or step == budget.max_steps:
             nll = sequence_nll_nats(model, x, bos, bf16=budget.bf16)
             log.curve.append((step, mem_of(nll)))
             log.nll = nll
             if float(nll.mean()) / LN2 < budget.solved_bits:
                 log.stop = "solved"
-                break
-            if _plateaued(log.curve, budget):
+            elif _plateaued(log.curve, budget):
                 log.stop = "plateau"
+            if log.stop != "max_steps":
+                if step not in branch_at and any(s > step for s in branch_at):
+                    branch(step)   # the later budgets' finished run is this one's
                 break
     model.eval()
     return log

@@ -13,7 +13,7 @@ from analyses.capacity.grid import mia_f1_chance
 
 CSV_FIELDS = ("size", "hidden", "layers", "params", "n", "seq_len", "vocab", "data_bits", "mem_bits",
               "bits_per_param", "capacity_bits", "alpha_size", "capped", "schedule", "steps", "stop", "rising",
-              "last_window_gain", "mia_f1", "mia_f1_chance",
+              "last_window_gain", "cooldown", "cooled_mem_bits", "mia_f1", "mia_f1_chance",
               "mia_threshold_bits", "seconds", "cpu_seconds")
 
 
@@ -24,14 +24,17 @@ def write_csv(path: Path, rows: list[dict], summary: dict) -> Path:
         w = csv.DictWriter(fh, CSV_FIELDS, extrasaction="ignore")
         w.writeheader()
         for r in rows:
-            w.writerow(r | {"capacity_bits": cap[r["size"]]["capacity_bits"],
+            cooled = r["branches"][-1][1] if r.get("branches") else ""   # the run's last budget, finished
+            w.writerow(r | {"capacity_bits": cap[r["size"]]["capacity_bits"], "cooled_mem_bits": cooled,
                             "alpha_size": cap[r["size"]]["bits_per_param"], "mia_f1_chance": mia_f1_chance(r)})
     return path
 
 
 def write_summary(path: Path, summary: dict, grid: dict, rows: list[dict]) -> Path:
     curves = {f"{r['size']}/{r['n']}": r["curve"] for r in rows}
-    path.write_text(json.dumps({"summary": summary, "grid": grid, "curves": curves}, indent=1))
+    branches = {f"{r['size']}/{r['n']}": r["branches"] for r in rows if r.get("branches")}
+    path.write_text(json.dumps({"summary": summary, "grid": grid, "curves": curves,
+                                **({"branches": branches} if branches else {})}, indent=1))
     return path
 
 
@@ -108,20 +111,28 @@ def plot_mia(path: Path, summary: dict) -> Path:
     return _saved(fig, path)
 
 
-def plot_alpha_vs_steps(path: Path, summary: dict) -> Path:
-    """alpha(s) with its interval against the step budget s (log2 axis), each size's bits/param at
-    its capacity, and the published fp32 / bf16 values."""
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(6, 4.5))
-    pts = summary["alpha_steps"]
+def _alpha_line(ax, pts: list[dict], label: str, fmt: str) -> None:
+    """alpha(s) with its interval error bars."""
     steps = np.array([a["step"] for a in pts], dtype=float)
     alpha = np.array([a["alpha"] for a in pts])
     err = np.array([[a["alpha"] - a["low"] for a in pts], [a["high"] - a["alpha"] for a in pts]])
     level = int(round(100 * pts[0]["level"]))
-    ax.errorbar(steps, alpha, yerr=err, fmt="o-", capsize=3, label=f"alpha(s), {level} % CI (LS, t, df {pts[0]['df']})")
+    ax.errorbar(steps, alpha, yerr=err, fmt=fmt, capsize=3, label=f"{label}, {level} % CI (LS, t, df {pts[0]['df']})")
+
+
+def plot_alpha_vs_steps(path: Path, summary: dict) -> Path:
+    """alpha(s) with its interval against the step budget s (log2 axis), each size's bits/param at
+    its capacity, alpha of the cooled branches where the grid made them, and the published fp32 /
+    bf16 values."""
+    plt = _plt()
+    fig, ax = plt.subplots(figsize=(6, 4.5))
+    pts = summary["alpha_steps"]
+    _alpha_line(ax, pts, "alpha(s), constant LR", "o-")
+    if summary.get("alpha_steps_cooled"):
+        _alpha_line(ax, summary["alpha_steps_cooled"], "alpha(s), run finished by its cooldown", "s-")
     for size in dict.fromkeys(c["size"] for a in pts for c in a["sizes"]):
         mine = [(a["step"], c["bits_per_param"]) for a in pts for c in a["sizes"] if c["size"] == size]
-        ax.plot(*zip(*mine), ".:", lw=0.8, label=f"{size} bits/param")
+        ax.plot(*zip(*mine), ".:", lw=0.8, label=f"{size} bits/param (constant LR)")
     for prec, value in (("fp32", 3.83), ("bf16", 3.51)):
         ax.axhline(value, color="k", ls="--" if prec == "fp32" else ":", lw=0.8, label=f"published {value} ({prec})")
     ax.set(xscale="log", xlabel="step budget s (constant LR: the first s steps of each run)",

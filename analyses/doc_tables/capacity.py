@@ -48,29 +48,40 @@ def default_table(path: Path) -> str:
     return table(["size", "params", "N: memorised bits (plateau-rule stops marked p)", "capacity", "bits/param"], rows)
 
 
+def _verdict(v: dict, what: str, rising_test: str) -> str:
+    rising = ", ".join(v["rising_capacity_runs"]) or "none"
+    return (f"At plateau{what}: **{'yes' if v['at_plateau'] else 'no'}** (α({thousands(v['to_step'])}) − "
+            f"α({thousands(v['from_step'])}) = {v['delta_alpha']:+.2f}, CI half-width {v['ci_halfwidth']:.2f}; "
+            f"capacity runs still rising {rising_test}: {rising}).")
+
+
 def alpha_steps_table(path: Path) -> str:
     """alpha at each step budget of a constant-LR grid (summary.json) with its interval, each size's
     bits/param at its capacity (the N holding it; capped marked), the share of the published value,
-    then the grid's plateau verdict in one line."""
-    s = json.loads(path.read_text())["summary"]
+    then the grid's plateau verdict in one line. A grid with cooldown branches gets the same
+    columns for the finished runs (`alpha_steps_cooled`) and their verdict."""
+    doc = json.loads(path.read_text())
+    s = doc["summary"]
     pts, ref = s["alpha_steps"], s["published_alpha"]
+    cooled = {a["step"]: a for a in s.get("alpha_steps_cooled", [])}
+    cooldown = doc["grid"]["budget"].get("cooldown", 0.0)
     sizes = list(dict.fromkeys(c["size"] for a in pts for c in a["sizes"]))
-    rows = []
-    for a in pts:
+
+    def cells(a: dict) -> list[str]:
         per = {c["size"]: c for c in a["sizes"]}
-        rows.append([thousands(a["step"]), f"**{a['alpha']:.2f}**", f"[{a['low']:.2f}, {a['high']:.2f}]",
-                     *(f"{per[z]['bits_per_param']:.2f} (N {thousands(per[z]['at_n'])}"
-                       + (", capped)" if per[z]["capped"] else ")") for z in sizes),
-                     f"{a['alpha'] / ref:.0%}"])
+        return [f"**{a['alpha']:.2f}**", f"[{a['low']:.2f}, {a['high']:.2f}]",
+                *(f"{per[z]['bits_per_param']:.2f} (N {thousands(per[z]['at_n'])}"
+                  + (", capped)" if per[z]["capped"] else ")") for z in sizes), f"{a['alpha'] / ref:.0%}"]
+    rows = [[thousands(a["step"]), *cells(a), *(cells(cooled[a["step"]]) if cooled else [])] for a in pts]
     level = round(100 * pts[0]["level"])
-    head = ["steps", "α (bits/param)", f"{level} % CI (LS, t, df {pts[0]['df']})",
-            *(f"{z} bits/param (N)" for z in sizes), f"α / {ref} ({s['precision']})"]
-    v = s["at_plateau"]
-    rising = ", ".join(v["rising_capacity_runs"]) or "none"
-    verdict = (f"\nAt plateau: **{'yes' if v['at_plateau'] else 'no'}** (α({thousands(v['to_step'])}) − "
-               f"α({thousands(v['from_step'])}) = {v['delta_alpha']:+.2f}, CI half-width {v['ci_halfwidth']:.2f}; "
-               f"capacity runs still rising over their last window: {rising}).\n")
-    return table(head, rows) + verdict
+    part = lambda tag: [f"α{tag} (bits/param)", f"{level} % CI (LS, t, df {pts[0]['df']})",   # noqa: E731
+                        *(f"{z} bits/param (N){tag}" for z in sizes), f"α / {ref} ({s['precision']}){tag}"]
+    steps = f"steps s (cooled runs: s + {cooldown:.0%} of s)" if cooled else "steps"
+    head = [steps, *part(""), *(part(", cooled") if cooled else [])]
+    lines = [_verdict(s["at_plateau"], " (constant LR)" if cooled else "", "over their last window")]
+    if "at_plateau_cooled" in s:
+        lines.append(_verdict(s["at_plateau_cooled"], " (cooled runs)", "from B/2 to B"))
+    return table(head, rows) + "".join(f"\n{line}\n" for line in lines)
 
 
 def plateau_runs_table(path: Path) -> str:

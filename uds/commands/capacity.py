@@ -4,7 +4,9 @@ Writes to --out: `runs.csv` (one row per model size x dataset size), `summary.js
 per size, the fit capacity = alpha * params with R^2, the MIA sigmoid-law fit, the grid and the
 convergence curve of every run), `runs.jsonl` (written as runs finish), `mem_vs_n.png`,
 `capacity_vs_params.png`, `mia_f1.png`, `grid.json` (the grid the runs belong to); with
-`--schedule constant` also alpha at B/8, B/4, B/2, B in summary.json and `alpha_vs_steps.png`.
+`--schedule constant` also alpha at B/8, B/4, B/2, B in summary.json and `alpha_vs_steps.png`,
+and with `--cooldown F` the same from cooldown branches (each budget's run finished by a linear
+LR decay over F times its steps).
 
 Interrupted runs resume: run the same command again and the runs already in `runs.jsonl` of the
 same grid are kept, not retrained (`--fresh` retrains everything).
@@ -37,6 +39,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--eval-every", type=int, help="steps between scorings of the whole set (default: the grid's)")
     p.add_argument("--schedule", choices=SCHEDULES, help="LR after warm-up: cosine decay to 0 at the budget, or "
                                                       "constant (alpha vs steps from one run; default: the grid's)")
+    p.add_argument("--cooldown", type=float, help="with --schedule constant: at each reported budget s, branch "
+                                                  "a run whose LR decays linearly to 0 over this fraction of s "
+                                                  "steps and score it (default: the grid's; 0 = none)")
     p.add_argument("--multiples", help="dataset sizes as comma-separated multiples of the expected capacity "
                                        "3.6 * params / (S log2 V), e.g. 0.5,1,2,4 (default: the grid's)")
     p.add_argument("--device", default="cpu", help="cpu (default: the committed runs' device), cuda or auto")
@@ -68,7 +73,13 @@ def make_grid(args: argparse.Namespace):
             raise UdsInputError(f"{flag} must be at least {low} (got {value})")
     budget = replace(grid.budget, bf16=args.bf16, max_steps=args.max_steps or grid.budget.max_steps,
                      schedule=args.schedule or grid.budget.schedule,
-                     eval_every=args.eval_every or grid.budget.eval_every)
+                     eval_every=args.eval_every or grid.budget.eval_every,
+                     cooldown=grid.budget.cooldown if args.cooldown is None else args.cooldown)
+    if not 0 <= budget.cooldown <= 1:
+        raise UdsInputError(f"--cooldown must be a fraction between 0 and 1 (got {budget.cooldown})")
+    if budget.cooldown and budget.schedule != "constant":
+        raise UdsInputError("--cooldown branches a constant-LR run: it needs --schedule constant "
+                            f"(the schedule is {budget.schedule})")
     over = {k: v for k, v in (("vocab", args.vocab), ("seq_len", args.seq_len), ("threads", args.threads),
                               ("multiples", parse_multiples(args.multiples))) if v is not None}
     from core.loading import resolve_device   # torch only when the command runs
@@ -148,12 +159,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"alpha = {fit['alpha']:.3f} bits/param (R2 {fit['r2_origin']:.3f} through the origin; free intercept "
               f"{fit['slope']:.3f} * params + {fit['intercept']:.0f}, R2 {fit['r2']:.3f}); published "
               f"{summary['published_alpha']} ({precision}); {time.time() - t0:.0f} s")
-    for a in summary.get("alpha_steps", []):
-        print(f"alpha({a['step']} steps) = {a['alpha']:.3f} [{a['low']:.3f}, {a['high']:.3f}]", file=sys.stderr)
-    if "at_plateau" in summary:
-        v = summary["at_plateau"]
-        print(f"at plateau: {v['at_plateau']} (alpha(B) - alpha(B/2) = {v['delta_alpha']:+.3f}, CI half-width "
-              f"{v['ci_halfwidth']:.3f}; capacity runs still rising: {', '.join(v['rising_capacity_runs']) or 'none'})",
-              file=sys.stderr)
+    for tag, suffix in (("constant LR", ""), ("cooled", "_cooled")):
+        for a in summary.get("alpha_steps" + suffix, []):
+            print(f"alpha({a['step']} steps, {tag}) = {a['alpha']:.3f} [{a['low']:.3f}, {a['high']:.3f}]",
+                  file=sys.stderr)
+        if "at_plateau" + suffix in summary:
+            v = summary["at_plateau" + suffix]
+            print(f"at plateau ({tag}): {v['at_plateau']} (alpha(B) - alpha(B/2) = {v['delta_alpha']:+.3f}, CI "
+                  f"half-width {v['ci_halfwidth']:.3f}; capacity runs still rising: "
+                  f"{', '.join(v['rising_capacity_runs']) or 'none'})", file=sys.stderr)
     print(out / "summary.json")
     return 0
