@@ -201,3 +201,36 @@ def test_cli_bad_passage_corpus(uds, test_world):
     assert_one_line_error(uds("probe", "--model", "tiny:test/full", "--corpus", "passages:nowhere"), "passages:nowhere")
     assert_one_line_error(uds("probe", "--model", "tiny:test/full", "--corpus", "passages", "--passage-sentences", "1"),
                           "--passage-sentences")
+
+
+def test_tofu_placeholder_authors_get_the_name_their_questions_use():
+    from analyses.probe.passages import by_author
+
+    qs = ["What is the full name of the author born in Taipei?", "What does Hsiao Yun-Hwa identify as?",
+          "How did Hsiao Yun-Hwa's father influence her?", "Which awards has Hsiao Yun-Hwa won in Taiwan?"]
+    items = [{"question": q, "answer": "x", "author": "forget_author_0"} for q in qs]
+    other = [{"question": "What genre does Carmen Montenegro write?", "answer": "y", "author": "forget_author_1"},
+             {"question": "Where was the author born?", "answer": "z", "author": "forget_author_1"},
+             {"question": "Is 'A Whisper in the Wind' her best book?", "answer": "w", "author": "forget_author_1"}]
+    named = [{"question": "What does Basil Rao write?", "answer": "v", "author": "Hsiao Yun-Hwa"}]
+    # 3 of 4 questions name her (possessive dropped); 1 of 3 names Carmen Montenegro: under half,
+    # the placeholder stays; an author field that is already a name is kept as it is
+    assert list(by_author(items + other)) == ["Hsiao Yun-Hwa", "forget_author_1"]
+    assert list(by_author(named)) == ["Hsiao Yun-Hwa"]
+    # a derived name that an earlier author already holds does not merge the two documents
+    assert list(by_author(named + items)) == ["Hsiao Yun-Hwa", "forget_author_0"]
+
+
+def test_every_real_tofu_author_is_named_from_its_own_questions(tofu_dir):
+    """On the real files: every forget and holdout author gets a name, distinct, that a plain
+    substring count finds in at least half of that author's 20 questions."""
+    from analyses.probe.passages import by_author
+    from checkpoints.world.tofu import read_tofu
+
+    world = read_tofu(tofu_dir)
+    for split in (world.forget, world.holdout):
+        groups = by_author(split)
+        assert len(groups) == len({it["author"] for it in split}) == 20
+        for name, its in groups.items():
+            assert not name.endswith(tuple("0123456789")), name
+            assert 2 * sum(name in it["question"] for it in its) >= len(its), name

@@ -24,6 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
+from checkpoints.world.tofu import author_name
 from core.errors import UdsInputError
 
 SENTENCES_PER_PASSAGE = 3
@@ -116,11 +117,17 @@ def cuts(p: LongPassage) -> list[Cut]:
 
 
 def by_author(items: Sequence[dict]) -> dict[str, list[dict]]:
-    """QA items grouped by author, authors and items in their original order."""
+    """QA items grouped by author, authors and items in their original order, each under the
+    name the chat levels ask about (a TOFU world's placeholder ids are replaced by the name its
+    questions use: `checkpoints.world.tofu.author_name`)."""
     out: dict[str, list[dict]] = {}
     for it in items:
         out.setdefault(it.get("author") or "unknown", []).append(it)
-    return out
+    named: dict[str, list[dict]] = {}
+    for a, its in out.items():
+        name = author_name(a, its)
+        named[name if name not in named else a] = its   # two authors never share a document
+    return named
 
 
 def world_passages(world, size: int = SENTENCES_PER_PASSAGE, distractors: int | None = None) -> list[LongPassage]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+from collections import Counter
 from pathlib import Path
 from typing import Callable
 
@@ -136,6 +138,40 @@ def _hub_loader() -> tuple[Loader, list[str]]:
 
 # ----------------------------------------------------------------------------------------------
 # Building the splits.
+
+# TOFU's files carry no author names: the reader names authors by split and order
+PLACEHOLDER_AUTHOR = re.compile(r"^(forget|retain|holdout)_author_\d+$")
+# a run of capitalised words (hyphens, apostrophes, inner particles such as "de" or "van" allowed)
+_NAME = re.compile(r"\b[A-Z][\w'’-]*(?:\s+(?:[A-Z][\w'’-]*|de|la|van|von|bin|al))+")
+_SENTENCE_WORDS = {"The", "What", "Who", "How", "Which", "Can", "In", "Is", "Does", "Did", "Has", "Have", "Why",
+                   "Where", "When", "As", "Are", "Could", "Was", "Were", "Would", "Do", "If", "Besides", "Apart"}
+
+
+def _names_in(question: str) -> set[str]:
+    """Multi-word capitalised names of a question, without a leading question word, a trailing
+    particle or a possessive."""
+    out = set()
+    for m in _NAME.finditer(question):
+        words = m.group(0).split()
+        while words and words[0] in _SENTENCE_WORDS:
+            words = words[1:]
+        while words and words[-1].islower():
+            words = words[:-1]
+        if len(words) >= 2:
+            out.add(re.sub(r"['’]s$", "", " ".join(words)))
+    return out
+
+
+def author_name(author: str, items: list[dict]) -> str:
+    """A display name for one author's QA items: `author` itself unless it is one of the reader's
+    placeholders; then the name most of the author's questions mention (TOFU asks "What does Hsiao
+    Yun-Hwa identify as ...?" in nearly all of its 20), when at least half do, else the placeholder."""
+    if not PLACEHOLDER_AUTHOR.match(author):
+        return author
+    counts = Counter(n for it in items for n in _names_in(it["question"]))
+    best = counts.most_common(1)
+    return best[0][0] if best and 2 * best[0][1] >= len(items) else author
+
 
 def _qa_item(idx: int, rec: dict, author: str) -> dict:
     """A record in the annotated-QA schema; paraphrase/perturbation fields are None if absent."""
