@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
+from analyses.probe.passages import by_author
 from core.data import jsonl_values
 from core.errors import UdsInputError
 from core.prompts import raw_prompt, raw_qa
@@ -95,8 +96,9 @@ def qa_documents(items: Sequence[dict], target: bool, raw: bool, group: str | No
     raw QA document `Question: q\\nAnswer: a` (what the tiny models were fine-tuned on; the
     `prefix` level gives the question and checks the answer), else the answer alone (TOFU)."""
     out, count = [], {}
+    names = {a: name for name, its in by_author(items).items() for a in {it.get("author") or "unknown" for it in its}}
     for it in items:
-        author = it.get("author") or "unknown"
+        author = names[it.get("author") or "unknown"]   # the name the chat levels ask about
         pos = count[author] = count.get(author, -1) + 1
         text = raw_qa(it["question"], it["answer"]) if raw else it["answer"]
         out.append(Passage(author, author, pos, text, target, it["question"], it["answer"],
