@@ -128,7 +128,8 @@ def test_summary_names_capped_sizes_and_the_schedule():
 
 def _args(**kw) -> argparse.Namespace:
     base = dict(grid="default", quick=False, max_steps=None, eval_every=None, schedule=None, multiples=None,
-                device="cpu", bf16=False, vocab=None, seq_len=None, threads=None, seed=0, cooldown=None)
+                device="cpu", bf16=False, vocab=None, seq_len=None, threads=None, seed=0, cooldown=None,
+                plateau_window=None)
     return argparse.Namespace(**base | kw)
 
 
@@ -141,14 +142,16 @@ def test_committed_grids_keep_the_cosine_default():
     for name in ("default", "quick"):
         _, grid = make_grid(_args(grid=name))
         assert grid.budget.schedule == "cosine" and grid.device == "cpu"
-    _, grid = make_grid(_args(quick=True, schedule="constant", multiples="1.5,3", eval_every=50))
+    _, grid = make_grid(_args(quick=True, schedule="constant", multiples="1.5,3", eval_every=50, plateau_window=900))
     assert (grid.budget.schedule, grid.multiples, grid.budget.eval_every) == ("constant", (1.5, 3.0), 50)
+    assert grid.budget.plateau_window == 900 and make_grid(_args(quick=True))[1].budget.plateau_window == 300
 
 
 @pytest.mark.parametrize("args, needle", [
     (["--multiples", "1,x"], "--multiples must be comma-separated numbers"),
     (["--multiples", "1,0"], "--multiples must be positive"),
     (["--eval-every", "0"], "--eval-every must be at least 1"),
+    (["--plateau-window", "0"], "--plateau-window must be at least 1"),
     (["--device", "tpu"], "unknown device 'tpu'"),
     (["--cooldown", "0.2"], "--cooldown branches a constant-LR run: it needs --schedule constant"),
     (["--schedule", "constant", "--cooldown", "1.5"], "--cooldown must be a fraction between 0 and 1"),

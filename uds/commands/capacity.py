@@ -37,6 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--quick", action="store_true", help="alias of --grid quick (a few minutes)")
     p.add_argument("--max-steps", type=int, help="training step budget per run (default: the grid's)")
     p.add_argument("--eval-every", type=int, help="steps between scorings of the whole set (default: the grid's)")
+    p.add_argument("--plateau-window", type=int, help="steps over which the plateau rule asks for 1 %% growth "
+                                                       "(default: the grid's)")
     p.add_argument("--schedule", choices=SCHEDULES, help="LR after warm-up: cosine decay to 0 at the budget, or "
                                                       "constant (alpha vs steps from one run; default: the grid's)")
     p.add_argument("--cooldown", type=float, help="with --schedule constant: at each reported budget s, branch "
@@ -68,12 +70,13 @@ def make_grid(args: argparse.Namespace):
     grid = GRIDS[name]
     for flag, value, low in (("--max-steps", args.max_steps, 1), ("--vocab", args.vocab, 2),
                              ("--seq-len", args.seq_len, 1), ("--threads", args.threads, 1),
-                             ("--eval-every", args.eval_every, 1)):
+                             ("--eval-every", args.eval_every, 1), ("--plateau-window", args.plateau_window, 1)):
         if value is not None and value < low:
             raise UdsInputError(f"{flag} must be at least {low} (got {value})")
     budget = replace(grid.budget, bf16=args.bf16, max_steps=args.max_steps or grid.budget.max_steps,
                      schedule=args.schedule or grid.budget.schedule,
                      eval_every=args.eval_every or grid.budget.eval_every,
+                     plateau_window=args.plateau_window or grid.budget.plateau_window,
                      cooldown=grid.budget.cooldown if args.cooldown is None else args.cooldown)
     if not 0 <= budget.cooldown <= 1:
         raise UdsInputError(f"--cooldown must be a fraction between 0 and 1 (got {budget.cooldown})")
