@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import csv
 import json
+import random
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 
+from analyses.audit.published import cell_name
 from analyses.doc_tables.blocks import Block, doc_body, rendered, stale, write
 from analyses.doc_tables.markdown import table
 from analyses.doc_tables.registry import BLOCKS
+from checkpoints.lmlm.recipes import published_root
 from core.errors import UdsInputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -361,10 +364,14 @@ def test_table_helper():
     assert table(["a", "b"], [["1", "2"]]) == "| a | b |\n|---|---|\n| 1 | 2 |\n"
 
 
-def _leaky_facts() -> tuple[list[dict], set[int]]:
-    folder = ROOT / "docs/audit/leaky_test"
-    rows = list(csv.DictReader(open(folder / "facts.csv")))
-    return rows, set(json.loads((folder / "subset.json").read_text())["leaked"])
+# the audit_leaky.py folders and their blocks: (main table, lmlm_leaky's per-style table)
+LEAKY = {"docs/audit/leaky_test": ("audit-leaky-test", "audit-leaky-styles-test"),
+         "docs/audit/leaky_small": ("audit-world-small", "audit-leaky-styles-small")}
+
+
+def _leaky_facts(folder: str) -> tuple[list[dict], set[int]]:
+    rows = list(csv.DictReader(open(ROOT / folder / "facts.csv")))
+    return rows, set(json.loads((ROOT / folder / "subset.json").read_text())["leaked"])
 
 
 def _mean(xs) -> float:
@@ -372,30 +379,37 @@ def _mean(xs) -> float:
     return sum(xs) / len(xs)
 
 
-def test_audit_leaky_numbers_from_the_files():
-    """L̂, R̂ and artefact from the per-fact rows equal the doc's and the audit's summary; the halves
-    are split by subset.json's list, not by the rows' own flag."""
-    rows, leaked = _leaky_facts()
-    doc = _rows_all("audit-leaky-test")
+@pytest.mark.parametrize("folder", LEAKY)
+def test_audit_leaky_numbers_from_the_files(folder):
+    """L̂, R̂, artefact and near-miss evidence from the per-fact rows equal the doc's and the audit's
+    summary; the halves are split by subset.json's list, not by the rows' own flag."""
+    rows, leaked = _leaky_facts(folder)
+    doc = _rows_all(LEAKY[folder][0])
     assert len(doc) == 3 * 4
     for cells in doc:
         m, v = cells[0], cells[1]
-        summary = json.loads((ROOT / "docs/audit/leaky_test" / m / "summary.json").read_text())["variants"][v]
+        summary = json.loads((ROOT / folder / m / "summary.json").read_text())["variants"][v]
         fs = [r for r in rows if (r["model"], r["variant"]) == (m, v)]
         assert len(fs) == summary["n_prompts"]
-        for col, key, field in ((5, "leakage", "L"), (6, "retrieval_mediated", "R"), (7, "artifact_rate", "artefact")):
+        for col, key, field in ((2, "full_em", "em_FULL"), (5, "leakage", "L"), (6, "retrieval_mediated", "R"),
+                                (7, "artifact_rate", "artefact"), (8, "near_miss_evidence", "evidence")):
             rate = _mean(int(r[field]) for r in fs)
             assert _num(cells[col]) == pytest.approx(rate, abs=5e-4) and rate == pytest.approx(summary[key])
-        assert _num(cells[8]) == pytest.approx(_mean(int(r["L"]) for r in fs if int(r["fact_id"]) in leaked), abs=5e-4)
-        assert _num(cells[9]) == pytest.approx(_mean(int(r["L"]) for r in fs if int(r["fact_id"]) not in leaked),
-                                               abs=5e-4)
+        assert _num(cells[9]) == pytest.approx(_mean(int(r["L"]) for r in fs if int(r["fact_id"]) in leaked), abs=5e-4)
+        assert _num(cells[10]) == pytest.approx(_mean(int(r["L"]) for r in fs if int(r["fact_id"]) not in leaked),
+                                                abs=5e-4)
 
 
-def test_audit_leaky_chance_from_the_file():
-    """The last column is the variant's chance level in chance.json, the same for every model."""
-    chance = json.loads((ROOT / "docs/audit/leaky_test/chance.json").read_text())["variants"]
-    doc = _rows_all("audit-leaky-test")
-    assert all(_num(cells[10]) == pytest.approx(chance[cells[1]]["chance"], abs=5e-4) for cells in doc)
+@pytest.mark.parametrize("folder", LEAKY)
+def test_audit_leaky_chance_from_the_file(folder):
+    """The last column is the variant's chance level in chance.json, the same for every model, and
+    equal to the chance a run recorded in its summary (runs before the chance level record none)."""
+    chance = json.loads((ROOT / folder / "chance.json").read_text())["variants"]
+    doc = _rows_all(LEAKY[folder][0])
+    for cells in doc:
+        assert _num(cells[11]) == pytest.approx(chance[cells[1]]["chance"], abs=5e-4)
+        summary = json.loads((ROOT / folder / cells[0] / "summary.json").read_text())["variants"][cells[1]]
+        assert summary.get("chance", chance[cells[1]]["chance"]) == pytest.approx(chance[cells[1]]["chance"])
 
 
 def test_published_chance_numbers_from_the_json():
@@ -417,14 +431,109 @@ def test_published_chance_numbers_from_the_json():
             assert _num(cells[col]) == pytest.approx(sum(c[k] for c in pub) / n, abs=5e-4)
 
 
-def test_audit_leaky_style_numbers_from_the_files():
-    rows, leaked = _leaky_facts()
-    doc = _rows("audit-leaky-styles-test")
+@pytest.mark.parametrize("folder", LEAKY)
+def test_audit_leak_sits_on_the_leaked_half(folder):
+    """The doc's reading of the halves: `lmlm_leaky`'s gap in mean per-fact L between the leaked
+    half and the other is one that at most 1 % of 2,000 seeded random halves of the targets reach."""
+    rows, leaked = _leaky_facts(folder)
+    per_fact: dict[int, list[int]] = {}
+    for r in rows:
+        if r["model"] == "lmlm_leaky":
+            per_fact.setdefault(int(r["fact_id"]), []).append(int(r["L"]))
+    mean = {f: _mean(ls) for f, ls in per_fact.items()}
+
+    def gap(half: set[int]) -> float:
+        return _mean(mean[f] for f in half) - _mean(mean[f] for f in mean if f not in half)
+
+    rng = random.Random(0)
+    null = [gap(set(rng.sample(sorted(mean), len(leaked)))) for _ in range(2000)]
+    observed = gap(leaked)
+    assert observed > 0 and sum(g >= observed for g in null) / len(null) <= 0.01
+
+
+@pytest.mark.parametrize("folder", LEAKY)
+def test_audit_leaky_style_numbers_from_the_files(folder):
+    rows, leaked = _leaky_facts(folder)
+    doc = _rows(LEAKY[folder][1])
+    assert len(doc) == 6
     for style, cells in doc.items():
         fs = [r for r in rows if r["model"] == "lmlm_leaky" and r["style"] == style]
         on = [r for r in fs if r["em_DEL-ON"] == "1"]
+        assert _num(cells[1]) == pytest.approx(_mean(int(r["em_FULL"]) for r in fs), abs=5e-4)
         assert _num(cells[2]) == pytest.approx(_mean(int(r["L"]) for r in fs if int(r["fact_id"]) in leaked), abs=5e-4)
+        assert _num(cells[3]) == pytest.approx(_mean(int(r["L"]) for r in fs if int(r["fact_id"]) not in leaked),
+                                               abs=5e-4)
         assert cells[4] == f"{sum(r['del_on_calls'] == '0' for r in on)} / {len(on)}"
+
+
+def test_audit_world_styles_from_the_facts():
+    """FULL EM per style on `base`, recomputed from facts.csv, for every model the folder holds."""
+    rows, _ = _leaky_facts("docs/audit/leaky_small")
+    head = [ln for ln in doc_body(BY_NAME["audit-world-styles-small"], ROOT).splitlines() if ln.startswith("| ")][0]
+    styles = [c.strip() for c in head.strip().strip("|").split("|")][1:]
+    doc = _rows("audit-world-styles-small")
+    assert sorted(doc) == sorted({r["model"] for r in rows}) and len(styles) == 6
+    for m, cells in doc.items():
+        for style, cell in zip(styles, cells[1:]):
+            fs = [r for r in rows if (r["model"], r["variant"], r["style"]) == (m, "base", style)]
+            assert len(fs) == 100 and _num(cell) == pytest.approx(_mean(int(r["em_FULL"]) for r in fs), abs=5e-4)
+
+
+PUBLISHED_RUNS = ROOT / "docs/audit/published_small"
+
+
+def _pair(cell: str) -> tuple[float, float]:
+    ours, theirs = cell.split(" / ")
+    return _num(ours), _num(theirs)
+
+
+def test_audit_published_runs_ours_from_the_summaries():
+    """Our side of each row is the run's own per-variant rate in summary.json, and the prompt count
+    is the published cells' count (published_claims.json): both audits ran the same prompt files."""
+    claims = json.loads((ROOT / "docs/audit/published_claims.json").read_text())["cells"]
+    doc = _rows_all("audit-published-small")
+    assert len(doc) == 13
+    for cells in doc:
+        d, v = cells[0], cells[1]
+        variants = json.loads((PUBLISHED_RUNS / d / "summary.json").read_text())["variants"]
+        ours = variants["lmlm_database" if d == "released" else v]
+        published_n = sum(c["n"] for c in claims if (c["domain"], c["variant"]) == (d, v))
+        assert int(cells[2]) == ours["n_prompts"] == published_n
+        for col, key in ((3, "full_em"), (4, "del_on_em"), (5, "leakage"), (6, "retrieval_mediated")):
+            assert _pair(cells[col])[0] == pytest.approx(ours[key], abs=5e-4)
+
+
+def test_audit_published_runs_theirs_from_the_published_counts():
+    """Their DEL-ON EM, L and R are the published counts over n (published_claims.json, read from
+    the published CSVs), not the comparison file the table is rendered from."""
+    claims = json.loads((ROOT / "docs/audit/published_claims.json").read_text())["cells"]
+    for cells in _rows_all("audit-published-small"):
+        cs = [c for c in claims if (c["domain"], c["variant"]) == (cells[0], cells[1])]
+        n = sum(c["n"] for c in cs)
+        for col, key in ((4, "del_on_em"), (5, "L"), (6, "R")):
+            assert _pair(cells[col])[1] == pytest.approx(sum(c[key] for c in cs) / n, abs=5e-4)
+
+
+def test_audit_published_runs_full_em_from_the_published_csv():
+    """Their FULL EM: the published per-state CSV's FULL rows, weighted by their counts."""
+    per_state = published_root() / "published_outputs" / "per_state_metrics.csv"
+    if not per_state.is_file():
+        pytest.skip("the published CSVs are not here")
+    full = [r for r in csv.DictReader(open(per_state)) if r["state"] == "FULL"]
+    for cells in _rows_all("audit-published-small"):
+        rs = [r for r in full if cell_name(r["prompt_file"])[:2] == (cells[0], cells[1])]
+        n = sum(int(r["count"]) for r in rs)
+        assert n == int(cells[2])
+        # 6e-4: politicians/base is exactly 0.4375, printed 0.438
+        assert _pair(cells[3])[1] == pytest.approx(sum(float(r["exact_match"]) * int(r["count"]) for r in rs) / n,
+                                                   abs=6e-4)
+
+
+def test_audit_published_runs_are_the_world_audits_model():
+    """The published runs audited the same build of `lmlm` as the world-database table."""
+    model = json.loads((PUBLISHED_RUNS / "model.json").read_text())
+    world = json.loads((ROOT / "docs/audit/leaky_small/subset.json").read_text())["models"]
+    assert model["spec"] == "tiny:small/lmlm" and model["digest"] == world["lmlm"]
 
 
 def test_smol_bench_numbers_from_the_rounds():

@@ -5,9 +5,11 @@ from __future__ import annotations
 from analyses.doc_tables import audit, capacity, mem_bits, probe, smol
 from analyses.doc_tables.blocks import Block
 
-# the long-passage probe (issue 28): per-level, per-position and per-start tables of each source
+# the long-passage probe (issue 28): per-level, per-position and per-start tables of each source,
+# on the `test` world and on the real-model `smol` world
 PASSAGE_BLOCKS: list[Block] = [
-    Block("docs/probe.md", f"probe-{tag}-{kind}-test", f"docs/probe/{tag.replace('-', '_')}_test.json", render)
+    Block("docs/probe.md", f"probe-{tag}-{kind}-{world}", f"docs/probe/{tag.replace('-', '_')}_{world}.json", render)
+    for world in ("test",)
     for tag in ("passages", "passages-bios")
     for kind, render in (("levels", probe.passages_level_table), ("positions", probe.passages_position_table),
                          ("starts", probe.passages_start_table))]
@@ -25,6 +27,14 @@ BLOCKS: list[Block] = [
           command="python benchmarks/audit_leaky.py && python benchmarks/doc_tables.py"),
     Block("docs/audit.md", "audit-leaky-styles-test", "docs/audit/leaky_test", audit.leaky_style_table,
           command="python benchmarks/audit_leaky.py && python benchmarks/doc_tables.py"),
+    *(Block("docs/audit.md", name, "docs/audit/leaky_small", render,
+            command="python benchmarks/audit_leaky.py --runs RUNS --preset small --out docs/audit/leaky_small "
+                    "&& python benchmarks/doc_tables.py")
+      for name, render in (("audit-world-small", audit.leaky_table),
+                           ("audit-world-styles-small", audit.full_style_table),
+                           ("audit-leaky-styles-small", audit.leaky_style_table))),
+    Block("docs/audit.md", "audit-published-small", "docs/audit/published_small", audit.published_runs_table,
+          command="python benchmarks/audit_published_runs.py --runs RUNS && python benchmarks/doc_tables.py"),
     Block("docs/audit.md", "audit-uds-link", "docs/audit_uds_link/summary.json", audit.uds_link_table),
     Block("docs/mem_bits.md", "mem-bits-sanity-test", "docs/mem_bits/sanity_test.json", mem_bits.sanity_table),
     Block("docs/mem_bits.md", "mem-bits-signed-test", "docs/mem_bits/signed_test", mem_bits.signed_table),
