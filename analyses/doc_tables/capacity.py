@@ -86,14 +86,20 @@ def alpha_steps_table(path: Path) -> str:
 
 def plateau_runs_table(path: Path) -> str:
     """One row per run of a runs.csv with the per-run plateau fields: stop reason, steps, whether
-    the bits still rose over the last window (and by how much), and the cap flag."""
+    the bits still rose over the last window (and by how much), and the cap flag; where the grid
+    made cooldown branches, also the bits of the run of its last budget finished by its cooldown."""
+    runs = _runs(path)
+    cooled = any(r.get("cooled_mem_bits") for r in runs)
     rows = []
-    for r in _runs(path):
+    for r in runs:
         gain = f"{float(r['last_window_gain']):+.1%}" if r["last_window_gain"] else "–"
         rising = {"True": "yes", "False": "no"}.get(r["rising"], "–")
+        extra = ([thousands(float(r["cooled_mem_bits"])), f"{float(r['cooled_mem_bits']) / float(r['params']):.2f}"]
+                 if cooled else [])
         rows.append([r["size"], thousands(float(r["params"])), thousands(r["n"]), thousands(float(r["data_bits"])),
                      thousands(float(r["mem_bits"])), f"{float(r['bits_per_param']):.2f}",
                      "yes" if r["capped"] == "True" else "no", r["stop"], thousands(float(r["steps"])),
-                     f"{rising} ({gain})"])
+                     f"{rising} ({gain})", *extra])
     return table(["size", "params", "N", "data bits", "mem bits", "bits/param", "capped (≥ 95 % of data)", "stop",
-                  "steps", "still rising (last-window gain)"], rows)
+                  "steps", "still rising (last-window gain)",
+                  *(["mem bits, cooled", "bits/param, cooled"] if cooled else [])], rows)
