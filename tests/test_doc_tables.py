@@ -321,18 +321,19 @@ def test_smol_meta_eval_table_from_the_json():
                 assert _num(cell) == pytest.approx(v, abs=5e-4), (key, cell, v)
 
 
+@pytest.mark.parametrize("world", ["test", "smol"])
 @pytest.mark.parametrize("tag", ["passages", "passages_bios"])
-def test_probe_passages_numbers_from_the_json(tag):
-    d = json.loads((ROOT / f"docs/probe/{tag}_test.json").read_text())["summary"]
+def test_probe_passages_numbers_from_the_json(tag, world):
+    d = json.loads((ROOT / f"docs/probe/{tag}_{world}.json").read_text())["summary"]
     name = tag.replace("_", "-")
-    levels, by_model = _rows(f"probe-{name}-levels-test"), _rows_all(f"probe-{name}-positions-test")
-    starts = _rows(f"probe-{name}-starts-test")
+    levels, by_model = _rows(f"probe-{name}-levels-{world}"), _rows_all(f"probe-{name}-positions-{world}")
+    starts = _rows(f"probe-{name}-starts-{world}")
     for spec, m in d["models"].items():
         short = spec.rsplit("/", 1)[-1]
         cells = levels[short]
         rates = [m["levels"][lv]["verbatim_rate"] for lv in ("weak", "medium", "strong", "prefix")]
-        assert [_num(c) for c in cells[1:5]] == pytest.approx(rates, abs=5e-3)
-        assert _num(cells[8]) == pytest.approx(m["semantic_acc"], abs=5e-3)
+        assert cells[1:5] == [f"{r:.2f}" for r in rates]   # two decimals, as printed
+        assert cells[8] == f"{m['semantic_acc']:.2f}"
         prefix = [c for c in by_model if c[0] == short and c[1] == "prefix"][0]
         for p, cell in m["by_position"]["verbatim"]["prefix"].items():
             assert prefix[2 + int(p)] == f"{cell['hits'] / cell['n']:.2f} ({cell['hits']}/{cell['n']})"

@@ -9,7 +9,7 @@ from analyses.doc_tables.blocks import Block
 # on the `test` world and on the real-model `smol` world
 PASSAGE_BLOCKS: list[Block] = [
     Block("docs/probe.md", f"probe-{tag}-{kind}-{world}", f"docs/probe/{tag.replace('-', '_')}_{world}.json", render)
-    for world in ("test",)
+    for world in ("test", "smol")
     for tag in ("passages", "passages-bios")
     for kind, render in (("levels", probe.passages_level_table), ("positions", probe.passages_position_table),
                          ("starts", probe.passages_start_table))]
