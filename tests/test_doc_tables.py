@@ -190,14 +190,20 @@ def test_uds_link_numbers_from_the_summary():
         assert got == pytest.approx([m["del_off_correct"], m["uds"], m["mem_bits"], m["hidden"]], abs=5e-3)
 
 
-def test_meta_eval_numbers_from_the_json():
-    d = json.loads((ROOT / "docs/mem_bits/meta_eval_test.json").read_text())
-    doc = _rows("mem-bits-meta-eval-test")
+@pytest.mark.parametrize("block, file", [("mem-bits-meta-eval-test", "meta_eval_test.json"),
+                                         ("mem-bits-meta-eval-test-no-filters", "meta_eval_test_no_filters.json")])
+def test_meta_eval_numbers_from_the_json(block, file):
+    d = json.loads((ROOT / "docs/mem_bits" / file).read_text())
+    assert d["settings"]["filters"] == (block == "mem-bits-meta-eval-test")
+    doc = _rows(block)
     for key, f in d["faithfulness"].items():
-        q, r, overall = (float(x) for x in doc[key][4].split(" (")[0].split(" / "))
+        cells, kept = doc[key][4].split(" (")
+        got = [None if x == "n/a" else float(x) for x in cells.split(" / ")]
+        want = [d["robustness"][key]["quantization"], d["robustness"][key]["relearning"], d["overall"][key]]
+        assert [g is None for g in got] == [w is None for w in want]
+        assert [g for g in got if g is not None] == pytest.approx([w for w in want if w is not None], abs=5e-4)
+        assert int(kept.rstrip(")")) == d["robustness"][key]["n_kept"]
         assert _num(doc[key][1]) == pytest.approx(f["auc_roc"], abs=5e-3)
-        assert (q, r, overall) == pytest.approx((d["robustness"][key]["quantization"],
-                                                 d["robustness"][key]["relearning"], d["overall"][key]), abs=5e-4)
 
 
 @pytest.mark.parametrize("world", ["test", "small"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from analyses.doc_tables.markdown import sig, table
+from analyses.doc_tables.markdown import fixed, sig, table
 
 FIRST = ("full", "retain", "base")   # the references first, then the unlearned models by name
 
@@ -43,12 +43,14 @@ def signed_table(folder: Path) -> str:
 
 
 def meta_eval_table(path: Path) -> str:
-    """`uds meta-eval --json` output: faithfulness and robustness with the SPEC 5.5 filters, per key."""
+    """`uds meta-eval --json` output: faithfulness and robustness per key, with the SPEC 5.5 filters
+    or without them (`--no-filters`, as the file's settings say), and the models robustness kept."""
     d = json.loads(path.read_text())
+    filters = d["settings"].get("filters", True)
     rows = []
     for key, f in d["faithfulness"].items():
         r = d["robustness"][key]
         rows.append([key, f"{f['auc_roc']:.2f}", sig(f["p_mean"], 3), sig(f["n_mean"], 3),
-                     f"{r['quantization']:.3f} / {r['relearning']:.3f} / {d['overall'][key]:.3f} ({r['n_kept']})"])
-    return table(["key", "faithfulness AUC (chance 0.5)", "P mean", "N mean", "Q / R / overall (filters, kept models)"],
-                 rows)
+                     f"{fixed(r['quantization'])} / {fixed(r['relearning'])} / {fixed(d['overall'][key])} ({r['n_kept']})"])
+    kept = "filters, kept models" if filters else "no filters, models"
+    return table(["key", "faithfulness AUC (chance 0.5)", "P mean", "N mean", f"Q / R / overall ({kept})"], rows)

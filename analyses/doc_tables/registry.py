@@ -43,6 +43,8 @@ BLOCKS: list[Block] = [
     Block("docs/mem_bits.md", "mem-bits-signed-smol", "docs/mem_bits/signed_smol", mem_bits.signed_table),
     Block("docs/mem_bits.md", "mem-bits-meta-eval-test", "docs/mem_bits/meta_eval_test.json",
           mem_bits.meta_eval_table),
+    Block("docs/mem_bits.md", "mem-bits-meta-eval-test-no-filters", "docs/mem_bits/meta_eval_test_no_filters.json",
+          mem_bits.meta_eval_table),
     Block("docs/mem_bits.md", "capacity-quick", "docs/mem_bits/capacity_quick_runs.csv", capacity.quick_table),
     Block("docs/mem_bits.md", "capacity-default", "docs/mem_bits/capacity_default_runs.csv", capacity.default_table),
     Block("docs/mem_bits.md", "capacity-plateau-small-alpha", "docs/mem_bits/capacity_plateau_small_summary.json",
