@@ -204,8 +204,7 @@ def train_to_plateau(model: LlamaForCausalLM, x: torch.Tensor, budget: TrainBudg
         sched.step()
         log.steps = step
         if step in branch_at:
-            branch(step)
-            model.train()
+            branch(step)   # works on copies: the run's weights, optimizer and mode are untouched
         if step % budget.eval_every == 0 or step == budget.max_steps:
             nll = sequence_nll_nats(model, x, bos, bf16=budget.bf16)
             log.curve.append((step, mem_of(nll)))
