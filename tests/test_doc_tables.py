@@ -112,12 +112,13 @@ def test_capacity_plateau_small_alpha_from_the_curves():
     assert float(verdict) == pytest.approx(alphas[-1] - alphas[-2], abs=5e-3)
 
 
-def test_capacity_cooldown_small_alpha_from_the_branches():
+@pytest.mark.parametrize("grid", ["small", "all"])
+def test_capacity_cooldown_alpha_from_the_branches(grid):
     """Both alpha(s) columns of the cooldown grid recomputed from summary.json's curves and
     branches (every run went to its budget: max over N at s, through-origin slope), and each
     run's cooled bits in the runs table equal to its last branch."""
-    d = json.loads((ROOT / "docs/mem_bits/capacity_cooldown_small_summary.json").read_text())
-    runs = list(csv.DictReader(open(ROOT / "docs/mem_bits/capacity_cooldown_small_runs.csv")))
+    d = json.loads((ROOT / f"docs/mem_bits/capacity_cooldown_{grid}_summary.json").read_text())
+    runs = list(csv.DictReader(open(ROOT / f"docs/mem_bits/capacity_cooldown_{grid}_runs.csv")))
     assert {r["stop"] for r in runs} == {"max_steps"}
     params = {r["size"]: int(r["params"]) for r in runs}
 
@@ -128,14 +129,14 @@ def test_capacity_cooldown_small_alpha_from_the_branches():
             cap[size] = max(cap.get(size, 0.0), next(m for st, m in pts if st == s))
         x = [params[z] for z in cap]
         return sum(p * c for p, c in zip(x, cap.values())) / sum(p * p for p in x)
-    doc = _rows_all("capacity-cooldown-small-alpha")
-    assert len(doc) == 4
+    doc = _rows_all(f"capacity-cooldown-{grid}-alpha")
+    assert len(doc) == 4 and len(params) == {"small": 2, "all": 5}[grid]
     for cells in doc:
         s = int(_num(cells[0]))
         assert _num(cells[1]) == pytest.approx(alpha(d["curves"], s), abs=5e-3)
-        assert _num(cells[6]) == pytest.approx(alpha(d["branches"], s), abs=5e-3)
+        assert _num(cells[4 + len(params)]) == pytest.approx(alpha(d["branches"], s), abs=5e-3)
         assert _num(cells[-1].rstrip("%")) == pytest.approx(100 * alpha(d["branches"], s) / 3.83, abs=0.5)
-    table = _rows_all("capacity-cooldown-small-runs")
+    table = _rows_all(f"capacity-cooldown-{grid}-runs")
     for cells, r in zip(table, runs):
         last = d["branches"][f"{r['size']}/{r['n']}"][-1]
         assert last[0] == int(r["steps"]) and _num(cells[10]) == pytest.approx(last[1], abs=0.5)
