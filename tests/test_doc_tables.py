@@ -112,6 +112,27 @@ def test_capacity_plateau_small_alpha_from_the_curves():
     assert float(verdict) == pytest.approx(alphas[-1] - alphas[-2], abs=5e-3)
 
 
+def test_mem_bits_kernels_small_from_the_files():
+    """Each kernel build's file read with plain json: the doc's cells per build, in native/avx2/default
+    order; full scored as its own unlearned model has UDS 0 and mem_bits_erased 0 (invariants), and
+    the native build's RMU UDS equals the separate main-command run of the same build on record."""
+    folder = ROOT / "docs/mem_bits/kernels_small"
+    runs = {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json")}
+    builds = [k for k in ("native", "avx2", "default") if k in runs]
+    doc = _rows("mem-bits-kernels-small")
+    for m in runs[builds[0]]["models"]:
+        got = [[_num(v) for v in doc[m][i].split(" / ")] for i in (1, 2, 3)]
+        want = [[runs[k]["models"][m][key] for k in builds] for key in ("mem_bits", "mem_bits_erased", "uds")]
+        for g, w, tol in zip(got, want, (5e-4, 5e-5, 5e-7)):
+            assert g == pytest.approx(w, abs=tol)
+    for k in builds:
+        full = runs[k]["models"]["full"]
+        assert full["uds"] == 0.0 and full["mem_bits_erased"] == 0.0 and full["mem_bits"] > 10
+    if "native" in runs and runs["native"]["cpu"].startswith("Intel"):
+        main = json.loads((ROOT / "docs/reproduce/small_rmu_intel_xeon.json").read_text())
+        assert runs["native"]["models"]["rmu_lr1e-4_l5_s10_ep10"]["uds"] == pytest.approx(main["uds"], abs=1e-9)
+
+
 @pytest.mark.parametrize("grid", ["small", "all"])
 def test_capacity_cooldown_alpha_from_the_branches(grid):
     """Both alpha(s) columns of the cooldown grid recomputed from summary.json's curves and

@@ -54,3 +54,22 @@ def meta_eval_table(path: Path) -> str:
                      f"{fixed(r['quantization'])} / {fixed(r['relearning'])} / {fixed(d['overall'][key])} ({r['n_kept']})"])
     kept = "filters, kept models" if filters else "no filters, models"
     return table(["key", "faithfulness AUC (chance 0.5)", "P mean", "N mean", f"Q / R / overall ({kept})"], rows)
+
+
+KERNEL_ORDER = ("native", "avx2", "default")
+
+
+def kernels_table(folder: Path) -> str:
+    """`benchmarks/mem_bits_kernels.py` files, one per kernel build (file name = kernel set): per model,
+    mem_bits, mem_bits_erased and UDS of each build, joined by ' / ' in KERNEL_ORDER."""
+    runs = {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json")}
+    builds = [k for k in KERNEL_ORDER if k in runs]
+    models = list(runs[builds[0]]["models"])
+
+    def cells(m: str, key: str, fmt: str) -> str:
+        return " / ".join(format(runs[k]["models"][m][key], fmt) for k in builds)
+    rows = [[m, cells(m, "mem_bits", ".3f"), cells(m, "mem_bits_erased", ".4f"), cells(m, "uds", ".6f"),
+             cells(m, "n_scored", "d")] for m in models]
+    head = "build: " + "; ".join(f"{k} ({runs[k]['capability']}, {runs[k]['cpu']}, {runs[k]['date']})" for k in builds)
+    return head + "\n\n" + table(["model", "mem_bits " + " / ".join(builds), "mem_bits_erased", "UDS",
+                                  "UDS examples scored"], rows)

@@ -45,6 +45,8 @@ BLOCKS: list[Block] = [
           mem_bits.meta_eval_table),
     Block("docs/mem_bits.md", "mem-bits-meta-eval-test-no-filters", "docs/mem_bits/meta_eval_test_no_filters.json",
           mem_bits.meta_eval_table),
+    Block("docs/mem_bits.md", "mem-bits-kernels-small", "docs/mem_bits/kernels_small", mem_bits.kernels_table,
+          "python benchmarks/mem_bits_kernels.py --kernels K && python benchmarks/doc_tables.py"),
     Block("docs/mem_bits.md", "capacity-quick", "docs/mem_bits/capacity_quick_runs.csv", capacity.quick_table),
     Block("docs/mem_bits.md", "capacity-default", "docs/mem_bits/capacity_default_runs.csv", capacity.default_table),
     Block("docs/mem_bits.md", "capacity-plateau-small-alpha", "docs/mem_bits/capacity_plateau_small_summary.json",
