@@ -9,6 +9,10 @@ written under --out; nothing is added to the world or its zoo.
     UDS_HOME=/tmp/uds_home_15 python benchmarks/probe_repetition.py --preset small --out /tmp/probe_rep
 
 Prints one line per repetition count and the wall times; writes results.json and repetition.png.
+The docs' figure is drawn from the committed results of every run (mean and min-max over seeds):
+
+    python benchmarks/probe_repetition.py --figure docs/probe/repetition_small docs/probe/repetition_smol \
+        --figure-out docs/probe_repetition.png
 """
 
 from __future__ import annotations
@@ -49,7 +53,35 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default="out/probe_repetition")
+    ap.add_argument("--figure", nargs="+", metavar="FOLDER", help="only draw the figure of these result folders")
+    ap.add_argument("--figure-out", default="docs/probe_repetition.png")
+    ap.add_argument("--add-kinds", nargs="+", metavar="OUT",
+                    help="only add the per-kind split to these runs' results.json (from their rows.jsonl)")
     args = ap.parse_args()
+    if args.figure:
+        plot_folders([Path(f) for f in args.figure], Path(args.figure_out))
+    elif args.add_kinds:
+        for out in map(Path, args.add_kinds):
+            doc = json.loads((out / "results.json").read_text())
+            rows = [json.loads(line) for line in (out / "rows.jsonl").open()]
+            n_forget = len(load_world(doc["preset"], 0).forget_bios)
+            (out / "results.json").write_text(json.dumps({**doc, **kind_fields(rows, n_forget)}, indent=1))
+    else:
+        run(args)
+
+
+def kind_fields(rows: list[dict], n_forget: int) -> dict:
+    """The rows split by the kind of biography (the world's forget authors, bio00..; the other
+    entities after them): verbatim hits and rows per repetition count."""
+    split: dict[str, dict[str, dict[str, int]]] = {"forget": {}, "other": {}}
+    for r in rows:
+        cell = split["forget" if int(r["doc_id"][3:]) < n_forget else "other"].setdefault(r["group"], {"hits": 0, "n": 0})
+        cell["hits"] += bool(r["verbatim"])
+        cell["n"] += 1
+    return {"n_forget_bios": n_forget, "by_kind": split}
+
+
+def run(args: argparse.Namespace) -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     world = load_world(args.preset, 0)
@@ -80,6 +112,7 @@ def main() -> None:
     lcs = {c: sum(r["lcs"] for r in rows if r["group"] == str(c)) / max(1, sum(r["group"] == str(c) for r in rows))
            for c in COUNTS}
     doc = {"preset": args.preset, "counts": COUNTS, "verbatim_rate": rate, "mean_lcs": lcs,
+           **kind_fields(rows, len(world.forget_bios)),
            "n_rows": {c: sum(r["group"] == str(c) for r in rows) for c in COUNTS},
            "train_examples": len(data), "train_steps": len(losses), "final_loss": losses[-1],
            "train_seconds": round(train_s, 1), "probe_seconds": round(probe_s, 1),
@@ -108,6 +141,51 @@ def plot(rate: dict[int, float], epochs: int, path: Path) -> None:
     ax.set_ylabel("verbatim hit rate (prefix level)")
     ax.set_ylim(-0.02, 1.02)
     ax.grid(alpha=0.3)
+    fig.savefig(path, dpi=130, bbox_inches="tight")
+    plt.close(fig)
+
+
+def seed_bands(runs: list[dict]) -> dict[int, dict[int, tuple[float, float, float]]]:
+    """Per number of passes, per times trained on (count x passes): the verbatim rate's
+    (mean, min, max) over the runs (seeds) of that number of passes."""
+    out: dict[int, dict[int, tuple[float, float, float]]] = {}
+    for e in sorted({r["settings"]["epochs"] for r in runs}):
+        rs = [r for r in runs if r["settings"]["epochs"] == e]
+        out[e] = {}
+        for c in rs[0]["counts"]:
+            vals = [r["verbatim_rate"][str(c)] for r in rs]
+            out[e][c * e] = (sum(vals) / len(vals), min(vals), max(vals))
+    return out
+
+
+def plot_folders(folders: list[Path], path: Path) -> None:
+    """One line per world and number of passes (mean over seeds, band = min-max), the times trained
+    on as an even-spaced axis; the 0-times point is each line's chance level."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    bands = {}
+    for folder in folders:
+        runs = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+        if not runs:
+            raise SystemExit(f"no results.json files in {folder}")
+        for e, band in seed_bands(runs).items():
+            seeds = sum(r["settings"]["epochs"] == e for r in runs)
+            bands[(runs[0]["preset"], e, seeds)] = band
+    times = sorted({t for b in bands.values() for t in b})
+    fig, ax = plt.subplots(figsize=(5.2, 3.4))
+    for (preset, e, n), band in bands.items():
+        xs = [times.index(t) for t in band]
+        mean, lo, hi = zip(*band.values())
+        line, = ax.plot(xs, mean, marker="o", label=f"{preset}, {e} pass{'es' if e > 1 else ''} ({n} seeds)")
+        ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.15)
+    ax.set_xticks(range(len(times)), [str(t) for t in times])
+    ax.set_xlabel("times the biography was trained on")
+    ax.set_ylabel("verbatim hit rate (prefix level)")
+    ax.set_ylim(-0.02, 1.02)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
     fig.savefig(path, dpi=130, bbox_inches="tight")
     plt.close(fig)
 

@@ -228,10 +228,11 @@ def test_meta_eval_numbers_from_the_json(block, file):
         assert _num(doc[key][1]) == pytest.approx(f["auc_roc"], abs=5e-3)
 
 
-@pytest.mark.parametrize("world", ["test", "small"])
-def test_probe_ladder_numbers_from_the_json(world):
+@pytest.mark.parametrize("world, block", [("test", "probe-ladder-test"), ("small", "probe-ladder-small"),
+                                          ("small", "probe-ladder-small-readme")])
+def test_probe_ladder_numbers_from_the_json(world, block):
     d = json.loads((ROOT / f"docs/probe/ladder_{world}.json").read_text())["summary"]
-    doc = _rows(f"probe-ladder-{world}")
+    doc = _rows(block)
     for spec, m in d["models"].items():
         cells = doc[spec.rsplit("/", 1)[-1]]
         rates = [m["levels"][lv]["verbatim_rate"] for lv in ("weak", "medium", "strong", "prefix")]
@@ -239,11 +240,13 @@ def test_probe_ladder_numbers_from_the_json(world):
         assert _num(cells[6]) == pytest.approx(m["levels"]["prefix"]["semantic_acc"], abs=5e-3)
 
 
-def test_probe_repetition_numbers_from_the_runs():
+@pytest.mark.parametrize("world", ["small", "smol"])
+def test_probe_repetition_numbers_from_the_runs(world: str):
     """Mean, min and max over seeds of each verbatim rate, from the runs' raw counts of rows."""
-    runs = [json.loads(p.read_text()) for p in sorted((ROOT / "docs/probe/repetition_small").glob("*.json"))]
-    doc = _rows_all("probe-repetition-small")
-    head = doc_body(BY_NAME["probe-repetition-small"], ROOT).splitlines()[0].strip("| ").split(" | ")[1:]
+    runs = [json.loads(p.read_text()) for p in sorted((ROOT / f"docs/probe/repetition_{world}").glob("*.json"))]
+    assert runs and {r["preset"] for r in runs} == {world}
+    doc = _rows_all(f"probe-repetition-{world}")
+    head = doc_body(BY_NAME[f"probe-repetition-{world}"], ROOT).splitlines()[0].strip("| ").split(" | ")[1:]
     for passes in sorted({r["settings"]["epochs"] for r in runs}):
         rs = [r for r in runs if r["settings"]["epochs"] == passes]
         cells = next(c for c in doc if c[0].startswith(f"verbatim rate, {passes} pass"))
@@ -257,6 +260,40 @@ def test_probe_repetition_numbers_from_the_runs():
             assert (mean, lo, hi) == pytest.approx((sum(vals) / len(vals), min(vals), max(vals)), abs=6e-3)
         # the effect the table documents: never-trained chunks (its chance level) far below 16 exposures
         assert max(r["verbatim_rate"]["0"] for r in rs) < min(r["verbatim_rate"]["16"] for r in rs)
+        # the figure's points and bands are the table's cells
+        from benchmarks.probe_repetition import seed_bands
+        for times, (mean, lo, hi) in seed_bands(rs)[passes].items():
+            cell = cells[1 + head.index(str(times))]
+            assert [float(x) for x in re.findall(r"[\d.]+", cell)] == pytest.approx([mean, lo, hi], abs=6e-3)
+
+
+def test_probe_repetition_kinds_from_the_rows():
+    """The smol split by biography kind, recounted from each run's committed rows (its .rows.jsonl):
+    a row is a forget-author one when its biography index is below n_forget_bios; the pooled
+    hits/rows per cell, and each run's rate per count equal to its rows' rate."""
+    folder = ROOT / "docs/probe/repetition_smol"
+    doc = _rows_all("probe-repetition-kinds-smol")
+    head = doc_body(BY_NAME["probe-repetition-kinds-smol"], ROOT).splitlines()[0].strip("| ").split(" | ")[1:]
+    pooled: dict[tuple[int, str, int], list[int]] = {}
+    for path in sorted(folder.glob("*.json")):
+        run = json.loads(path.read_text())
+        rows = [json.loads(line) for line in open(path.with_suffix(".rows.jsonl"))]
+        for c in run["counts"]:
+            mine = [r["verbatim"] for r in rows if r["group"] == str(c)]
+            assert len(mine) == run["n_rows"][str(c)]
+            assert sum(mine) / max(1, len(mine)) == pytest.approx(run["verbatim_rate"][str(c)], abs=1e-12)
+        for r in rows:
+            kind = "forget" if int(r["doc_id"].removeprefix("bio")) < run["n_forget_bios"] else "other"
+            cell = pooled.setdefault((run["settings"]["epochs"], kind, int(r["group"]) * run["settings"]["epochs"]), [0, 0])
+            cell[0] += r["verbatim"]
+            cell[1] += 1
+    for cells in doc:
+        e = int(re.search(r"(\d+) pass", cells[0]).group(1))
+        kind = "forget" if cells[0].startswith("forget") else "other"
+        for t, cell in zip(head, cells[1:]):
+            want = pooled.get((e, kind, int(t)))
+            assert cell == ("" if want is None else f"{want[0] / want[1]:.2f} ({want[0]}/{want[1]})")
+    assert len(doc) == 2 * len({e for e, _, _ in pooled})
 
 
 def test_smol_uds_numbers_from_the_summaries():

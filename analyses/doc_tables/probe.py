@@ -52,6 +52,25 @@ def repetition_table(folder: Path) -> str:
     return table(["times trained on", *map(str, times)], rows)
 
 
+def repetition_kind_table(folder: Path) -> str:
+    """The same runs split by the kind of biography (`by_kind` of results.json): per number of
+    passes and kind, the verbatim rate over all seeds' rows pooled, with hits/rows, per times
+    trained on; empty where no biography of that kind got that count."""
+    runs = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
+    times = sorted({int(c) * r["settings"]["epochs"] for r in runs for k in r["by_kind"].values() for c in k})
+    rows = []
+    for e in sorted({r["settings"]["epochs"] for r in runs}):
+        rs = [r for r in runs if r["settings"]["epochs"] == e]
+        for kind, label in (("forget", "forget-author biographies"), ("other", "other-entity biographies")):
+            cells = []
+            for t in times:
+                got = [r["by_kind"][kind][str(t // e)] for r in rs if t % e == 0 and str(t // e) in r["by_kind"][kind]]
+                hits, n = sum(c["hits"] for c in got), sum(c["n"] for c in got)
+                cells.append(f"{hits / n:.2f} ({hits}/{n})" if n else "")
+            rows.append([f"{label}, {e} pass{'es' if e > 1 else ''} ({len(rs)} seeds)", *cells])
+    return table(["times trained on", *map(str, times)], rows)
+
+
 def _passages(path: Path) -> tuple[dict, list[str]]:
     s = json.loads(path.read_text())["summary"]
     return s, s["settings"]["levels"]

@@ -18,6 +18,8 @@ BLOCKS: list[Block] = [
     Block("docs/probe.md", "probe-ladder-test", "docs/probe/ladder_test.json", probe.ladder_table),
     Block("docs/probe.md", "probe-ladder-small", "docs/probe/ladder_small.json", probe.ladder_table),
     Block("docs/probe.md", "probe-repetition-small", "docs/probe/repetition_small", probe.repetition_table),
+    Block("docs/probe.md", "probe-repetition-smol", "docs/probe/repetition_smol", probe.repetition_table),
+    Block("docs/probe.md", "probe-repetition-kinds-smol", "docs/probe/repetition_smol", probe.repetition_kind_table),
     *PASSAGE_BLOCKS,
     Block("docs/audit.md", "published-claims", "docs/audit/published_claims.json", audit.published_claims,
           command="python benchmarks/audit_published_claims.py"),
@@ -71,4 +73,5 @@ BLOCKS: list[Block] = [
     Block("docs/smol.md", "smol-spread", "docs/smol/rebuild", smol.spread_table),
     Block("docs/smol.md", "smol-bench", "docs/smol/bench_uds.json", smol.bench_table),
     Block("README.md", "smol-readme", "docs/smol", smol.results_table),
+    Block("README.md", "probe-ladder-small-readme", "docs/probe/ladder_small.json", probe.ladder_table),
 ]
