@@ -28,6 +28,7 @@ from checkpoints.specs import load_model, load_tokenizer, tiny_spec
 from checkpoints.world.encode import encode_text
 from checkpoints.world.store import load_world
 from checkpoints.world.train import TrainConfig, collate, train
+from analyses.doc_tables.probe import repetition_runs, seed_bands
 from analyses.probe.corpus import Passage, check_corpus
 from analyses.probe.refusal import RefusalDetector, default_phrases
 from analyses.probe.run import ProbeSettings, probe_model
@@ -145,19 +146,6 @@ def plot(rate: dict[int, float], epochs: int, path: Path) -> None:
     plt.close(fig)
 
 
-def seed_bands(runs: list[dict]) -> dict[int, dict[int, tuple[float, float, float]]]:
-    """Per number of passes, per times trained on (count x passes): the verbatim rate's
-    (mean, min, max) over the runs (seeds) of that number of passes."""
-    out: dict[int, dict[int, tuple[float, float, float]]] = {}
-    for e in sorted({r["settings"]["epochs"] for r in runs}):
-        rs = [r for r in runs if r["settings"]["epochs"] == e]
-        out[e] = {}
-        for c in rs[0]["counts"]:
-            vals = [r["verbatim_rate"][str(c)] for r in rs]
-            out[e][c * e] = (sum(vals) / len(vals), min(vals), max(vals))
-    return out
-
-
 def plot_folders(folders: list[Path], path: Path) -> None:
     """One line per world and number of passes (mean over seeds, band = min-max), the times trained
     on as an even-spaced axis; the 0-times point is each line's chance level."""
@@ -167,12 +155,11 @@ def plot_folders(folders: list[Path], path: Path) -> None:
 
     bands = {}
     for folder in folders:
-        runs = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
-        if not runs:
+        by_passes = repetition_runs(folder)
+        if not by_passes:
             raise SystemExit(f"no results.json files in {folder}")
-        for e, band in seed_bands(runs).items():
-            seeds = sum(r["settings"]["epochs"] == e for r in runs)
-            bands[(runs[0]["preset"], e, seeds)] = band
+        for e, rs in by_passes.items():
+            bands[(rs[0]["preset"], e, len(rs))] = seed_bands(rs)
     times = sorted({t for b in bands.values() for t in b})
     fig, ax = plt.subplots(figsize=(5.2, 3.4))
     for (preset, e, n), band in bands.items():

@@ -261,8 +261,8 @@ def test_probe_repetition_numbers_from_the_runs(world: str):
         # the effect the table documents: never-trained chunks (its chance level) far below 16 exposures
         assert max(r["verbatim_rate"]["0"] for r in rs) < min(r["verbatim_rate"]["16"] for r in rs)
         # the figure's points and bands are the table's cells
-        from benchmarks.probe_repetition import seed_bands
-        for times, (mean, lo, hi) in seed_bands(rs)[passes].items():
+        from analyses.doc_tables.probe import seed_bands
+        for times, (mean, lo, hi) in seed_bands(rs).items():
             cell = cells[1 + head.index(str(times))]
             assert [float(x) for x in re.findall(r"[\d.]+", cell)] == pytest.approx([mean, lo, hi], abs=6e-3)
 

@@ -30,25 +30,45 @@ def ladder_table(path: Path) -> str:
                   "rows/s"], rows)
 
 
+def repetition_runs(folder: Path) -> dict[int, list[dict]]:
+    """`benchmarks/probe_repetition.py` results.json files of `folder` (one per seed and number of
+    passes), grouped by the number of passes over the repeated list, in increasing order."""
+    by_passes: dict[int, list[dict]] = {}
+    for p in sorted(folder.glob("*.json")):
+        r = json.loads(p.read_text())
+        by_passes.setdefault(r["settings"]["epochs"], []).append(r)
+    return dict(sorted(by_passes.items()))
+
+
+def seed_bands(runs: list[dict], key: str = "verbatim_rate") -> dict[int, tuple[float, float, float]]:
+    """Runs of one number of passes e: per times trained on (count x e), the (mean, min, max) of
+    `key` over the runs (seeds) that have that count."""
+    e = runs[0]["settings"]["epochs"]
+    out = {}
+    for c in sorted({c for r in runs for c in r["counts"]}):
+        vals = [r[key][str(c)] for r in runs if c in r["counts"]]
+        out[c * e] = (sum(vals) / len(vals), min(vals), max(vals))
+    return out
+
+
+def _passes_label(label: str, e: int, seeds: int) -> str:
+    return f"{label}, {e} pass{'es' if e > 1 else ''} ({seeds} seeds)"
+
+
 def repetition_table(folder: Path) -> str:
-    """`benchmarks/probe_repetition.py` results.json files (one per seed and number of passes):
-    per number of passes over the repeated list and per times trained on (count x passes), the
+    """Per number of passes over the repeated list and per times trained on (count x passes), the
     prefix-level verbatim rate and mean LCS (characters) as mean [min, max] over the seeds. The
     0-times column is the table's chance level (chunks the model never trained on)."""
-    runs = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
-    by_passes: dict[int, list[dict]] = {}
-    for r in runs:
-        by_passes.setdefault(r["settings"]["epochs"], []).append(r)
-    times = sorted({c * e for e, rs in by_passes.items() for r in rs for c in r["counts"]})
+    by_passes = repetition_runs(folder)
+    metrics = (("verbatim_rate", "verbatim rate", "{:.2f}"), ("mean_lcs", "mean LCS", "{:.0f}"))
+    bands = {(e, key): seed_bands(rs, key) for e, rs in by_passes.items() for key, _, _ in metrics}
+    times = sorted({t for band in bands.values() for t in band})
     rows = []
-    for e, rs in sorted(by_passes.items()):
-        for key, label, fmt in (("verbatim_rate", "verbatim rate", "{:.2f}"), ("mean_lcs", "mean LCS", "{:.0f}")):
-            cells = []
-            for t in times:
-                vals = [r[key][str(t // e)] for r in rs if t % e == 0 and t // e in r["counts"]]
-                cells.append("" if not vals else
-                             f"{fmt.format(sum(vals) / len(vals))} [{fmt.format(min(vals))}, {fmt.format(max(vals))}]")
-            rows.append([f"{label}, {e} pass{'es' if e > 1 else ''} ({len(rs)} seeds)", *cells])
+    for e, rs in by_passes.items():
+        for key, label, fmt in metrics:
+            band = bands[e, key]
+            cells = ["" if t not in band else "{} [{}, {}]".format(*map(fmt.format, band[t])) for t in times]
+            rows.append([_passes_label(label, e, len(rs)), *cells])
     return table(["times trained on", *map(str, times)], rows)
 
 
@@ -56,18 +76,17 @@ def repetition_kind_table(folder: Path) -> str:
     """The same runs split by the kind of biography (`by_kind` of results.json): per number of
     passes and kind, the verbatim rate over all seeds' rows pooled, with hits/rows, per times
     trained on; empty where no biography of that kind got that count."""
-    runs = [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))]
-    times = sorted({int(c) * r["settings"]["epochs"] for r in runs for k in r["by_kind"].values() for c in k})
+    by_passes = repetition_runs(folder)
+    times = sorted({int(c) * e for e, rs in by_passes.items() for r in rs for k in r["by_kind"].values() for c in k})
     rows = []
-    for e in sorted({r["settings"]["epochs"] for r in runs}):
-        rs = [r for r in runs if r["settings"]["epochs"] == e]
+    for e, rs in by_passes.items():
         for kind, label in (("forget", "forget-author biographies"), ("other", "other-entity biographies")):
             cells = []
             for t in times:
                 got = [r["by_kind"][kind][str(t // e)] for r in rs if t % e == 0 and str(t // e) in r["by_kind"][kind]]
                 hits, n = sum(c["hits"] for c in got), sum(c["n"] for c in got)
                 cells.append(f"{hits / n:.2f} ({hits}/{n})" if n else "")
-            rows.append([f"{label}, {e} pass{'es' if e > 1 else ''} ({len(rs)} seeds)", *cells])
+            rows.append([_passes_label(label, e, len(rs)), *cells])
     return table(["times trained on", *map(str, times)], rows)
 
 
