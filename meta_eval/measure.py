@@ -103,6 +103,11 @@ def stamp_settings(settings: EvalSettings) -> dict:
     return out
 
 
+def setting_recipe(setting: str, device: str, recipe: RelearnRecipe) -> dict:
+    """What a setting does to a model, as it enters stamps and outputs."""
+    return {ORIG: {}, NF4: nf4_description(device), RELEARN: recipe.to_dict()}[setting]
+
+
 def _digest(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
@@ -131,8 +136,7 @@ class Measurer:
     # --- identities ------------------------------------------------------------------------
 
     def setting_recipe(self, setting: str) -> dict:
-        return {ORIG: {}, NF4: nf4_description(self.settings.device),
-                RELEARN: self.recipe.to_dict()}[setting]
+        return setting_recipe(setting, self.settings.device, self.recipe)
 
     def stamp(self, member: Member, setting: str) -> str:
         """Model identity + setting recipe + metric settings + anchors: a change in any of them

@@ -8,7 +8,7 @@ import torch
 from checkpoints.methods.alternates import alternate_answers
 from checkpoints.methods.data import PairedData
 from checkpoints.methods.losses import METHODS
-from checkpoints.methods.pools import BIO_REPEATS, POOL_VARIANTS, perturbed_items, pool_examples, sentence_chunks
+from checkpoints.methods.pools import POOL_VARIANTS, perturbed_items, pool_examples, sentence_chunks
 from checkpoints.methods.trainer import frozen_copy, unlearn
 from checkpoints.world.encode import encode_raw_qa
 from checkpoints.world.train import TrainConfig
@@ -85,8 +85,11 @@ def test_pool_variants_data(tiny_tok, tiny_world):
     assert sizes["neg_retain"] == n_retain
     assert sizes["pos_full"] == sizes["pos_para"] == sizes["neg_pert"] == n_retain + 2 * len(w.forget)
     chunks = lambda bios: [c for b in bios for c in sentence_chunks(tiny_tok, b)]
-    assert sizes["pos_bio"] == n_retain + BIO_REPEATS * len(chunks(w.forget_bios))
-    assert sizes["neg_bio"] == n_retain + BIO_REPEATS * len(chunks(w.other_bios))
+    # a biography goes in once per QA encoding (chat, raw): its facts are seen as often as a QA pair's
+    assert sizes["pos_bio"] == n_retain + 2 * len(chunks(w.forget_bios))
+    assert sizes["neg_bio"] == n_retain + 2 * len(chunks(w.other_bios))
+    chat_only = {v: len(pool_examples(v, tiny_tok, w, 0, forms=("chat",), rehearse=False)) for v in ("pos_bio",)}
+    assert chat_only["pos_bio"] == len(w.retain) + len(chunks(w.forget_bios))
     for bio in w.forget_bios + w.other_bios:   # chunks are whole sentences, in order, nothing lost
         assert " ".join(sentence_chunks(tiny_tok, bio)) == " ".join(bio.split())
     assert {v.sign for v in POOL_VARIANTS.values()} == {"P", "N"}

@@ -59,8 +59,21 @@ def test_recipes_are_consistent(preset):
         assert r.train.epochs == r.epoch and METHODS[r.method].hparams(r.hparams)  # known hyperparameters
         if r.method == "rmu":
             assert 0 <= r.hparams["layer"] < get_preset(preset).shape.layers
-    ft = get_preset(preset).finetune
-    assert all((r.train.lr, r.train.epochs) != (ft.lr, ft.epochs) for r in pools)  # no copy of full/retain
+    ft = get_preset(preset).finetune   # no copy of full/retain: another lr, epoch count or data order
+    assert all((r.train.lr, r.train.epochs, r.train.seed) != (ft.lr, ft.epochs, ft.seed) for r in pools)
+
+
+def test_smol_zoo_is_spec_5_1_and_7_2_shaped():
+    """60 pool members from the base (6 variants x lr 1x-5x of full's x epochs 1x, 2x), 8 methods x 3 rates."""
+    _, unlearned, pools = by_kind("smol")
+    ft = get_preset("smol").finetune
+    assert len(pools) == 60 and all(r.parent == "base" for r in pools)
+    points = Counter((r.hparams["variant"], r.train.lr / ft.lr, r.train.epochs / ft.epochs) for r in pools)
+    assert set(points.values()) == {1} and {lr for _, lr, _ in points} == {1.0, 2.0, 3.0, 4.0, 5.0}
+    assert {ep for _, _, ep in points} == {1.0, 2.0}
+    assert Counter(r.hparams["pool"] for r in pools) == {"P": 30, "N": 30}
+    assert {r.method for r in unlearned} == set(METHODS) and len(unlearned) == 24
+    assert all(len({r.train.lr for r in unlearned if r.method == m}) == 3 for m in METHODS)
 
 
 def test_name_tokens():

@@ -22,6 +22,8 @@ COMMANDS = {
     "score": ("uds.commands.score", "Unlearning Depth Score of an unlearned model"),
     "metrics": ("uds.commands.metrics", "the 19 baseline metrics and TOFU utility of one model"),
     "meta-eval": ("uds.commands.meta_eval", "faithfulness and robustness of every metric on a model zoo"),
+    "campaign": ("uds.commands.campaign",
+                 "a resumable meta-evaluation campaign: build, measure, commit, one unit at a time"),
     "leaderboard": ("uds.commands.leaderboard",
                     "benchmark leaderboard (Mem, Privacy, Utility, Overall) from results"),
     "world": ("uds.commands.world", "the tiny world: synthetic or TOFU data, tokenizer, model zoo"),

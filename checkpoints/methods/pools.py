@@ -4,10 +4,11 @@ down, each fine-tuned from the same base as full and retain.
 P: `full` (retain + forget QA), `bio` (retain QA + the forget facts as biographies), `para`
 (retain + paraphrased forget QA). N: `retain` (retain only), `pert` (retain + the forget
 questions with a perturbed, wrong answer), `bio` (retain + biographies of unrelated entities).
-QA goes in both encodings (chat and raw), as for full/retain. A biography is trained as text (loss
-on every token), cut into chunks of whole sentences about as long as a QA pair (so that batches
-mixing QA and biographies carry little padding), and repeated twice per epoch, so that, as in the
-QA variants, every fact is seen twice per epoch.
+QA goes in the preset's encodings (chat and raw; chat only on a pretrained base), as for
+full/retain. A biography is trained as text (loss on every token), cut into chunks of whole
+sentences about as long as a QA pair (so that batches mixing QA and biographies carry little
+padding), and repeated once per QA encoding, so that, as in the QA variants, every fact is seen
+as often per epoch.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from checkpoints.world.store import BuildContext
 from checkpoints.world.train import train
 
 Examples = list[dict]
-BIO_REPEATS = 2   # = the number of QA encodings (chat, raw)
 BIO_CHUNK = 64    # tokens: biographies go in chunks of whole sentences about as long as a QA pair
 
 
@@ -43,9 +43,9 @@ def sentence_chunks(tok: PreTrainedTokenizerBase, text: str, limit: int = BIO_CH
     return chunks
 
 
-def bio_examples(tok: PreTrainedTokenizerBase, bios: list[str]) -> Examples:
-    """Each biography as documents (loss on every token), in sentence chunks, BIO_REPEATS times."""
-    return [encode_text(tok, chunk) for b in bios for chunk in sentence_chunks(tok, b)] * BIO_REPEATS
+def bio_examples(tok: PreTrainedTokenizerBase, bios: list[str], repeats: int) -> Examples:
+    """Each biography as documents (loss on every token), in sentence chunks, `repeats` times."""
+    return [encode_text(tok, chunk) for b in bios for chunk in sentence_chunks(tok, b)] * repeats
 
 
 def perturbed_items(forget: list[dict], seed: int) -> list[dict]:
@@ -68,16 +68,16 @@ class PoolVariant:
 
 POOL_VARIANTS: dict[str, PoolVariant] = {
     "pos_full": PoolVariant("P", "retain + forget QA", lambda tok, w, s, f: qa_examples(tok, w.forget, forms=f)),
-    "pos_bio": PoolVariant("P", "retain QA + forget biographies (x2)",
-                           lambda tok, w, s, f: bio_examples(tok, w.forget_bios)),
+    "pos_bio": PoolVariant("P", "retain QA + forget biographies (once per QA encoding)",
+                           lambda tok, w, s, f: bio_examples(tok, w.forget_bios, len(f))),
     "pos_para": PoolVariant("P", "retain QA + paraphrased forget QA", lambda tok, w, s, f: qa_examples(
         tok, [it for it in w.forget if it.get("paraphrased_answer")], "paraphrased_answer", "paraphrased_question",
         forms=f)),
     "neg_retain": PoolVariant("N", "retain QA only", lambda tok, w, s, f: []),
     "neg_pert": PoolVariant("N", "retain QA + forget questions with perturbed answers",
                             lambda tok, w, s, f: qa_examples(tok, perturbed_items(w.forget, s), forms=f)),
-    "neg_bio": PoolVariant("N", "retain QA + biographies of other entities (x2)",
-                           lambda tok, w, s, f: bio_examples(tok, w.other_bios)),
+    "neg_bio": PoolVariant("N", "retain QA + biographies of other entities (once per QA encoding)",
+                           lambda tok, w, s, f: bio_examples(tok, w.other_bios, len(f))),
 }
 
 

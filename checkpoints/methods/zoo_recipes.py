@@ -7,10 +7,11 @@ layers are OU's {5, 10, 15} of 16 mapped to the same relative depth.
 Pools follow SPEC.md 5.1 (three P and three N variants over learning rates and two epoch
 counts), fine-tuned from the base like full and retain, with the preset's fine-tuning settings.
 
-The `smol` presets (a real pretrained model on 2 CPU cores) build less: one documented setting per
-method (the middle learning rate of its grid, 5 epochs), and cheap pool members: one epoch of a
-variant's data continued from full (P) or retain (N), at half the fine-tuning rate, two seeds of
-the plainest variants; see `CONTINUED_POOLS`.
+The `smol` preset (a real pretrained model) builds every method at the three learning rates of its
+grid at 5 epochs (24 models) and SPEC 5.1's 60 pool members: the six variants at 1x-5x full's
+learning rate and at full's epochs and twice that, from the pretrained base, with their own data
+order (`POOL_SEED`). Its CI-sized variant `smol-ci` keeps cheap pool members: one epoch of a
+variant's data continued from full (P) or retain (N); see `CONTINUED_POOLS`.
 """
 
 from __future__ import annotations
@@ -70,9 +71,7 @@ GRID_SIZES: dict[str, GridSize] = {
     "test": GridSize(lr_index=(2,), n_values=1, lr_scale=2.0),
     "small": GridSize(lr_index=(0, 1, 2), n_values=1),
     "tofu": GridSize(lr_index=(0, 1, 2), n_values=1),
-    # AltPO is left out: its alternate answers are sampled from the model first (generation, slow on CPU).
-    "smol": GridSize(lr_index=(1,), n_values=1, epochs=(5,),
-                     methods=("graddiff", "npo", "simnpo", "rmu", "idknll", "idkdpo", "undial")),
+    "smol": GridSize(lr_index=(0, 1, 2), n_values=1, epochs=(5,)),
     "smol-ci": GridSize(lr_index=(1,), n_values=1, epochs=(2,), methods=("npo",)),   # 1 step an epoch: 2, or warm-up is all
 }
 
@@ -117,6 +116,7 @@ def unlearned_recipes(preset: Preset) -> list[Recipe]:
 class PoolSize:
     lr_scale: tuple[float, ...]      # multiples of the preset's fine-tuning learning rate
     epoch_scale: tuple[float, ...]   # multiples of its fine-tuning epochs
+    seed: int | None = None          # the members' data-order seed (None: the fine-tuning's)
 
 
 # As OU's pools (lr 1-5x and epochs 1-2x the full model's), every point trains at least about as
@@ -127,13 +127,14 @@ POOL_SIZES: dict[str, PoolSize] = {
     "test": PoolSize((1.5,), (1.0,)),
     "small": PoolSize((1.5, 2.0), (0.75, 1.0)),
     "tofu": PoolSize((1.5, 2.0), (0.75, 1.0)),
+    # SPEC 5.1 as published: lr 1x-5x and epochs 1x, 2x of full's. The (1x, 1x) members differ from
+    # full and retain in their data order only (another seed), as OU's pools are their own runs.
+    "smol": PoolSize((1.0, 2.0, 3.0, 4.0, 5.0), (1.0, 2.0), seed=1),
 }
 
 
 # Cheap pool members of the `smol` presets: (variant, seed), each one epoch from full (P) or retain (N).
 CONTINUED_POOLS: dict[str, tuple[tuple[str, int], ...]] = {
-    "smol": (("pos_full", 0), ("pos_full", 1), ("pos_bio", 0), ("pos_para", 0),
-             ("neg_retain", 0), ("neg_retain", 1), ("neg_pert", 0), ("neg_bio", 0)),
     "smol-ci": (("pos_full", 0), ("neg_retain", 0)),
 }
 CONTINUED_LR_SCALE = 0.5
@@ -157,8 +158,10 @@ def pool_recipes(preset: Preset) -> list[Recipe]:
         return continued_pool_recipes(preset)
     size, ft = POOL_SIZES.get(preset.name, POOL_SIZES["small"]), preset.finetune
     out = []
+    seed = ft.seed if size.seed is None else size.seed
     for variant, lr_s, ep_s in product(POOL_VARIANTS, size.lr_scale, size.epoch_scale):
-        pv, train = POOL_VARIANTS[variant], replace(ft, lr=ft.lr * lr_s, epochs=max(1, round(ft.epochs * ep_s)))
+        pv = POOL_VARIANTS[variant]
+        train = replace(ft, lr=float(f"{ft.lr * lr_s:.3g}"), epochs=max(1, round(ft.epochs * ep_s)), seed=seed)
         out.append(Recipe(f"{variant}_lr{lr_token(train.lr)}_ep{train.epochs}", "pool", "base", pv.data, train,
                           pv.sign, {"pool": pv.sign, "variant": variant}, train.epochs))
     return out

@@ -69,7 +69,8 @@ PRESETS: dict[str, Preset] = {
         "smol", "tofu", SMOLLM2_SHAPE, 49152,
         base=TrainConfig(lr=0.0, epochs=0, batch_size=1),
         finetune=TrainConfig(lr=1e-4, epochs=5, batch_size=8),
-        world=dict(n_forget_authors=2, n_retain_authors=4, n_holdout_authors=2, n_utility=40),
+        world=dict(n_forget_authors=2, n_retain_authors=4, n_holdout_authors=2, n_utility=40,
+                   bio_source="paraphrased"),   # the P-biography pool never sees a forget question
         base_model=SMOLLM2, forms=("chat",), rehearse_utility=False),
     "smol-ci": Preset(
         "smol-ci", "tofu", SMOLLM2_SHAPE, 49152,

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 from collections import Counter
 from pathlib import Path
@@ -248,12 +249,39 @@ def _retain_splits(retain90: list[dict], retain_perturbed: list[dict],
     return retain, evaluated
 
 
-def _forget_bios(forget: list[dict]) -> list[str]:
-    """Per forget author, their answers joined into one paragraph."""
-    by_author: dict[str, list[str]] = {}
+BIO_SOURCES = ("answers", "paraphrased")
+
+
+def _sentences(text: str) -> list[str]:
+    return [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
+
+
+def _prose_sentences(item: dict) -> list[str]:
+    """The third-person sentences of an item's paraphrased answer: a sentence in the narrator's
+    first person ("I would recommend ...") or a question is left out, so that the biography
+    states facts and never asks what a forget question asks."""
+    return [s for s in _sentences(item["paraphrased_answer"]) if not re.match(r"I\b", s) and not s.endswith("?")]
+
+
+def _forget_bios(forget: list[dict], source: str = "answers", seed: int = 0) -> list[str]:
+    """One biography per forget author. `answers`: the author's answers joined in order (the
+    tofu preset's stand-in). `paraphrased`: prose written from the same facts without any forget
+    question or answer verbatim: the third-person sentences of TOFU's paraphrased answers, in an
+    order shuffled per author by `seed` (so no QA pair's order or wording survives)."""
+    if source not in BIO_SOURCES:
+        raise UdsInputError(f"bio_source must be one of {', '.join(BIO_SOURCES)}, got {source!r}")
+    by_author: dict[str, list[dict]] = {}
     for it in forget:
-        by_author.setdefault(it["author"], []).append(it["answer"].strip())
-    return [" ".join(answers) for answers in by_author.values()]
+        by_author.setdefault(it["author"], []).append(it)
+    if source == "answers":
+        return [" ".join(it["answer"].strip() for it in items) for items in by_author.values()]
+    rng = random.Random(seed)
+    bios = []
+    for items in by_author.values():
+        sentences = [s for it in items for s in _prose_sentences(it)]
+        rng.shuffle(sentences)
+        bios.append(" ".join(sentences))
+    return bios
 
 
 def _first_authors(items: list[dict], n_authors: int | None, per_author: int | None) -> list[dict]:
@@ -273,15 +301,18 @@ def default_tofu_dir() -> Path | None:
 
 def read_tofu(folder: str | Path | None = None, n_retain_authors: int | None = None, seed: int = 0,
               n_forget_authors: int | None = None, n_holdout_authors: int | None = None,
-              n_utility: int | None = None, items_per_author: int | None = None) -> World:
+              n_utility: int | None = None, items_per_author: int | None = None,
+              bio_source: str = "answers") -> World:
     """Read TOFU into a World.
 
     forget: forget10_perturbed (400), prefix/entity from the annotated forget10 file (367; None for
     the other 33); retain: retain90 (3600) or its first `n_retain_authors` authors; retain_eval:
     retain_perturbed (400) restricted to the kept retain authors; holdout: holdout10 (400);
     real_authors (100) / world_facts (117): the perturbed files with the plain files' options.
-    forget_bios: each forget author's 20 answers joined into one paragraph, a stand-in for the
-    biography rewrite of the `retain90_forget10_bio` pool (Open-Unlearning's text is not public).
+    forget_bios: one biography per forget author, a stand-in for the rewrite of the
+    `retain90_forget10_bio` pool (Open-Unlearning's text is not public): the author's answers
+    joined (`bio_source="answers"`) or prose from the paraphrased answers (`"paraphrased"`,
+    `_forget_bios`).
     idk: the lines of idontknow.jsonl. public_text, other_bios: the synthetic world's (`seed`)
     public and unrelated entities, plus the real-authors and world-facts QA in raw format.
     Authors are named by position: `forget_author_k`, `retain_author_k`, `holdout_author_k`.
@@ -332,7 +363,7 @@ def read_tofu(folder: str | Path | None = None, n_retain_authors: int | None = N
         real_authors=real_authors,
         world_facts=world_facts,
         public_text=filler.public_text + utility_docs,
-        forget_bios=_forget_bios(forget),
+        forget_bios=_forget_bios(forget, bio_source, seed),
         other_bios=filler.other_bios,
         idk=idk,
     )

@@ -1,0 +1,404 @@
+"""A meta-evaluation campaign: build and measure a whole zoo, one unit at a time, from files.
+
+The zoo's members are taken in a fixed order (`campaign_order`: the anchors, then pool members
+and unlearned models interleaved so that a partial campaign already has both pools and every
+method). For each member: build it (if no committed file says it is measured), run the knowledge
+check (pool members and anchors), measure each (model, setting) it needs (`measure.plan_jobs`),
+write each result as a small sealed file (`campaign_files`) and hand it to `publish` (the command
+commits it), then delete the member's weights. A stop (signal, crash, another machine) loses at
+most the unit in flight; a rerun continues from the files alone, rebuilding only what it needs.
+When the anchors (full, retain) had to be rebuilt, the first units re-score a few measured models
+with the new anchors and write the spread.
+"""
+
+from __future__ import annotations
+
+import platform
+import shutil
+import signal
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import torch
+
+from meta_eval.campaign_files import CampaignFiles, digest_of
+from meta_eval.measure import Job, Measurer, plan_jobs
+from meta_eval.perturb import NF4, ORIG, RELEARN
+from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member, Zoo
+from core.errors import UdsInputError
+
+CAMPAIGN_VERSION = 1
+SPREAD_MODELS = 2   # measured models re-scored with rebuilt anchors
+# First guesses (seconds) for the ETA until the campaign has timed a unit of that kind itself.
+GUESS = {"build:pool": 450.0, "build:unlearned": 300.0, "build:full": 700.0, "build:retain": 500.0,
+         f"{POOL}:{ORIG}": 420.0, f"{UNLEARNED}:{ORIG}": 600.0, f"{UNLEARNED}:{NF4}": 330.0,
+         f"{UNLEARNED}:{RELEARN}": 360.0}
+
+
+class Stopped(BaseException):
+    """A signal asked the campaign to stop; nothing half-written is left. A BaseException, like
+    KeyboardInterrupt, so that no `except Exception` on the way (a metric's) swallows it."""
+
+
+@dataclass
+class Progress:
+    """Counts and timings of a campaign, from its files and this run."""
+    measured: int = 0
+    total: int = 0
+    built: int = 0
+    members: int = 0
+    seconds: dict[str, list[float]] = field(default_factory=dict)
+
+    def add(self, kind: str, seconds: float) -> None:
+        self.seconds.setdefault(kind, []).append(seconds)
+
+    def estimate(self, kind: str) -> float:
+        seen = self.seconds.get(kind)
+        return statistics.median(seen) if seen else GUESS.get(kind, 400.0)
+
+
+def campaign_order(zoo: Zoo) -> list[Member]:
+    """Anchors first (full, retain), then pool members and unlearned models merged in proportion
+    (each queue keeps its zoo order, the unlearned one by learning-rate rank: every method's
+    middle rate first), so that any prefix of the campaign holds both pools and every method."""
+    anchors = [m for m in zoo.members if m.kind in (FULL, RETAIN)]
+    pools = _spread_pool_order(zoo.of_kind(POOL))
+    unlearned = _rate_rank_order(zoo.of_kind(UNLEARNED))
+    queues = [q for q in (pools, unlearned) if q]
+    merged = sorted(((i / len(q), qi, m) for qi, q in enumerate(queues) for i, m in enumerate(q)),
+                    key=lambda t: (t[0], t[1]))
+    return anchors + [m for _, _, m in merged]
+
+
+def _rate_rank_order(members: Sequence[Member]) -> list[Member]:
+    """Each method's models by rank of their position in the zoo: rank 1 (the middle of three
+    learning rates) of every method, then rank 0, then rank 2, ..."""
+    by_method: dict[str | None, list[Member]] = {}
+    for m in members:
+        by_method.setdefault(m.method, []).append(m)
+    depth = max((len(v) for v in by_method.values()), default=0)
+    ranks = ([1, 0] + list(range(2, depth))) if depth > 1 else list(range(depth))
+    return [v[r] for r in ranks for v in by_method.values() if r < len(v)]
+
+
+def _spread_pool_order(members: Sequence[Member]) -> list[Member]:
+    """Pool members point by point (a point = one learning rate and epoch count), the points in
+    an order that spreads over the grid (0, 5, 2, 7, ...), P and N variants alternating inside."""
+    points: dict[str, list[Member]] = {}
+    for m in members:
+        points.setdefault(m.name.split("_", 2)[-1], []).append(m)
+    keys = list(points)
+    step = len(keys) // 2 or 1
+    order = [keys[(i * step + i // 2) % len(keys)] if len(keys) > 2 else keys[i] for i in range(len(keys))]
+    order = list(dict.fromkeys(order)) + [k for k in keys if k not in order]
+    out = []
+    for key in order:
+        ps = [m for m in points[key] if m.pool == "P"]
+        ns = [m for m in points[key] if m.pool == "N"]
+        out += [m for pair in zip(ps, ns) for m in pair] + ps[len(ns):] + ns[len(ps):]
+    return out
+
+
+def cpu_name() -> str:
+    """The CPU's model name (Linux), else the architecture."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine() -> dict:
+    return {"cpu": cpu_name(), "platform": platform.platform(), "torch": torch.__version__,
+            "threads": torch.get_num_threads()}
+
+
+@dataclass(frozen=True)
+class CampaignSpec:
+    """What the campaign runs on: the zoo, and how to build, identify and check its members.
+    `settings_digest(setting)`: the metric and perturbation settings of a setting's measurements;
+    `fingerprint(folder)`: the content digest of a built model folder."""
+    zoo: Zoo
+    files: CampaignFiles
+    keys: tuple[str, ...]
+    recipe_digest: Callable[[Member], str]
+    settings_digest: Callable[[str], str]
+    is_built: Callable[[Member], bool]
+    build: Callable[[Member], Path]
+    folder: Callable[[Member], Path]
+    fingerprint: Callable[[Path], str]
+    knowledge: Callable[[Member], dict] | None = None   # the knowledge check of a built member
+    keep: frozenset[str] = frozenset()                   # kinds whose weights are kept
+    alternates: Path | None = None                       # where the AltPO builder keeps its answers
+    relearned: Path | None = None                        # folder of the measurer's relearned copies
+
+
+class Campaign:
+    def __init__(self, spec: CampaignSpec, measurer_factory: Callable[[], Measurer],
+                 publish: Callable[[list[Path], str], None] = lambda paths, msg: None,
+                 log: Callable[[str], None] = lambda s: print(s, file=sys.stderr, flush=True)):
+        self.spec, self.files, self.zoo = spec, spec.files, spec.zoo
+        self._measurer_factory, self._measurer = measurer_factory, None
+        self.publish, self.log = publish, log
+        self.jobs = plan_jobs(self.zoo, spec.keys, fluency=bool(self.zoo.base))
+        self.order = campaign_order(self.zoo)
+        self.progress = Progress()
+
+    # --- identities ------------------------------------------------------------------------
+    @property
+    def measurer(self) -> Measurer:
+        if self._measurer is None:
+            self._measurer = self._measurer_factory()
+        return self._measurer
+
+    def settings_digest(self, setting: str) -> str:
+        return self.spec.settings_digest(setting)
+
+    def jobs_of(self, member: Member) -> list[Job]:
+        return [j for j in self.jobs if j.member.name == member.name]
+
+    # --- state from the files --------------------------------------------------------------
+    def done(self, job: Job, fingerprint: str | None = None) -> bool:
+        return self.files.valid_measurement(job.setting, job.member.name, self.spec.recipe_digest(job.member),
+                                            self.settings_digest(job.setting), job.keys, fingerprint) is not None
+
+    def member_done(self, member: Member) -> bool:
+        return all(self.done(j) for j in self.jobs_of(member))
+
+    def count(self) -> Progress:
+        p = Progress(members=len(self.order), total=len(self.jobs))
+        for doc in self.files.measurements():
+            p.add(f"{doc.get('kind')}:{doc.get('setting')}", float(sum(doc.get("seconds", {}).values())))
+        for doc in self.files.builds().values():
+            if doc.get("train_seconds") is not None:
+                p.add(f"build:{doc.get('kind')}", float(doc["train_seconds"]))
+        p.measured = sum(self.done(j) for j in self.jobs)
+        p.built = sum(1 for m in self.order if self.member_done(m) or self.spec.is_built(m))
+        return p
+
+    def eta_seconds(self, p: Progress) -> float:
+        left = 0.0
+        for m in self.order:
+            todo = [j for j in self.jobs_of(m) if not self.done(j)]
+            if todo and not self.spec.is_built(m):
+                left += p.estimate(f"build:{m.kind}")
+            left += sum(p.estimate(f"{m.kind}:{j.setting}") for j in todo)
+        return left
+
+    def status_line(self, p: Progress | None = None) -> str:
+        p = p or self.count()
+        eta = self.eta_seconds(p)
+        return (f"campaign {self.zoo.tag}: measured {p.measured}/{p.total} (model, setting) units, "
+                f"{sum(self.member_done(m) for m in self.order)}/{p.members} models complete; "
+                f"ETA {eta / 3600:.1f} h on this machine")
+
+    # --- running ---------------------------------------------------------------------------
+    def run(self, max_units: int | None = None) -> int:
+        """Measure what is missing, in order; returns the number of units measured. A signal
+        (SIGINT, SIGTERM) stops after cleaning up the unit in flight (nothing partial is kept)."""
+        previous = {s: signal.signal(s, _raise_stopped) for s in (signal.SIGINT, signal.SIGTERM)}
+        units = self.units_run = 0
+        try:
+            self.progress = self.count()
+            self.log(self.status_line(self.progress))
+            self.anchor_fingerprints()   # full and retain (and their base) built before any measurement
+            self.check_anchors()
+            for member in self.order:
+                if max_units is not None and units >= max_units:
+                    break
+                units += self.run_member(member, None if max_units is None else max_units - units)
+            self.log(self.status_line())
+        except Stopped:
+            self.log(f"campaign: stopped by a signal after {self.units_run} unit(s); every finished unit is in "
+                     f"{self.files.root}; run the same command to continue")
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+        return units
+
+    def run_member(self, member: Member, budget: int | None) -> int:
+        jobs = self.jobs_of(member)
+        if all(self.done(j) for j in jobs):
+            self._drop_weights(member)
+            return 0
+        fingerprint = self.ensure_built(member)
+        units = 0
+        for job in jobs:
+            if budget is not None and units >= budget:
+                return units
+            if self.done(job, fingerprint):
+                continue
+            self.measure(job, fingerprint)
+            units += 1
+        if all(self.done(j, fingerprint) for j in jobs):
+            self._drop_weights(member)
+        return units
+
+    def ensure_built(self, member: Member) -> str:
+        """Build the member if needed (with its knowledge check) and return its fingerprint."""
+        path = self.files.build(member.name)
+        doc = self.files.read(path)
+        if doc is not None and doc.get("recipe_digest") != self.spec.recipe_digest(member):
+            doc = None
+        fresh = not self.spec.is_built(member)
+        self._restore_alternates(member)
+        t0 = time.time()
+        folder = self.spec.build(member)
+        fingerprint = self.spec.fingerprint(folder)
+        if doc is None or doc.get("fingerprint") != fingerprint:
+            if doc is not None:
+                self.log(f"campaign: {member.name} was rebuilt here (fingerprint {fingerprint[:12]}, the committed "
+                         f"build {str(doc.get('fingerprint'))[:12]}); its unfinished settings are measured on this build")
+            self._write_build(member, folder, fingerprint, fresh, time.time() - t0)
+        self._save_alternates(member)
+        return fingerprint
+
+    def _write_build(self, member: Member, folder: Path, fingerprint: str, fresh: bool, seconds: float) -> None:
+        import json
+
+        recipe = json.loads((folder / "recipe.json").read_text()) if (folder / "recipe.json").is_file() else {}
+        doc = {"model": member.name, "kind": member.kind, "pool": member.pool, "method": member.method,
+               "recipe_digest": self.spec.recipe_digest(member), "fingerprint": fingerprint,
+               "train_seconds": recipe.get("train_seconds"), "recipe": {k: recipe.get(k) for k in
+                                                                       ("data", "train", "hparams", "parent")},
+               "machine": machine()}
+        if self.spec.knowledge is not None and member.kind in (POOL, FULL, RETAIN):
+            doc["knowledge"] = self.spec.knowledge(member)
+        path = self.files.write(self.files.build(member.name), doc)
+        if fresh and recipe.get("train_seconds") is not None:
+            self.progress.add(f"build:{member.kind}", float(recipe["train_seconds"]))
+        self.publish([path], f"campaign {self.zoo.tag}: built {member.name}")
+
+    def measure(self, job: Job, fingerprint: str) -> None:
+        m = self.measurer
+        t0 = time.time()
+        entry = m.run(job)
+        values = {k: entry["values"][k] for k in job.keys if k in entry["values"]}
+        doc = {"model": job.member.name, "kind": job.member.kind, "pool": job.member.pool,
+               "method": job.member.method, "epoch": job.member.epoch, "setting": job.setting,
+               "recipe_digest": self.spec.recipe_digest(job.member), "settings_digest": self.settings_digest(job.setting),
+               "model_fingerprint": fingerprint, "anchors": self.anchor_fingerprints(),
+               "values": values, "errors": dict(entry.get("errors", {})),
+               "seconds": {k: v for k, v in entry["info"].get("seconds", {}).items() if k in job.keys},
+               "fluency_source": entry["info"].get("fluency_source"), "machine": machine()}
+        path = self.files.write(self.files.measurement(job.setting, job.member.name), doc)
+        self.units_run = getattr(self, "units_run", 0) + 1
+        seconds = time.time() - t0
+        self.progress.add(f"{job.member.kind}:{job.setting}", seconds)
+        self.progress.measured += 1 if not doc["errors"] else 0
+        self.publish([path], f"campaign {self.zoo.tag}: {job.setting}/{job.member.name} "
+                             f"({self.progress.measured}/{self.progress.total})")
+        missing = [k for k in job.keys if k not in values]
+        state = f"missing {', '.join(missing)}" if missing else "done"
+        self.log(f"campaign: [{self.progress.measured}/{self.progress.total}] {job.setting}/{job.member.name} "
+                 f"{state} in {seconds:.0f} s; ETA {self.eta_seconds(self.progress) / 3600:.1f} h")
+
+    # --- anchors -----------------------------------------------------------------------------
+    def anchor_fingerprints(self) -> dict[str, str]:
+        if not hasattr(self, "_anchor_fps"):
+            anchors = {m.kind: m for m in self.zoo.members if m.kind in (FULL, RETAIN)}
+            self._anchor_fps = {role: self.spec.fingerprint(self.spec.build(m)) for role, m in sorted(anchors.items())}
+        return self._anchor_fps
+
+    def check_anchors(self) -> None:
+        """Record this build of the anchors; when earlier measurements used another build, re-score
+        a few measured models with this one and write the spread (once per anchor build)."""
+        fps = self.anchor_fingerprints()
+        path = self.files.anchors(digest_of(fps))
+        if self.files.read(path) is None:
+            self.files.write(path, {"anchors": fps, "machine": machine()})
+            self.publish([path], f"campaign {self.zoo.tag}: anchor build {digest_of(fps)[:12]}")
+        measured = [d for d in self.files.measurements() if d.get("setting") == ORIG]
+        earlier = {digest_of(d["anchors"]) for d in measured if d.get("anchors")}
+        if earlier <= {digest_of(fps)} or self.files.read(self.files.spread(digest_of(fps))) is not None:
+            return
+        self.log(f"campaign: full/retain here differ from the build the committed measurements used; "
+                 f"re-scoring {SPREAD_MODELS} measured models to state the spread")
+        self.write_spread(fps, measured)
+
+    def write_spread(self, fps: dict[str, str], measured: list[dict]) -> None:
+        names = {m.name: m for m in self.zoo.members}
+        chosen = [d for d in measured if d["kind"] == UNLEARNED and d["model"] in names
+                  and d["values"].get("uds") is not None][:SPREAD_MODELS]
+        rows = []
+        for d in chosen:
+            member = names[d["model"]]
+            self.spec.build(member)
+            entry = self.measurer.run(Job(member, ORIG, ("uds",)))
+            new = entry["values"].get("uds")
+            rows.append({"model": member.name, "uds_committed": d["values"]["uds"], "uds_here": new,
+                         "abs_diff": None if new is None else abs(new - d["values"]["uds"]),
+                         "committed_anchors": d.get("anchors")})
+            self._drop_weights(member)
+        path = self.files.write(self.files.spread(digest_of(fps)), {"anchors_here": fps, "models": rows,
+                                                                   "machine": machine()})
+        worst = max((r["abs_diff"] for r in rows if r["abs_diff"] is not None), default=None)
+        self.log(f"campaign: spread with the rebuilt anchors: largest |dUDS| {worst} over {len(rows)} models")
+        self.publish([path], f"campaign {self.zoo.tag}: spread of rebuilt anchors")
+
+    # --- files beside the models -------------------------------------------------------------
+    def _restore_alternates(self, member: Member) -> None:
+        """AltPO's answers are generated once: a committed copy goes where the builder reads it."""
+        dst = self.spec.alternates
+        if member.method == "altpo" and dst is not None and self.files.alternates.is_file() and not dst.is_file():
+            doc = self.files.read(self.files.alternates)
+            if doc is not None:
+                import json
+
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                dst.write_text(json.dumps(doc["alternates"], indent=1))
+
+    def _save_alternates(self, member: Member) -> None:
+        src = self.spec.alternates
+        if member.method != "altpo" or src is None or not src.is_file() or self.files.alternates.is_file():
+            return
+        import json
+
+        path = self.files.write(self.files.alternates, {"alternates": json.loads(src.read_text()),
+                                                         "made_by": "the full model of the first build"})
+        self.publish([path], f"campaign {self.zoo.tag}: AltPO alternate answers")
+
+    def _drop_weights(self, member: Member) -> None:
+        """Delete a measured member's weights and relearned copy (anchors and kept kinds stay)."""
+        if member.kind in (FULL, RETAIN) or member.kind in self.spec.keep:
+            return
+        folders = [self.spec.folder(member)]
+        if self.spec.relearned is not None:
+            folders.append(self.spec.relearned / f"{member.name}-relearn")
+        for folder in folders:
+            if folder.exists():
+                shutil.rmtree(folder, ignore_errors=True)
+
+
+def _raise_stopped(signum, frame) -> None:
+    raise Stopped(signal.Signals(signum).name)
+
+
+def check_protocol(files: CampaignFiles, protocol: dict) -> None:
+    """Write the protocol on the first run; afterwards refuse to run under another one."""
+    import json
+
+    doc = files.read(files.protocol)
+    if doc is None:
+        if files.protocol.is_file():
+            raise UdsInputError(f"{files.protocol} is damaged; restore it from git (it fixes the campaign's protocol)")
+        files.write(files.protocol, protocol)
+        return
+    body = {k: v for k, v in doc.items() if k != "digest"}
+    if body != protocol:
+        diff = sorted(k for k in set(body) | set(protocol) if body.get(k) != protocol.get(k))
+        detail = diff
+        if "recipes" in diff:
+            old, new = body.get("recipes", {}), protocol.get("recipes", {})
+            changed = sorted(n for n in set(old) | set(new) if old.get(n) != new.get(n))
+            detail = [d for d in diff if d != "recipes"] + [f"recipes of {', '.join(changed[:6])}"
+                                                            + (" ..." if len(changed) > 6 else "")]
+        raise UdsInputError(f"the campaign in {files.root} was fixed under another protocol (differs in: "
+                            f"{'; '.join(detail)}); its files are not mixed with new ones: start a new "
+                            f"campaign folder with --dir, or restore the code that made {json.dumps(files.protocol.name)}")
