@@ -59,8 +59,9 @@ def parse_tiny(spec: str) -> tuple[str, int, str]:
 
 
 def _world_tag(tag: str) -> tuple[str, int] | None:
-    """`small` -> ("small", 0), `small-3` -> ("small", 3); None when `tag` is not of that form."""
-    m = re.fullmatch(r"(\w+?)(?:-(\d+))?", tag)
+    """`small` -> ("small", 0), `small-3` -> ("small", 3), `smol-ci` -> ("smol-ci", 0), `smol-ci-2` ->
+    ("smol-ci", 2) (a trailing number is the seed); None when `tag` is not of that form."""
+    m = re.fullmatch(r"(\w[\w-]*?)(?:-(\d+))?", tag)
     return (m.group(1), int(m.group(2)) if m.group(2) else DEFAULT_SEED) if m else None
 
 

@@ -68,7 +68,7 @@ def test_smol_zoo_is_spec_5_1_and_7_2_shaped():
     _, unlearned, pools = by_kind("smol")
     ft = get_preset("smol").finetune
     assert len(pools) == 60 and all(r.parent == "base" for r in pools)
-    points = Counter((r.hparams["variant"], r.train.lr / ft.lr, r.train.epochs / ft.epochs) for r in pools)
+    points = Counter((r.hparams["variant"], round(r.train.lr / ft.lr, 9), r.train.epochs / ft.epochs) for r in pools)
     assert set(points.values()) == {1} and {lr for _, lr, _ in points} == {1.0, 2.0, 3.0, 4.0, 5.0}
     assert {ep for _, _, ep in points} == {1.0, 2.0}
     assert Counter(r.hparams["pool"] for r in pools) == {"P": 30, "N": 30}

@@ -8,7 +8,7 @@ import pytest
 
 from checkpoints import ou_checkpoints
 from core.errors import UdsInputError
-from checkpoints.specs import default_references, parse_tiny, resolve_spec
+from checkpoints.specs import default_references, parse_tiny, parse_tiny_zoo, resolve_spec
 
 P = "open-unlearning/unlearn_tofu_Llama-3.2-1B-Instruct_forget10_"
 
@@ -53,6 +53,12 @@ def test_tiny_specs(tmp_path, monkeypatch):
     assert parse_tiny("tiny:full") == ("small", 0, "full")
     assert parse_tiny("tiny:test/npo_lr1e-3_ep5") == ("test", 0, "npo_lr1e-3_ep5")
     assert parse_tiny("tiny:small-3/retain") == ("small", 3, "retain")
+    assert parse_tiny("tiny:smol-ci/full") == ("smol-ci", 0, "full")
+    assert parse_tiny("tiny:smol-ci-2/full") == ("smol-ci", 2, "full")
+    # a whole zoo takes the same world grammar: a hyphenated preset is not read as a seed
+    assert parse_tiny_zoo("tiny:smol-ci") == ("smol-ci", 0)
+    assert parse_tiny_zoo("tiny:smol") == ("smol", 0) and parse_tiny_zoo("tiny:small-3") == ("small", 3)
+    assert parse_tiny_zoo("small") is None
     spec = resolve_spec("tiny:test/full")
     assert spec.kind == "tiny" and spec.location == str(tmp_path / "world" / "test-0" / "models" / "full")
 
