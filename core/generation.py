@@ -22,6 +22,7 @@ from transformers import GenerationConfig, PreTrainedTokenizerBase
 from core.progress import progress as track
 from core.batching import attention_mask, batches, left_pad, pad_token_id
 from core.defaults import MAX_NEW_TOKENS
+from core.greedy import greedy_loop, greedy_loop_problem
 
 
 @dataclass(frozen=True)
@@ -62,15 +63,29 @@ def blank_generation_config(model: torch.nn.Module) -> Iterator[None]:
 @torch.no_grad()
 def greedy_generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompts: Sequence[Sequence[int]], *,
                     batch_size: int, max_new_tokens: int = MAX_NEW_TOKENS, device: str | torch.device = "cpu",
-                    mask_id: int | None = None, desc: str = "generate", progress: bool = True) -> list[Generation]:
+                    mask_id: int | None = None, desc: str = "generate", progress: bool = True,
+                    fast: bool = True) -> list[Generation]:
     """Greedy continuations of token-id prompts, in input order. `mask_id`: a token id also masked
-    out of the attention wherever it occurs (Open-Unlearning masks its pad id)."""
+    out of the attention wherever it occurs (Open-Unlearning masks its pad id).
+
+    `fast` (where the model allows it, see `core.greedy`): prompts batched by length and each
+    sequence leaving its batch at its first stop token; else transformers' `generate`, which runs
+    every sequence of a batch until the last one stops. The same greedy tokens either way."""
     stops = stop_token_ids(model, tok)
+    if fast and prompts and mask_id is None and greedy_loop_problem(model) is None:
+        return greedy_loop(model, prompts, stops, pad_id=pad_token_id(tok), batch_size=batch_size,
+                           max_new_tokens=max_new_tokens, device=device, desc=desc, progress=progress,
+                           decode=lambda ids: _decoded(tok, ids))
     config = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, pad_token_id=tok.eos_token_id,
                               eos_token_id=list(stops), use_cache=True)
     rows = _generate(model, tok, prompts, config, stops, batch_size=batch_size, device=device, mask_id=mask_id,
                      desc=desc, progress=progress)
     return [g for group in rows for g in group]
+
+
+def _decoded(tok: PreTrainedTokenizerBase, new: tuple[int, ...]) -> Generation:
+    text = tok.decode(list(new), skip_special_tokens=True, clean_up_tokenization_spaces=True).strip()
+    return Generation(new, text)
 
 
 @torch.no_grad()
@@ -104,10 +119,6 @@ def _generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompts: Seq
         with blank_generation_config(model):
             seqs = model.generate(input_ids=ids_t.to(device), attention_mask=mask_t.to(device),
                                   generation_config=config)
-        gens = []
-        for row in seqs[:, ids_t.shape[1]:].tolist():
-            new = cut_at_stop(row, stops)
-            text = tok.decode(list(new), skip_special_tokens=True, clean_up_tokenization_spaces=True).strip()
-            gens.append(Generation(new, text))
+        gens = [_decoded(tok, cut_at_stop(row, stops)) for row in seqs[:, ids_t.shape[1]:].tolist()]
         out += [gens[i * per:(i + 1) * per] for i in range(len(rows))]
     return out

@@ -95,8 +95,9 @@ def stamp_settings(settings: EvalSettings) -> dict:
     """The metric settings as they enter a measurement stamp. The parity mode enters only when it
     is not `spec`, next to the `ou_attention_mask: False` that settings held before parity modes
     existed: values measured under `spec` keep their stamps (and caches), and values measured
-    under one mode are never read under another."""
-    out = {k: v for k, v in asdict(settings).items() if k not in ("progress", "parity")}
+    under one mode are never read under another. `fast` does not enter: both paths give the same
+    values."""
+    out = {k: v for k, v in asdict(settings).items() if k not in ("progress", "parity", "fast")}
     out["ou_attention_mask"] = False
     if settings.parity != SPEC:
         out["parity"] = settings.parity

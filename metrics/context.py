@@ -50,6 +50,9 @@ class EvalSettings:
     parity: str = SPEC                     # spec | reference | open-unlearning (core.parity)
     device: str = "cpu"
     progress: bool = True
+    # False: the straightforward passes (padded teacher forcing, transformers' `generate`), the
+    # reference the fast ones are tested against; the values are the same either way
+    fast: bool = True
 
     @property
     def reference(self) -> bool:
@@ -182,8 +185,7 @@ class EvalContext:
         s = self.settings
         stats = forward.teacher_forced_stats(
             self.models.get(role), flat, batch_size=s.batch_size, pad_id=self.pad_id, device=s.device,
-            mask_id=self.mask_id,
-            desc=f"{spec} {split}", progress=s.progress)
+            mask_id=self.mask_id, desc=f"{spec} {split}", progress=s.progress, fast=s.fast)
         grouped: dict[str, list[list[TokenStats]]] = {v: [[] for _ in self.split(split)] for v in variants}
         for (v, i), st in zip(where, stats):
             grouped[v][i].append(st)
@@ -200,7 +202,7 @@ class EvalContext:
             return generation.greedy_generate(
                 self.models.get(role), self.tokenizer, prompts, batch_size=s.batch_size,
                 max_new_tokens=s.max_new_tokens, device=s.device, mask_id=self.mask_id,
-                desc=f"{spec} {split} generate ({kind})", progress=s.progress)
+                desc=f"{spec} {split} generate ({kind})", progress=s.progress, fast=s.fast)
         return self.work.memo(WorkKey("gen", (spec,), (split, kind, self.mask_id)), make)
 
     # --- representation ----------------------------------------------------------------------
@@ -238,7 +240,7 @@ class EvalContext:
         s = self.settings
         return self.work.memo(WorkKey("fisher", (spec,), (s.reference,)), lambda: hidden.fisher_diagonal(
             self.models.get(role), self._scored_items(), batch_size=s.fisher_batch_size, pad_id=self.pad_id,
-            device=s.device, desc=f"{spec} fisher", progress=s.progress, model_dtype=s.reference))
+            device=s.device, desc=f"{spec} fisher", progress=s.progress, model_dtype=s.reference, fast=s.fast))
 
     def fisher_masks(self, fraction: float) -> list[FisherMask]:
         ref = self.settings.reference
@@ -257,6 +259,6 @@ class EvalContext:
             s = self.settings
             stats = forward.teacher_forced_stats(
                 self.models.get("base"), docs, batch_size=s.batch_size, pad_id=self.pad_id, device=s.device,
-                desc=f"base scores {self.models.spec(role)}", progress=s.progress)
+                desc=f"base scores {self.models.spec(role)}", progress=s.progress, fast=s.fast)
             return [mean_token_prob(st.logprobs) if g.text else None for g, st in zip(gens, stats)]
         return self.work.memo(key, make)

@@ -9,14 +9,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import torch
 
 from core.progress import progress as track
 from core.batching import batches, right_padded
-from core.arch import decoder_layers, final_norm
+from core.arch import LOGITS_KWARGS, decoder_layers, final_norm, keyword_of, transformers_major
 from core.hooks import at_positions, capture_outputs
 from core.prompts import PreparedItem
 from core.logprobs import token_logprobs
@@ -121,33 +121,62 @@ def _entity_losses(logits: torch.Tensor, items: Sequence[PreparedItem],
 
 def fisher_diagonal(model: torch.nn.Module, items: Sequence[PreparedItem], *, batch_size: int = 4,
                     pad_id: int, device="cpu", desc: str = "fisher", progress: bool = True,
-                    model_dtype: bool = False) -> list[torch.Tensor]:
+                    model_dtype: bool = False, fast: bool = True) -> list[torch.Tensor]:
     """Mean over items of the squared per-item gradient of every decoder block's parameters.
 
-    Items share a forward of `batch_size`; each item gets its own backward (a per-item g², not the
-    square of a summed gradient). Returns one flattened CPU tensor per block, parameters in
-    registration order, accumulated in the parameter dtype as the reference does. `model_dtype`:
-    the per-item loss too is computed in the model dtype (the reference's), not in fp32.
+    Each item gets its own backward (a per-item g², not the square of a summed gradient). Returns
+    one flattened CPU tensor per block, parameters in registration order, accumulated in the
+    parameter dtype as the reference does. `model_dtype`: the per-item loss too is computed in the
+    model dtype (the reference's), not in fp32.
+
+    `fast`: each item's forward runs alone, unpadded, with logits at its entity positions only, so
+    its backward covers its own tokens; else (the reference's batching) items share a padded
+    forward of `batch_size` and each backward runs through the whole batch.
     """
     params = [list(b.parameters()) for b in decoder_layers(model)]
-    acc = [[torch.zeros_like(p) for p in ps] for ps in params]
+    flat = [p for ps in params for p in ps]
+    acc = [torch.zeros_like(p) for p in flat]
     saved = {p: p.requires_grad for p in model.parameters()}
     for p in model.parameters():  # gradients only where they are used: the decoder blocks
         p.requires_grad_(False)
-    for p in (p for ps in params for p in ps):
+    for p in flat:
         p.requires_grad_(True)
     try:
         with torch.enable_grad():
-            for idx in track(batches(len(items), batch_size), desc=desc, unit="batch", enabled=progress):
-                chunk = [items[i] for i in idx]
-                logits = model(**_batch_inputs(chunk, pad_id, device), use_cache=False).logits
-                losses = _entity_losses(logits, chunk, model_dtype)
-                for k, loss in enumerate(losses):
-                    grads = torch.autograd.grad(loss, [p for ps in params for p in ps],
-                                                retain_graph=k < len(losses) - 1)
-                    for a, g in zip((a for accs in acc for a in accs), grads):
-                        a.add_(g.square())
+            for loss, retain in _item_losses(model, items, batch_size, pad_id, device, desc, progress, model_dtype,
+                                             fast):
+                for a, g in zip(acc, torch.autograd.grad(loss, flat, retain_graph=retain)):
+                    a.add_(g.square())
     finally:
         for p, flag in saved.items():
             p.requires_grad_(flag)
-    return [torch.cat([a.flatten() for a in accs]).div_(len(items)).cpu() for accs in acc]
+    sizes = [len(ps) for ps in params]
+    bounds = np.cumsum([0] + sizes)
+    return [torch.cat([a.flatten() for a in acc[bounds[b]:bounds[b + 1]]]).div_(len(items)).cpu()
+            for b in range(len(params))]
+
+
+def _item_losses(model: torch.nn.Module, items: Sequence[PreparedItem], batch_size: int, pad_id: int, device,
+                 desc: str, progress: bool, model_dtype: bool, fast: bool) -> Iterator[tuple[torch.Tensor, bool]]:
+    """(entity loss, whether its graph must outlive its backward) of each item: a shared forward's
+    graph is kept until the batch's last item."""
+    keep_kw = keyword_of(type(model).forward, LOGITS_KWARGS) if transformers_major() >= 5 else None
+    if fast:
+        for it in track(items, desc=desc, unit="item", enabled=progress):
+            pos = torch.tensor(list(it.eval_positions), dtype=torch.long)
+            ids = torch.tensor([it.input_ids[:pos.max() + 1]], dtype=torch.long, device=device)
+            if keep_kw:   # (1, L) boolean: the rows at the entity positions, in order
+                keep = torch.zeros(ids.shape, dtype=torch.bool)
+                keep[0, pos] = True
+                rows = model(input_ids=ids, use_cache=False, **{keep_kw: keep.to(device)}).logits
+            else:
+                rows = model(input_ids=ids, use_cache=False).logits[0, pos.to(device)]
+            tgt = torch.tensor(it.target_ids, device=rows.device)
+            yield -token_logprobs(rows if model_dtype else rows.float(), tgt).mean(), False
+        return
+    for idx in track(batches(len(items), batch_size), desc=desc, unit="batch", enabled=progress):
+        chunk = [items[i] for i in idx]
+        logits = model(**_batch_inputs(chunk, pad_id, device), use_cache=False).logits
+        losses = _entity_losses(logits, chunk, model_dtype)
+        for k, loss in enumerate(losses):
+            yield loss, k < len(losses) - 1

@@ -45,10 +45,15 @@ def token_stats(logits: torch.Tensor, labels: torch.Tensor) -> TokenStats:
     """Statistics of one sequence. logits: (L, V); labels: (L,) aligned with the inputs."""
     shifted = labels[1:]
     pos = (shifted != IGNORE).nonzero().squeeze(-1)
-    targets = shifted[pos]
-    logprobs_full = torch.log_softmax(logits[:-1][pos].float(), dim=-1)  # (|A|, V)
+    return label_stats(logits[:-1][pos], shifted[pos])
+
+
+def label_stats(scoring_logits: torch.Tensor, targets: torch.Tensor) -> TokenStats:
+    """Statistics of one sequence from the logits that score its labels. scoring_logits: (|A|, V),
+    row t the logits of the position before label t; targets: (|A|,) the labels (A, eos last)."""
+    logprobs_full = torch.log_softmax(scoring_logits.float(), dim=-1)  # (|A|, V)
     tok_lp = gather_targets(logprobs_full, targets)
-    n = int(pos.numel())
+    n = int(targets.numel())
     avg_loss = float(-tok_lp.mean()) if n else float("nan")
     head = slice(0, max(n - 1, 0))  # A⁻: drop the last labelled token (the eos)
     return TokenStats(

@@ -5,7 +5,7 @@ model-utility mean, and the measurement-cache stamp."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import numpy as np
 import pytest
@@ -296,8 +296,10 @@ def test_stamp_keeps_spec_caches_and_separates_modes():
     from meta_eval.measure import stamp_settings
 
     s = EvalSettings(batch_size=16, system_prompt=None, device="cpu", progress=False)
-    # the stamp's settings before parity modes existed: every field but progress, ou_attention_mask False
-    legacy = {k: v for k, v in asdict(s).items() if k not in ("progress", "parity")} | {"ou_attention_mask": False}
+    # the stamp's settings before parity modes and the fast paths existed: every field but progress,
+    # ou_attention_mask False
+    legacy = {k: v for k, v in asdict(s).items() if k not in ("progress", "parity", "fast")} | {"ou_attention_mask": False}
     assert stamp_settings(s) == legacy
+    assert stamp_settings(replace(s, fast=False)) == legacy   # both paths give the same values
     stamps = [stamp_settings(EvalSettings(batch_size=16, device="cpu", parity=m)) for m in MODES]
     assert len({repr(sorted(x.items())) for x in stamps}) == 3

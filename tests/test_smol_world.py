@@ -157,3 +157,20 @@ def test_results_script_writes_build_json_from_the_recipes(world, tmp_path):
         recipe = json.loads((world / "models" / name / "recipe.json").read_text())
         assert row["train_seconds"] == recipe["train_seconds"] and row["train"] == recipe["train"]
         assert row["device"] == "cpu"
+
+
+def test_fast_measurement_paths_equal_the_straightforward_ones(world):
+    """Every metric of the world's unlearned model on the real 30-layer model, on the packed /
+    greedy-loop / per-item-Fisher paths and on the straightforward ones (issue 40)."""
+    from meta_eval.measure import BENCHMARK_EXTRA
+    from metrics.context import EvalSettings
+    from metrics.registry import META_KEYS
+    from metrics.session import EvalSession
+    from tests.measurement_checks import assert_same_measurement, metric_runs
+
+    session = EvalSession(f"tiny:{PRESET}/npo_lr3e-5_b01_a1_ep2")
+    keys = tuple(META_KEYS) + BENCHMARK_EXTRA
+    runs = metric_runs(lambda fast: session.context(EvalSettings(batch_size=32, max_new_tokens=64, progress=False, fast=fast),
+                                                   keys),
+                       keys)
+    assert_same_measurement(runs)
