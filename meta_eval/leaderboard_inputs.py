@@ -32,9 +32,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from metrics.mia import retain_normalised
-from metrics.families.mia import ATTACKS
-from metrics.registry import REGISTRY
+from meta_eval.leaderboard_rows import fill_s_mia
 from core.errors import UdsInputError
 
 MODEL_FILES = ("metrics.json", "summary.json", "TOFU_SUMMARY.json", "TOFU_EVAL.json")
@@ -88,6 +86,8 @@ def describe(name: str) -> tuple[str, int | None]:
 
 def plugin_values(flat: dict) -> dict:
     """Registry key -> value of the uds plug-in's entries of an OU summary (`uds`, `uds_<key>`)."""
+    from metrics.registry import REGISTRY   # the metric stack: only for OU summaries (`uds report` reads none)
+
     out = {}
     for name, value in flat.items():
         key = name if name == "uds" else (name[len(PLUGIN_PREFIX):] if name.startswith(PLUGIN_PREFIX) else None)
@@ -156,17 +156,6 @@ def published_record(row: dict) -> dict:
         if row.get(field) is not None:
             rec[key] = 1.0 - row[field] if one_minus else row[field]
     return rec
-
-
-def fill_s_mia(records: list[dict]) -> list[dict]:
-    """Derive missing s_mia_* from mia_* and the retain record's AUC of the same attack."""
-    retain = next((r for r in records if r.get("method") == "retain"), None)
-    for r in records:
-        for a in ATTACKS:
-            auc, ret = r.get(f"mia_{a}"), (retain or {}).get(f"mia_{a}")
-            if r.get(f"s_mia_{a}") is None and auc is not None and ret is not None:
-                r[f"s_mia_{a}"] = retain_normalised(auc, ret)
-    return records
 
 
 def load_results(path: str | Path) -> tuple[list[dict], dict[str, float]]:

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"report: skipped {path}: {why}", file=sys.stderr)
     index = write_site(results, args.out)
     counts = {"score runs": len(results.scores), "metrics files": len(results.metrics),
-              "leaderboard rows": len(results.rows), "meta-evaluations": len(results.meta),
+              "leaderboard rows": results.n_rows(), "meta-evaluations": len(results.meta),
               "probe runs": len(results.probes), "audit runs": len(results.audits)}
     print("report: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n), file=sys.stderr)
     print(index.resolve().as_uri())
