@@ -86,26 +86,39 @@ def describe(name: str) -> tuple[str, int | None]:
 
 def plugin_values(flat: dict) -> dict:
     """Registry key -> value of the uds plug-in's entries of an OU summary (`uds`, `uds_<key>`)."""
-    from metrics.registry import REGISTRY   # the metric stack: only for OU summaries (`uds report` reads none)
-
     out = {}
     for name, value in flat.items():
         key = name if name == "uds" else (name[len(PLUGIN_PREFIX):] if name.startswith(PLUGIN_PREFIX) else None)
-        if key in REGISTRY and isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = float(value)
+        if key is None or not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        if key != "uds":
+            from metrics.registry import REGISTRY   # the metric stack: only for `uds_<key>` entries
+
+            if key not in REGISTRY:
+                continue
+        out[key] = float(value)
     return out
 
 
+def summary_values(flat: dict) -> dict:
+    """Key -> value of an OU summary ({OU metric name: agg_value}): OU's names mapped (OU_KEYS),
+    then the plug-in's entries."""
+    out = {key: float(flat[ou]) for ou, key in OU_KEYS.items()
+           if isinstance(flat.get(ou), (int, float)) and not isinstance(flat.get(ou), bool)}
+    return out | plugin_values(flat)
+
+
+def is_ou_summary(doc: object) -> bool:
+    """A TOFU_SUMMARY.json-like document: a flat object holding at least two of OU's metric names."""
+    return isinstance(doc, dict) and sum(ou in doc for ou in OU_KEYS) >= 2
+
+
 def _ou_values(folder: Path) -> dict:
-    out: dict = {}
     summary = folder / "TOFU_SUMMARY.json"
     evals = _read_json(folder / "TOFU_EVAL.json") if (folder / "TOFU_EVAL.json").is_file() else {}
     flat = _read_json(summary) if summary.is_file() else {
         k: v.get("agg_value") for k, v in evals.items() if isinstance(v, dict)}
-    for ou, key in OU_KEYS.items():
-        if isinstance(flat.get(ou), (int, float)):
-            out[key] = float(flat[ou])
-    out.update(plugin_values(flat))
+    out = summary_values(flat)
     for name in OU_TRUTH_RATIO:
         per_item = (evals.get(name) or {}).get("value_by_index") if isinstance(evals.get(name), dict) else None
         if per_item:

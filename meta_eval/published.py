@@ -36,4 +36,4 @@ _TABLE: dict[str, tuple[float, float, float, float, float, float, float]] = {
 }
 
 PUBLISHED: dict[str, dict[str, float]] = {k: dict(zip(FIELDS, v)) for k, v in _TABLE.items()}
-SOURCE = "SPEC.md 5.7 (published meta-evaluation, 22 keys)"
+SOURCE = "SPEC.md 5.7"

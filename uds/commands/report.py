@@ -2,7 +2,7 @@
 
 Reads `uds score`, `uds metrics`, `uds meta-eval`, leaderboard, `uds probe` and `uds audit` outputs
 (uds/site/readers.py), says on stderr what it passed over and why, and writes DIR/index.html with
-its data and assets (uds/site/writer.py). Imports neither torch nor the metrics stack.
+its data and assets (uds/site/writer.py). Imports neither torch nor the metric registry.
 """
 
 from __future__ import annotations

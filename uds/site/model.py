@@ -18,10 +18,12 @@ class ScoreRun:
 
 @dataclass
 class MetricsRun:
-    """One `uds metrics` metrics.json: metric key -> value (None = undefined)."""
+    """One `uds metrics` metrics.json (`kind` "metrics"; `name` a checkpoint spec), or one
+    Open-Unlearning TOFU_SUMMARY.json (`kind` "ou"; `name` a model name): key -> value (None = undefined)."""
     name: str
     source: Path
     metrics: dict[str, float | None]
+    kind: str = "metrics"
 
 
 @dataclass

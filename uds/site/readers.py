@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from core.errors import UdsInputError
-from meta_eval.leaderboard_inputs import published_record
+from meta_eval.leaderboard_inputs import is_ou_summary, published_record, summary_values
 from uds.site.model import AuditRun, MetaEval, MetricsRun, ProbeRun, Results, RowsFile, ScoreRun
 
 MAX_DEPTH = 6
@@ -267,6 +267,8 @@ class Reader:
         if "meta_eval.json" in names:
             taken |= {"meta_eval.json", "results.json"}
             self.meta_file(folder / "meta_eval.json")
+        if "TOFU_SUMMARY.json" in names:
+            taken.add("TOFU_EVAL.json")        # its per-item values; the summary holds the aggregates
         for name in sorted(names - taken - COMPANIONS):
             if name.endswith((".json", ".csv")):
                 self.file(folder / name)
@@ -310,6 +312,8 @@ class Reader:
                 self.summary(path, set())
             elif is_metrics_doc(doc):
                 self.metrics_file(path)
+            elif is_ou_summary(doc):
+                self.results.metrics.append(MetricsRun(ou_model_name(path), path, summary_values(doc), kind="ou"))
             elif is_annotated(doc):
                 self.data_files.append(path)
             else:
@@ -348,7 +352,8 @@ class Reader:
         examples, used = self.score_examples(path, names)
         data = self.data.get(summary.get("data"))
         if examples and data is None and any("prompt" in e for e in examples):
-            self.skip(Path(str(summary.get("data"))), f"data file of {folder} not readable: entity spans not highlighted")
+            self.skip(Path(str(summary.get("data"))),
+                      f"data file of {folder} not readable: entity spans not highlighted")
         annotated = [annotate(e, data) for e in examples if isinstance(e, dict)]
         name = str(summary.get("unlearned") or folder.name)
         source = folder if path.name == "summary.json" else path     # several summaries in one folder: the file
@@ -364,7 +369,8 @@ class Reader:
             try:
                 return read_jsonl(folder / "examples.jsonl"), used
             except UdsInputError as exc:
-                self.skip(folder / "examples.jsonl", f"{str(exc).split(': ', 1)[-1]}: the model page shows the summary only")
+                why = str(exc).split(": ", 1)[-1]
+                self.skip(folder / "examples.jsonl", f"{why}: the model page shows the summary only")
                 return [], used
         if "layers.csv" in names:
             self.skip(folder / "examples.jsonl", "absent: per-layer values read from layers.csv (no text, no UDS_i)")
@@ -413,6 +419,15 @@ class Reader:
             else:
                 meta.rows = table.rows
                 self.add_rows(table)
+
+
+def ou_model_name(path: Path) -> str:
+    """The model of an OU summary: its folder's name for TOFU_SUMMARY.json (OU's saves/eval/<model>/),
+    else the file name before `_TOFU_SUMMARY` (a copied `<model>_TOFU_SUMMARY.json`)."""
+    stem = path.stem
+    if stem == "TOFU_SUMMARY":
+        return path.parent.name
+    return stem[:-len("_TOFU_SUMMARY")] if stem.endswith("_TOFU_SUMMARY") else stem
 
 
 def _file(path: Path) -> Path | None:

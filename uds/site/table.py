@@ -9,7 +9,7 @@ a world joins the one model of that name that has a world; where several worlds 
 a row of its own.
 
 Sources are taken in a fixed order: `uds score` runs (those with per-layer data first), `uds
-metrics` files, leaderboard rows, build manifests; a value shown is the first source's that has it,
+metrics` files and Open-Unlearning summaries (as read), leaderboard rows, build manifests; a value shown is the first source's that has it,
 and every key on which sources differ is kept with each source's value and the spread. The
 records then go through `meta_eval.leaderboard_rows.leaderboard_rows`, the function `uds
 leaderboard` uses: the same aggregates (SPEC 6.1) and the same default order.
@@ -27,7 +27,7 @@ from uds.site.model import Results, RowsFile, ScoreRun
 
 ID_KEYS = {"model", "method", "name", "epoch", "epoch_group", "idx", "is_reference", "kind", "seed"}
 BUILD_TRAIN_KEYS = ("lr", "epochs", "batch_size")
-KINDS = ("score", "metrics", "leaderboard", "build")
+KINDS = ("score", "metrics", "ou", "leaderboard", "build")
 
 
 @dataclass
@@ -72,7 +72,8 @@ def build_source(row: dict, path: str) -> Source:
     """A build manifest's entry: its training columns, and a method from its kind."""
     train = row.get("train") if isinstance(row.get("train"), dict) else {}
     hparams = row.get("hparams") if isinstance(row.get("hparams"), dict) else {}
-    values = numeric({k: train.get(k) for k in BUILD_TRAIN_KEYS} | hparams | {"train_seconds": row.get("train_seconds")})
+    values = numeric({k: train.get(k) for k in BUILD_TRAIN_KEYS} | hparams
+                     | {"train_seconds": row.get("train_seconds")})
     kind = row.get("kind")
     method = {"unlearned": row.get("method"), "full": "full", "retain": "retain", "base": "base",
               "pool": f"pool {hparams.get('pool', '')}".strip()}.get(kind, row.get("method"))
@@ -94,10 +95,10 @@ def sources_of(results: Results) -> list[Source]:
         s = run.summary
         ci = s.get("ci95")
         ci = [number(ci[0]), number(ci[1])] if isinstance(ci, list) and len(ci) == 2 else None
-        out.append(Source("score", str(run.source), run.name, numeric({"uds": s.get("uds"), "n_scored": s.get("n_scored")}),
-                          run=run, ci=ci if ci and None not in ci else None))
-    out += [Source("metrics", str(m.source), m.name, numeric(m.metrics)) for m in results.metrics]
-    for t in results.tables:
+        values = numeric({"uds": s.get("uds"), "n_scored": s.get("n_scored")})
+        out.append(Source("score", str(run.source), run.name, values, run=run, ci=ci if ci and None not in ci else None))
+    out += [Source(m.kind, str(m.source), m.name, numeric(m.metrics)) for m in results.metrics]
+    for t in sorted(results.tables, key=lambda t: t.kind == "build"):      # stable: leaderboards, then builds
         out += table_sources(t)
     return out
 

@@ -218,6 +218,12 @@
     redraw();
   }
   R.pages.lb = function (main, h) {
+    if (!R.data.models.length) {
+      add(main, [el('h1', null, 'Leaderboard'), el('p', { class: 'notice', id: 'lb-empty' }, 'No per-model results among the ' +
+        'inputs (no `uds score` folder, metrics.json, results.json or leaderboard CSV), so there is no leaderboard; the ' +
+        'other pages are in the bar above.'), notes()]);
+      return;
+    }
     fromParams(h.params);
     var wrap = el('div', { class: 'wrap' });
     add(main, [el('h1', null, 'Leaderboard'), notes(), controls(function () { redraw(); }), wrap,

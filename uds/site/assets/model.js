@@ -4,8 +4,8 @@
 (function () {
   'use strict';
   var R = window.UDSreport, u = R.ui, el = u.el, add = u.add, clear = u.clear, num = u.num, link = u.link, fmt = u.fmt;
-  var KIND = { score: 'uds score run', metrics: 'uds metrics file', leaderboard: 'leaderboard / benchmark rows',
-    build: 'zoo build manifest' };
+  var KIND = { score: 'uds score run', metrics: 'uds metrics file', ou: 'Open-Unlearning eval summary',
+    leaderboard: 'leaderboard / benchmark rows', build: 'zoo build manifest' };
 
   // ---------- model page ----------
   R.pages.model = function (main, h) {
