@@ -3,10 +3,11 @@
 Synthetic inputs in the real formats: a results.json of 150 models with every benchmark leaf
 (tests/report_fixtures.py), and a `uds score` folder for every third model (so rows merge runs and
 carry a UDS interval). Built with `uds report`, then, per repeat, in a fresh page: load (navigation
-start to the drawn table), every column group switched on (click to the next frame), sorts (a click
-on a header to the next frame after the redraw; several columns, both ways, with all groups shown),
-and filters (typing into the text filter, choosing a method; to the next frame). Prints medians and
-maxima in ms and, with --json, writes them.
+start to the drawn table), sorts of the default view (headline columns), every column group switched
+on (click to the next frame), sorts with all groups shown (a click on a header to the next frame
+after the redraw; several columns, both ways), and filters (typing into the text filter, choosing a
+method; to the next frame). Prints medians and maxima in ms and, with --json, writes them with the
+machine's core count and load.
 
     python benchmarks/bench_leaderboard.py [--models 150] [--repeats 5] [--json docs/report/bench_leaderboard.json]
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import sys
@@ -64,13 +66,17 @@ def one_page(driver, url: str, out: dict[str, list[float]]) -> int:
     wait(driver, "return window.UDSreport && UDSreport.ready && !!document.querySelector('#lb-table tbody tr')")
     out["load"].append(driver.execute_script(
         "const n = performance.getEntriesByType('navigation')[0]; return n.domContentLoadedEventEnd - n.startTime"))
+    for key in ("uds", "mem", "name"):
+        for _ in range(2):
+            out["sort, headline view"].append(timed(driver, "document.querySelector(arguments[0]).click();",
+                                                    f"th[data-key='{key}']"))
     for box in driver.find_elements("css selector", "#lb-groups input"):
         out["group on"].append(timed(driver, "document.querySelector(arguments[0]).click();",
                                      f"#lb-groups input[data-group='{box.get_attribute('data-group')}']"))
     cells = driver.execute_script("return document.querySelectorAll('#lb-table tbody td').length")
     for key in SORT_KEYS:
         for _ in range(2):                                    # high to low, then low to high
-            out["sort"].append(timed(driver, "document.querySelector(arguments[0]).click();", f"th[data-key='{key}']"))
+            out["sort, all groups"].append(timed(driver, "document.querySelector(arguments[0]).click();", f"th[data-key='{key}']"))
     for text in ("npo", "lr1", "zzz", ""):
         out["filter text"].append(timed(driver, """const box = document.querySelector('#lb-filter');
             box.value = arguments[0]; box.dispatchEvent(new Event('input'));""", text))
@@ -83,7 +89,8 @@ def one_page(driver, url: str, out: dict[str, list[float]]) -> int:
 def measure(index: Path, repeats: int) -> dict:
     d = browser.chromium_driver()
     d.set_script_timeout(30)
-    times: dict[str, list[float]] = {k: [] for k in ("load", "group on", "sort", "filter text", "filter method")}
+    times: dict[str, list[float]] = {k: [] for k in ("load", "sort, headline view", "group on", "sort, all groups",
+                                                       "filter text", "filter method")}
     try:
         for _ in range(repeats):
             cells = one_page(d, index.as_uri(), times)
@@ -109,16 +116,20 @@ def main_() -> int:
         return 2
     root = a.out or Path(tempfile.mkdtemp(prefix="bench_leaderboard_"))
     index, build_s = build(root, a.models)
+    load_before = os.getloadavg()[0]
     result = measure(index, a.repeats)
     result |= {"models": a.models, "repeats": a.repeats, "uds_report_build_s": round(build_s, 2),
                "machine": f"{platform.machine()} {platform.processor() or ''}".strip(),
-               "python": platform.python_version()}
+               "python": platform.python_version(), "cpus": os.cpu_count(),
+               "load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)]}
     print(f"uds report: {build_s:.2f} s for {a.models} models; {result['rows']} rows, "
           f"{result['cells_with_all_groups']} cells with every group shown")
     for name, s in result["stats"].items():
-        print(f"{name:14s} median {s['median_ms']:7.1f} ms   max {s['max_ms']:7.1f} ms   ({s['n']} times)")
+        print(f"{name:20s} median {s['median_ms']:7.1f} ms   max {s['max_ms']:7.1f} ms   ({s['n']} times)")
     worst = max(s["max_ms"] for s in result["stats"].values())
-    print(f"slowest of all: {worst:.0f} ms ({'under' if worst < 1000 else 'over'} one second)")
+    print(f"slowest of all: {worst:.0f} ms ({'under' if worst < 1000 else 'over'} one second); "
+          f"{result['cpus']} cores, 1-min load average {result['load_average_1min'][0]} before, "
+          f"{result['load_average_1min'][1]} after")
     if a.json:
         a.json.parent.mkdir(parents=True, exist_ok=True)
         a.json.write_text(json.dumps(result, indent=1) + "\n")

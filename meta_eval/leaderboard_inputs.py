@@ -73,7 +73,7 @@ def describe(name: str) -> tuple[str, int | None]:
 
     if name in BY_ALIAS:
         c = BY_ALIAS[name]
-        # a reference evaluated once serves every epoch group (leaderboard.full_utility_by_group)
+        # a reference evaluated once serves every epoch group (leaderboard_rows.full_utility_by_group)
         return c.method, None if c.kind == "reference" else c.epoch
     m = re.search(r"(?:_ep|epoch)(\d+)$", name)
     epoch = int(m.group(1)) if m else None

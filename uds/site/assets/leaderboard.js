@@ -230,16 +230,22 @@
       el('p', { class: 'muted' }, 'Default order: the full and retain references, then Overall, then UDS, high to low ' +
         '(as `uds leaderboard`). Values to 3 decimals (UDS 4); 0 = below 1e-6 in magnitude; hover a cell for the exact value. ' +
         'Column headers say what a higher value means.')]);
-    redraw = function () {
-      var t0 = performance.now(), keys = visibleKeys(), rows = R.lbRows();
-      var body = document.createElement('tbody');
-      rows.forEach(function (m) {
+    var built = { keys: null, rows: {} };     // a row's cells depend on the columns only: sorting reuses them
+    function rowOf(m, keys) {
+      if (!built.rows[m.id]) {
         var tr = el('tr', { 'data-id': m.id, class: m.reference ? 'ref' : null }, nameCell(m));
         keys.slice(1).forEach(function (k) {
           tr.appendChild(TEXT[k] ? el('td', { class: 'text', 'data-col': k }, cellText(m, k)) : valueCell(m, k));
         });
-        body.appendChild(tr);
-      });
+        built.rows[m.id] = tr;
+      }
+      return built.rows[m.id];
+    }
+    redraw = function () {
+      var t0 = performance.now(), keys = visibleKeys(), rows = R.lbRows();
+      if (built.keys !== keys.join(',')) built = { keys: keys.join(','), rows: {} };
+      var body = document.createElement('tbody');
+      rows.forEach(function (m) { body.appendChild(rowOf(m, keys)); });
       clear(wrap).appendChild(el('table', { id: 'lb-table' }, header(keys), body));
       u.byId('lb-count').textContent = rows.length + ' of ' + R.data.models.length + ' models';
       remember();
