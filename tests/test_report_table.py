@@ -178,6 +178,9 @@ def test_bad_input_is_shown_with_its_path_and_nothing_stops(tmp_path, monkeypatc
     doc = json.loads((tmp_path / "meta" / "meta_eval.json").read_text())
     del doc["robustness"]
     (tmp_path / "meta" / "meta_eval.json").write_text(json.dumps(doc))
+    (tmp_path / "camp" / "measurements" / "orig").mkdir(parents=True)      # a campaign still running
+    (tmp_path / "camp" / "protocol.json").write_text("{}")
+    (tmp_path / "camp" / "measurements" / "orig" / "full.json").write_text("{}")
     locked = tmp_path / "locked"
     real = Path.iterdir
 
@@ -191,6 +194,8 @@ def test_bad_input_is_shown_with_its_path_and_nothing_stops(tmp_path, monkeypatc
     why = {str(p): reason for p, reason in res.skipped}
     assert "unreadable folder" in why[str(locked)] and "Permission denied" in why[str(locked)]
     assert "summary only" in why[str(tmp_path / "broken" / "examples.jsonl")]
+    assert "campaign (1 measurement files" in why[str(tmp_path / "camp")]
+    assert not any(str(p).startswith(str(tmp_path / "camp") + "/") for p, _ in res.skipped)   # one line for it
     rmu = next(m for m in index["models"] if m["name"] == "rmu_y")
     assert per_model[rmu["id"]]["examples"] == [] and rmu["cells"]["uds"] is not None   # the row stays
     lacks = index["meta"][0]["lacks"]

@@ -17,8 +17,8 @@ import pytest
 
 from meta_eval.published import PUBLISHED
 from tests import browser
-from tests.report_fixtures import (write_meta_eval, write_model_folders, write_partial_meta_eval, write_results_json,
-                                   write_score_run)
+from tests.report_fixtures import (write_meta_eval, write_model_folders, write_partial_meta_eval, write_probe,
+                                   write_results_json, write_score_run)
 from uds.cli import main
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(browser.missing() is not None, reason=str(browser.missing()))]
@@ -50,10 +50,12 @@ def sites(tmp_path_factory) -> dict:
     write_partial_meta_eval(root / "partial")
     write_results_json(root / "cli" / "results.json", 14, seed=6)
     write_model_folders(root / "folders", 10, seed=7)
+    write_probe(root / "probe_only")
     return {"root": root, "mixed": build(root / "site", inp), "a": a, "b": b, "ou": ou, "rows": rows,
             "meta": build(root / "site_meta", root / "meta"), "partial": build(root / "site_partial", root / "partial"),
             "cli": build(root / "site_cli", root / "cli" / "results.json"),
-            "folders": build(root / "site_folders", root / "folders")}
+            "folders": build(root / "site_folders", root / "folders"),
+            "probe_only": build(root / "site_probe", root / "probe_only")}
 
 
 @pytest.fixture(scope="module")
@@ -225,6 +227,8 @@ def test_empty_states_say_what_the_run_lacks(driver, sites):
     assert "No `uds score` run" in driver.find_element("css selector", "#model-empty").text
     assert not driver.find_elements("css selector", "#layer-chart, #ke-hist, #ex-table")
     assert driver.find_elements("css selector", "#population tr[data-key=overall]")
+    go(driver, sites["probe_only"], "#lb-empty")                     # no per-model result: no empty table
+    assert not driver.find_elements("css selector", "#lb-table") and "no leaderboard" in texts(driver, "#lb-empty")[0]
     go(driver, base + "#/skipped", "#skipped tr")
     skipped = dict(zip(texts(driver, "#skipped td:first-child"), texts(driver, "#skipped td:last-child")))
     broken = str(sites["root"] / "mixed" / "broken" / "examples.jsonl")

@@ -252,10 +252,7 @@ class Reader:
         except OSError as exc:
             self.skip(folder, f"unreadable folder ({exc.strerror or exc}): its results are not in the report")
             return
-        if "protocol.json" in names and (folder / "measurements").is_dir():
-            n = len(list((folder / "measurements").glob("*/*.json")))
-            self.skip(folder, f"a meta-evaluation campaign in progress ({n} measurement files; `uds campaign status "
-                              f"--dir {folder}` counts them): uds report reads the meta_eval.json assembled from it")
+        if self.campaign(folder, names):
             return
         taken: set[str] = set()
         found_before = self._count()
@@ -279,6 +276,15 @@ class Reader:
                 self.folder(sub, depth + 1)
         if self._count() == found_before and depth == 0:
             self.skip(folder, "no result files found in it or its sub-folders")
+
+    def campaign(self, folder: Path, names: set[str]) -> bool:
+        """A `uds campaign` folder (protocol.json, measurements/): said once, not walked file by file."""
+        if "protocol.json" not in names or not (folder / "measurements").is_dir():
+            return False
+        n = len(list((folder / "measurements").glob("*/*.json")))
+        self.skip(folder, f"a meta-evaluation campaign ({n} measurement files; `uds campaign status --dir {folder}` "
+                          "counts them): uds report reads the meta_eval.json assembled from it, not the campaign")
+        return True
 
     def _count(self) -> int:
         r = self.results

@@ -64,77 +64,92 @@
     var title = c[0] === 'auc' && k.ci ? '95% CI [' + fmt(k.ci[0], 3) + ', ' + fmt(k.ci[1], 3) + ']' : u.exactTitle(v);
     return el('td', { 'data-col': c[0], title: title }, fmt(v, c[3]));
   }
+  /* The run's n, what it lacks (with its path) and Spearman against the published ranking. */
+  function preamble(me) {
+    var st = me.settings || {}, out = [];
+    out.push(el('p', { class: 'muted', id: 'meta-n' }, 'zoo ' + (st.zoo || '?') + ' · ' + counts(me) + ' · robustness ' +
+      (st.robustness_form || '?') + ' · filters ' + (st.filters === false ? 'off' : 'on') +
+      (st.left_out && st.left_out.length ? ' · partial zoo: ' + st.left_out.length + ' models left out' : '') + ' · ' + me.source));
+    if (me.lacks.length) out.push(el('ul', { class: 'notice', id: 'meta-lacks' }, me.lacks.map(function (t) {
+      return el('li', null, me.source + ': ' + t);
+    })));
+    out.push(el('p', { id: 'meta-spearman' }, 'Spearman between this run\'s ranking of the metrics and the published one (' +
+      me.published_source + '): ' + spearmanText(me.spearman.overall, 'overall') + '; ' +
+      spearmanText(me.spearman.faithfulness, 'faithfulness') + '; ' + spearmanText(me.spearman.robustness, 'robustness') +
+      '. Ranks (by overall): 1 = highest, among the metrics of this run.'));
+    return out;
+  }
+  function sortRows(rows) {
+    var col = COLS.filter(function (c) { return c[0] === META.sort; })[0] || COLS[6], dir = META.dir;
+    return rows.sort(function (x, y) {
+      var a = col[2](x), b = col[2](y);
+      if (typeof a === 'string' && typeof b === 'string') return dir * a.localeCompare(b);
+      if (!num(a) || !num(b)) return (!num(a)) - (!num(b));             // empty cells last
+      return dir * (a - b);
+    });
+  }
+  /* The P/N histogram of one metric: each pool's members with their raw values. */
+  function poolHistogram(me, k) {
+    var vals = me.values, members = me.members;
+    var pool = function (lab) {
+      return Object.keys(members).filter(function (n) { return members[n].kind === 'pool' && members[n].pool === lab; })
+        .map(function (n) { return { name: n, value: (vals.orig[n] || {})[k.key] }; });
+    };
+    var hist = u.histogram([{ name: 'P', points: pool('P'), color: '#1f77b4' }, { name: 'N', points: pool('N'), color: '#ff7f0e' }], 420, 200);
+    return hist ? [el('p', { class: 'legend muted' }, el('span', null, 'P pool (knowledge present) in blue, N pool (absent) in ' +
+      'orange; raw values; hover a bar for its models')), hist]
+      : el('p', { class: 'notice', id: 'pn-empty' }, 'no pool model has a value of ' + k.key + ' in ' + me.source + ': no histogram');
+  }
+  /* Before vs after NF4 and relearning for the unlearned models, or a line saying there is nothing to draw. */
+  function robustnessScatters(me, k) {
+    var vals = me.values, members = me.members, dropped = k.dropped.map(function (x) { return x.model; });
+    return [['nf4', 'NF4 quantisation', k.q], ['relearn', 'relearning', k.r]].map(function (s) {
+      var pts = vals[s[0]] ? Object.keys(members).filter(function (n) { return members[n].kind === 'unlearned'; }).map(function (n) {
+        return { name: n, x: (vals.orig[n] || {})[k.key], y: (vals[s[0]][n] || {})[k.key], kept: dropped.indexOf(n) < 0 };
+      }) : [];
+      return [el('h2', null, s[1] + ' (score ' + fmt(s[2]) + '): raw value before vs after'), u.scatter(pts, 420, 260, 'scatter-' + s[0]) ||
+        el('p', { class: 'notice', id: 'scatter-' + s[0] + '-empty' }, 'no unlearned model measured both before and after ' + s[1] + ' in ' + me.source)];
+    });
+  }
+  function showKey(side, me, k) {
+    clear(side);
+    var p = k.published || {};
+    add(side, el('h2', null, k.key + ': faithfulness AUC ' + fmt(k.auc, 3) + (k.ci ? ' [' + fmt(k.ci[0], 3) + ', ' + fmt(k.ci[1], 3) + ']' : '') +
+      ' (published ' + fmt(p.faithfulness, 3) + ')'));
+    add(side, el('p', { class: 'muted', id: 'meta-means' }, 'raw pool means: P ' + fmt(k.p_mean, 3) + ' (published ' + fmt(p.p_mean, 3) +
+      '), N ' + fmt(k.n_mean, 3) + ' (published ' + fmt(p.n_mean, 3) + '); pools of ' + (num(k.n_p) ? k.n_p : '?') + ' and ' +
+      (num(k.n_n) ? k.n_n : '?') + ' models; robustness over ' + (num(k.n_kept) ? k.n_kept : '?') + ' kept models'));
+    if (me.values && me.members && me.values.orig) add(side, [poolHistogram(me, k), robustnessScatters(me, k)]);
+    else {
+      var imgs = me.images || {};
+      ['pn_histograms.png', 'quantization_scatter.png', 'relearning_scatter.png'].forEach(function (nm) {
+        if (imgs[nm]) add(side, el('img', { class: 'plot', src: imgs[nm], alt: nm }));
+      });
+      if (!Object.keys(imgs).length) add(side, el('p', { class: 'muted' }, 'no per-model values or plots in this meta-evaluation output'));
+    }
+    add(side, el('h2', null, 'Models the filters dropped (' + k.dropped.length + ')'));
+    add(side, el('table', { id: 'meta-dropped' }, el('tbody', null, k.dropped.map(function (x) {
+      return el('tr', null, el('td', { class: 'text' }, x.model), el('td', { class: 'text muted' }, x.reason));
+    }))));
+  }
   R.pages.meta = function (main, h) {
     var metas = R.data.meta, me = metas[isNaN(h.a) ? 0 : h.a] || metas[0];
     if (!me) { add(main, el('p', null, 'no meta-evaluation given')); return; }
     add(main, el('h1', null, 'Meta-evaluation'));
     if (metas.length > 1) add(main, el('p', null, 'runs: ', metas.map(function (x, i) { return [link('#/meta/' + i, String(i + 1), { title: x.source }), ' ']; })));
-    var st = me.settings || {};
-    add(main, el('p', { class: 'muted', id: 'meta-n' }, 'zoo ' + (st.zoo || '?') + ' · ' + counts(me) + ' · robustness ' +
-      (st.robustness_form || '?') + ' · filters ' + (st.filters === false ? 'off' : 'on') +
-      (st.left_out && st.left_out.length ? ' · partial zoo: ' + st.left_out.length + ' models left out' : '') + ' · ' + me.source));
-    if (me.lacks.length) add(main, el('ul', { class: 'notice', id: 'meta-lacks' }, me.lacks.map(function (t) {
-      return el('li', null, me.source + ': ' + t);
-    })));
-    add(main, el('p', { id: 'meta-spearman' }, 'Spearman between this run\'s ranking of the metrics and the published one (' +
-      me.published_source + '): ' + spearmanText(me.spearman.overall, 'overall') + '; ' +
-      spearmanText(me.spearman.faithfulness, 'faithfulness') + '; ' + spearmanText(me.spearman.robustness, 'robustness') +
-      '. Ranks (by overall): 1 = highest, among the metrics of this run.'));
+    add(main, preamble(me));
     var search = el('input', { type: 'search', id: 'meta-filter', placeholder: 'filter metrics…', value: META.text });
     var minAuc = el('select', { id: 'meta-min-auc' }, ['0', '0.5', '0.7', '0.9'].map(function (v) { return el('option', { value: v }, 'AUC ≥ ' + v); }));
     var wrap = el('div', { class: 'wrap' }), side = el('div', { id: 'meta-detail' });
     function draw() {
       var text = search.value.toLowerCase(), floor = parseFloat(minAuc.value);
       META.text = search.value;
-      var rows = me.keys.filter(function (k) { return k.key.toLowerCase().indexOf(text) >= 0 && (floor === 0 || (num(k.auc) && k.auc >= floor)); });
-      var col = COLS.filter(function (c) { return c[0] === META.sort; })[0] || COLS[6], dir = META.dir;
-      rows.sort(function (x, y) {
-        var a = col[2](x), b = col[2](y);
-        if (typeof a === 'string' && typeof b === 'string') return dir * a.localeCompare(b);
-        if (!num(a) || !num(b)) return (!num(a)) - (!num(b));
-        return dir * (a - b);
-      });
+      var rows = sortRows(me.keys.filter(function (k) {
+        return k.key.toLowerCase().indexOf(text) >= 0 && (floor === 0 || (num(k.auc) && k.auc >= floor));
+      }));
       clear(wrap).appendChild(el('table', { id: 'meta-table' }, header(draw), el('tbody', null, rows.map(function (k) {
-        return el('tr', { class: 'clickable', 'data-key': k.key, onclick: function () { META.key = k.key; showKey(k); } },
+        return el('tr', { class: 'clickable', 'data-key': k.key, onclick: function () { META.key = k.key; showKey(side, me, k); } },
           COLS.map(function (c) { return cell(c, k); }));
-      }))));
-    }
-    function showKey(k) {
-      clear(side);
-      var p = k.published || {};
-      add(side, el('h2', null, k.key + ': faithfulness AUC ' + fmt(k.auc, 3) + (k.ci ? ' [' + fmt(k.ci[0], 3) + ', ' + fmt(k.ci[1], 3) + ']' : '') +
-        ' (published ' + fmt(p.faithfulness, 3) + ')'));
-      add(side, el('p', { class: 'muted', id: 'meta-means' }, 'raw pool means: P ' + fmt(k.p_mean, 3) + ' (published ' + fmt(p.p_mean, 3) +
-        '), N ' + fmt(k.n_mean, 3) + ' (published ' + fmt(p.n_mean, 3) + '); pools of ' + (num(k.n_p) ? k.n_p : '?') + ' and ' +
-        (num(k.n_n) ? k.n_n : '?') + ' models; robustness over ' + (num(k.n_kept) ? k.n_kept : '?') + ' kept models'));
-      var vals = me.values, members = me.members;
-      if (vals && members && vals.orig) {
-        var pool = function (lab) {
-          return Object.keys(members).filter(function (n) { return members[n].kind === 'pool' && members[n].pool === lab; })
-            .map(function (n) { return { name: n, value: (vals.orig[n] || {})[k.key] }; });
-        };
-        var hist = u.histogram([{ name: 'P', points: pool('P'), color: '#1f77b4' }, { name: 'N', points: pool('N'), color: '#ff7f0e' }], 420, 200);
-        add(side, hist ? [el('p', { class: 'legend muted' }, el('span', null, 'P pool (knowledge present) in blue, N pool (absent) in orange; raw values; hover a bar for its models')), hist]
-          : el('p', { class: 'notice', id: 'pn-empty' }, 'no pool model has a value of ' + k.key + ' in ' + me.source + ': no histogram'));
-        [['nf4', 'NF4 quantisation', k.q], ['relearn', 'relearning', k.r]].forEach(function (s) {
-          var dropped = k.dropped.map(function (x) { return x.model; });
-          var pts = vals[s[0]] ? Object.keys(members).filter(function (n) { return members[n].kind === 'unlearned'; }).map(function (n) {
-            return { name: n, x: (vals.orig[n] || {})[k.key], y: (vals[s[0]][n] || {})[k.key], kept: dropped.indexOf(n) < 0 };
-          }) : [];
-          var plot = u.scatter(pts, 420, 260, 'scatter-' + s[0]);
-          add(side, [el('h2', null, s[1] + ' (score ' + fmt(s[2]) + '): raw value before vs after'), plot ||
-            el('p', { class: 'notice', id: 'scatter-' + s[0] + '-empty' }, 'no unlearned model measured both before and after ' + s[1] + ' in ' + me.source)]);
-        });
-      } else {
-        var imgs = me.images || {};
-        ['pn_histograms.png', 'quantization_scatter.png', 'relearning_scatter.png'].forEach(function (nm) {
-          if (imgs[nm]) add(side, el('img', { class: 'plot', src: imgs[nm], alt: nm }));
-        });
-        if (!Object.keys(imgs).length) add(side, el('p', { class: 'muted' }, 'no per-model values or plots in this meta-evaluation output'));
-      }
-      add(side, el('h2', null, 'Models the filters dropped (' + k.dropped.length + ')'));
-      add(side, el('table', { id: 'meta-dropped' }, el('tbody', null, k.dropped.map(function (x) {
-        return el('tr', null, el('td', { class: 'text' }, x.model), el('td', { class: 'text muted' }, x.reason));
       }))));
     }
     search.addEventListener('input', draw);
@@ -143,7 +158,7 @@
     add(main, el('div', { class: 'layout meta' }, wrap, side));
     draw();
     var first = me.keys.filter(function (k) { return k.key === META.key; })[0] || me.keys.filter(function (k) { return k.key === 'uds'; })[0] || me.keys[0];
-    if (first) showKey(first);
+    if (first) showKey(side, me, first);
   };
 
   // ---------- probe and audit ----------
