@@ -82,7 +82,8 @@ def key_entry(meta: MetaEval, key: str) -> dict:
     f = doc.get("faithfulness", {}).get(key) or {}
     r = (doc.get("robustness") or {}).get(key) or {}
     return {"key": key, "direction": DIRECTION.get(key), "auc": f.get("auc_roc"), "ci": f.get("ci95"),
-            "p_mean": f.get("p_mean"), "n_mean": f.get("n_mean"), "n_p": f.get("n_p"), "n_n": f.get("n_n"), "threshold": f.get("threshold"),
+            "p_mean": f.get("p_mean"), "n_mean": f.get("n_mean"), "n_p": f.get("n_p"), "n_n": f.get("n_n"),
+            "threshold": f.get("threshold"),
             "q": r.get("quantization"), "r": r.get("relearning"), "robustness": r.get("agg"),
             "overall": (doc.get("overall") or {}).get(key), "n_kept": r.get("n_kept"),
             "n_q": r.get("n_quantization"), "n_r": r.get("n_relearning"), "filter_source": r.get("filter_source"),

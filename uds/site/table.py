@@ -9,10 +9,11 @@ a world joins the one model of that name that has a world; where several worlds 
 a row of its own.
 
 Sources are taken in a fixed order: `uds score` runs (those with per-layer data first), `uds
-metrics` files and Open-Unlearning summaries (as read), leaderboard rows, build manifests; a value shown is the first source's that has it,
-and every key on which sources differ is kept with each source's value and the spread. The
-records then go through `meta_eval.leaderboard_rows.leaderboard_rows`, the function `uds
-leaderboard` uses: the same aggregates (SPEC 6.1) and the same default order.
+metrics` files and Open-Unlearning summaries (as read), leaderboard rows, build manifests; a value
+shown is the first source's that has it, and every key on which sources differ is kept with each
+source's value and the spread. The records then go through
+`meta_eval.leaderboard_rows.leaderboard_rows`, the function `uds leaderboard` uses: the same
+aggregates (SPEC 6.1) and the same default order.
 """
 
 from __future__ import annotations
@@ -96,7 +97,8 @@ def sources_of(results: Results) -> list[Source]:
         ci = s.get("ci95")
         ci = [number(ci[0]), number(ci[1])] if isinstance(ci, list) and len(ci) == 2 else None
         values = numeric({"uds": s.get("uds"), "n_scored": s.get("n_scored")})
-        out.append(Source("score", str(run.source), run.name, values, run=run, ci=ci if ci and None not in ci else None))
+        ci = ci if ci and None not in ci else None
+        out.append(Source("score", str(run.source), run.name, values, run=run, ci=ci))
     out += [Source(m.kind, str(m.source), m.name, numeric(m.metrics)) for m in results.metrics]
     for t in sorted(results.tables, key=lambda t: t.kind == "build"):      # stable: leaderboards, then builds
         out += table_sources(t)
