@@ -4,7 +4,9 @@
         [--model NAME] [--other NAME] [--example POS]
 
 --model / --other name the models of the model, example and compare pages (default: the first
-two with per-example data). PNGs are reduced to a 256-colour palette to stay small.
+two with per-example data). Also taken: the leaderboard with column groups switched on (`--groups`,
+sorted by UDS), and the page of the first model without per-layer data (model_empty.png) where
+there is one. PNGs are reduced to a 256-colour palette to stay small.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ def main() -> int:
     ap.add_argument("--model", default=None)
     ap.add_argument("--other", default=None)
     ap.add_argument("--example", type=int, default=0)
+    ap.add_argument("--groups", default="memorisation,mia", help="column groups of leaderboard_groups.png")
     a = ap.parse_args()
     why = browser.missing()
     if why:
@@ -54,27 +57,33 @@ def main() -> int:
     d.set_window_size(1280, 860)
     try:
         d.get(url)
-        settle(d, "#lb-table tbody tr")
+        settle(d, "#lb-table tbody tr, #lb-empty")
         ids = d.execute_script("""return [arguments[0], arguments[1]].map((n, i) => {
             const withData = UDSreport.data.models.filter(m => m.file);
             const hit = withData.find(m => m.name === n);
             return hit ? hit.id : (withData[i] || {}).id; });""", a.model, a.other)
-        d.find_element("css selector", "th[data-key=uds]").click()
-        save(d, a.out / "leaderboard.png")
-        pages = [("model", f"#/model/{ids[0]}", "#layer-chart rect.hover"),
-                 ("example", f"#/example/{ids[0]}/{a.example}", "#ex-layers")] if ids[0] is not None else []
+        save(d, a.out / "leaderboard.png")                      # the default order
+        empty = d.execute_script("""const m = UDSreport.data.models.find(m => !m.file ||
+            !m.sources.some(s => s.layers)); return m ? m.id : null;""")
+        has_rows = d.execute_script("return UDSreport.data.models.length > 0")
+        pages = [("leaderboard_groups", f"#/?show={a.groups}&sort=-uds", "#lb-table tbody tr")] if has_rows else []
+        pages += [("model", f"#/model/{ids[0]}", "#layer-chart rect.hover"),
+                  ("example", f"#/example/{ids[0]}/{a.example}", "#ex-layers")] if ids[0] is not None else []
         pages += [("compare", f"#/compare/{ids[0]}/{ids[1]}", "#cmp-chart")] if ids[1] is not None else []
+        pages += [("model_empty", f"#/model/{empty}", "#model-empty")] if empty is not None else []
         has = d.execute_script("return [UDSreport.data.meta.length, UDSreport.data.probes.length, UDSreport.data.audits.length]")
         pages += [p for p, n in zip([("meta", "#/meta", "#meta-table tbody tr"), ("probe", "#/probe", "#probe-table-0"),
                                      ("audit", "#/audit", "#audit-table-0")], has) if n]
         for name, hash_, ready in pages:
+            d.get("about:blank")        # a new hash alone would not reload the page
             d.get(url + hash_)
             settle(d, ready)
-            if name == "model":     # hover a layer so the screenshot shows its numbers
+            save(d, a.out / f"{name}.png")
+            if name == "model":     # then its per-layer chart, a layer hovered so it shows its numbers
                 from selenium.webdriver import ActionChains
                 rects = d.find_elements("css selector", "#layer-chart rect.hover")
                 ActionChains(d).move_to_element(rects[len(rects) // 2]).perform()
-            save(d, a.out / f"{name}.png")
+                save(d, a.out / "model_layers.png")
     finally:
         d.quit()
     return 0

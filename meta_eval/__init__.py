@@ -4,6 +4,8 @@ Pure math: `faithfulness` (P/N AUC, bootstrap interval, threshold filter), `robu
 filters, HM), `benchmark` (Mem, Privacy, Utility, Overall). From measurements to documents:
 `assemble`, `summary`, `plots`. Model work: `perturb` (the settings: NF4, relearning),
 `population` (which models), `store` (on-disk cache), `measure` (metrics per model and setting).
-Leaderboard: `leaderboard_inputs`, `leaderboard`. The commands live in `uds/commands/meta_eval.py`
-(`uds meta-eval`) and `uds/commands/leaderboard.py` (`uds leaderboard`).
+Leaderboard: `leaderboard_inputs`, `leaderboard_rows` (rows, default order, printing; shared with
+`uds report`), `leaderboard`. The published meta-evaluation table (SPEC 5.7): `published`. The
+commands live in `uds/commands/meta_eval.py` (`uds meta-eval`) and `uds/commands/leaderboard.py`
+(`uds leaderboard`).
 """

@@ -1,5 +1,9 @@
 """The benchmark leaderboard: rows (SPEC 6.1 aggregates), markdown / csv / html, Mem-Privacy scatter.
 
+Rows, their default order and the printing of numbers come from `meta_eval.leaderboard_rows`
+(shared with `uds report`): references first, then Overall, then UDS, high to low; 3 decimals (4
+for UDS), "0" below 1e-6 in magnitude. The csv keeps full precision.
+
 Every column shown is "higher = better" (unlearning depth or preserved utility), so the best
 value per column is the maximum over the unlearned models (the full and retain references are
 shown but never marked best).
@@ -13,42 +17,17 @@ import io
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from meta_eval.benchmark import AGGREGATE_KEYS, benchmark_rows, epoch_group
+from meta_eval.benchmark import AGGREGATE_KEYS
+from meta_eval.leaderboard_rows import REFERENCES, decimals_of, display_number
 from metrics.registry import META_KEYS, REGISTRY
 from metrics.spec import KNOWLEDGE
 from metrics.utility import UTILITY_KEYS
 from core.numbers import finite_or_none
 
-REFERENCES = ("full", "retain")
 SHOWN = ("overall",) + tuple(k for k in AGGREGATE_KEYS if k != "overall") + ("uds", "model_utility", "fluency",
                                                                               "overall_no_uds")
 ID_COLUMNS = ("model", "method", "epoch")
 FORMATS = ("md", "csv", "html")
-
-
-def full_utility_by_group(records: Sequence[Mapping], explicit: Mapping[str, float] | None = None) -> dict[str, float]:
-    """U_full per epoch group: given explicitly, else the full record of the group; a full record
-    without an epoch stands for every group that has no full record of its own."""
-    rows = benchmark_rows([r for r in records if r.get("method") == "full"])
-    by_group = {r["epoch"]: r["utility"] for r in rows if r.get("utility") is not None and r["epoch"]}
-    loose = [r["utility"] for r in rows if r.get("utility") is not None and not r["epoch"]]
-    groups = {epoch_group(r.get("epoch")) for r in records} - {None}
-    if len(loose) == 1:
-        by_group = {g: by_group.get(g, loose[0]) for g in groups | set(by_group)} | {None: loose[0]}
-    return {**by_group, **dict(explicit or {})}
-
-
-def _order_key(row: Mapping):
-    method = row.get("method") or ""
-    group = (0, REFERENCES.index(method)) if method in REFERENCES else (1, 0)
-    o = row.get("overall")
-    return (group, method, o is None, -(o or 0.0), str(row.get("model")))
-
-
-def leaderboard_rows(records: Sequence[Mapping], explicit_full: Mapping[str, float] | None = None) -> list[dict]:
-    """Benchmark rows grouped by method (references first), best overall first within a group."""
-    rows = benchmark_rows(records, full_utility_by_group(records, explicit_full))
-    return sorted(rows, key=_order_key)
 
 
 def extra_columns(rows: Sequence[Mapping]) -> tuple[str, ...]:
@@ -88,10 +67,11 @@ def _num(v) -> float | None:
     return finite_or_none(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def _cell(v) -> str:
+def _cell(v, column: str = "") -> str:
+    """Markdown / html text of a cell: numbers as `display_number` prints them (the report too)."""
     n = _num(v)
     if n is not None:
-        return f"{n:.4f}"
+        return display_number(n, decimals_of(column))
     return "" if v is None else str(v)
 
 
@@ -107,8 +87,8 @@ def to_markdown(rows: Sequence[Mapping]) -> str:
     cols = ID_COLUMNS + SHOWN + extras
     lines = ["| " + " | ".join(cols) + " |", "|" + "|".join("---" if c in ID_COLUMNS else "---:" for c in cols) + "|"]
     for r in rows:
-        cells = [f"**{_cell(r.get(c))}**" if c in best and r.get(c) == best[c] and r.get("method") not in REFERENCES
-                 else _cell(r.get(c)) for c in cols]
+        cells = [f"**{_cell(r.get(c), c)}**" if c in best and r.get(c) == best[c] and r.get("method") not in REFERENCES
+                 else _cell(r.get(c), c) for c in cols]
         lines.append("| " + " | ".join(cells) + " |")
     return ("\n".join(lines) + "\n\nBold: best per column among unlearned models; every column is higher = better."
             + _extras_note(extras) + "\n")
@@ -161,7 +141,7 @@ def to_html(rows: Sequence[Mapping], title: str = "Unlearning benchmark leaderbo
                 cls = "id" if c in ID_COLUMNS else ("best" if mark else "")
                 data = "" if v is None else html.escape(str(v))
                 star = " &#9733;" if mark else ""
-                tds.append(f'<td class="{cls}" data-v="{data}">{html.escape(_cell(v))}{star}</td>')
+                tds.append(f'<td class="{cls}" data-v="{data}">{html.escape(_cell(v, c))}{star}</td>')
             trs.append('<tr class="row">' + "".join(tds) + "</tr>")
         bodies.append("<tbody>" + "\n".join(trs) + "</tbody>")
     return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{html.escape(title)}</title>"

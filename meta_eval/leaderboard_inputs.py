@@ -32,9 +32,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from metrics.mia import retain_normalised
-from metrics.families.mia import ATTACKS
-from metrics.registry import REGISTRY
+from meta_eval.leaderboard_rows import fill_s_mia
 from core.errors import UdsInputError
 
 MODEL_FILES = ("metrics.json", "summary.json", "TOFU_SUMMARY.json", "TOFU_EVAL.json")
@@ -75,7 +73,7 @@ def describe(name: str) -> tuple[str, int | None]:
 
     if name in BY_ALIAS:
         c = BY_ALIAS[name]
-        # a reference evaluated once serves every epoch group (leaderboard.full_utility_by_group)
+        # a reference evaluated once serves every epoch group (leaderboard_rows.full_utility_by_group)
         return c.method, None if c.kind == "reference" else c.epoch
     m = re.search(r"(?:_ep|epoch)(\d+)$", name)
     epoch = int(m.group(1)) if m else None
@@ -91,21 +89,36 @@ def plugin_values(flat: dict) -> dict:
     out = {}
     for name, value in flat.items():
         key = name if name == "uds" else (name[len(PLUGIN_PREFIX):] if name.startswith(PLUGIN_PREFIX) else None)
-        if key in REGISTRY and isinstance(value, (int, float)) and not isinstance(value, bool):
-            out[key] = float(value)
+        if key is None or not isinstance(value, (int, float)) or isinstance(value, bool):
+            continue
+        if key != "uds":
+            from metrics.registry import REGISTRY   # the metric stack: only for `uds_<key>` entries
+
+            if key not in REGISTRY:
+                continue
+        out[key] = float(value)
     return out
 
 
+def summary_values(flat: dict) -> dict:
+    """Key -> value of an OU summary ({OU metric name: agg_value}): OU's names mapped (OU_KEYS),
+    then the plug-in's entries."""
+    out = {key: float(flat[ou]) for ou, key in OU_KEYS.items()
+           if isinstance(flat.get(ou), (int, float)) and not isinstance(flat.get(ou), bool)}
+    return out | plugin_values(flat)
+
+
+def is_ou_summary(doc: object) -> bool:
+    """A TOFU_SUMMARY.json-like document: a flat object holding at least two of OU's metric names."""
+    return isinstance(doc, dict) and sum(ou in doc for ou in OU_KEYS) >= 2
+
+
 def _ou_values(folder: Path) -> dict:
-    out: dict = {}
     summary = folder / "TOFU_SUMMARY.json"
     evals = _read_json(folder / "TOFU_EVAL.json") if (folder / "TOFU_EVAL.json").is_file() else {}
     flat = _read_json(summary) if summary.is_file() else {
         k: v.get("agg_value") for k, v in evals.items() if isinstance(v, dict)}
-    for ou, key in OU_KEYS.items():
-        if isinstance(flat.get(ou), (int, float)):
-            out[key] = float(flat[ou])
-    out.update(plugin_values(flat))
+    out = summary_values(flat)
     for name in OU_TRUTH_RATIO:
         per_item = (evals.get(name) or {}).get("value_by_index") if isinstance(evals.get(name), dict) else None
         if per_item:
@@ -156,17 +169,6 @@ def published_record(row: dict) -> dict:
         if row.get(field) is not None:
             rec[key] = 1.0 - row[field] if one_minus else row[field]
     return rec
-
-
-def fill_s_mia(records: list[dict]) -> list[dict]:
-    """Derive missing s_mia_* from mia_* and the retain record's AUC of the same attack."""
-    retain = next((r for r in records if r.get("method") == "retain"), None)
-    for r in records:
-        for a in ATTACKS:
-            auc, ret = r.get(f"mia_{a}"), (retain or {}).get(f"mia_{a}")
-            if r.get(f"s_mia_{a}") is None and auc is not None and ret is not None:
-                r[f"s_mia_{a}"] = retain_normalised(auc, ret)
-    return records
 
 
 def load_results(path: str | Path) -> tuple[list[dict], dict[str, float]]:

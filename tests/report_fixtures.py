@@ -139,3 +139,75 @@ def write_audit(folder: Path) -> dict:
            "cells": [{"variant": "base", "style": "qa", "leakage": 0.0}, {"variant": "noise", "style": "qa", "leakage": 0.0}]}
     (folder / "summary.json").write_text(json.dumps(doc, indent=1))
     return doc
+
+
+# --- leaderboard inputs: benchmark leaf values (SPEC 6.1) per model ---------------------------------
+
+LEAF_KEYS = ("es", "em", "prob", "paraprob", "truth_ratio", "rouge", "para_rouge", "jailbreak_rouge", "mia_loss",
+             "mia_zlib", "mia_min_k", "mia_min_kpp", "s_mia_loss", "s_mia_zlib", "s_mia_min_k", "s_mia_min_kpp", "cka",
+             "logit_lens", "fisher_masked_0.0001", "fisher_masked_0.001", "fisher_masked_0.01", "uds",
+             "retain_q_prob", "retain_q_rouge", "retain_truth_ratio", "ra_q_prob", "ra_q_rouge", "ra_truth_ratio",
+             "wf_q_prob", "wf_q_rouge", "wf_truth_ratio", "fluency")
+METHODS = ("npo", "rmu", "graddiff", "simnpo", "idkdpo", "undial", "altpo", "idknll")
+
+
+def model_names(n: int) -> list[str]:
+    """full, retain and n - 2 unlearned models named as the tiny world names them."""
+    return ["full", "retain"] + [f"{METHODS[i % len(METHODS)]}_lr{i + 1}e-5_ep{5 if i % 2 else 10}" for i in range(n - 2)]
+
+
+def leaf_record(name: str, rng: random.Random) -> dict:
+    """A record with every leaf of the benchmark, in (0, 1); full forgets nothing, retain all."""
+    method = name if name in ("full", "retain") else name.split("_")[0]
+    epoch = None if method in ("full", "retain") else name.rsplit("_ep", 1)[1]
+    rec = {"model": name, "method": method, "epoch": epoch}
+    rec.update({k: round(rng.uniform(0.05, 0.95), 6) for k in LEAF_KEYS})
+    if method == "full":
+        rec.update({"uds": 0.0, "s_mia_loss": 0.0, "s_mia_zlib": 0.0, "s_mia_min_k": 0.0, "s_mia_min_kpp": 0.0})
+    if method == "retain":
+        rec.update({"uds": 1.0})
+    return rec
+
+
+def write_results_json(path: Path, n: int, seed: int = 0) -> list[dict]:
+    """A results.json-style list of n per-model records (what `uds meta-eval` writes)."""
+    rng = random.Random(seed)
+    rows = [leaf_record(name, rng) for name in model_names(n)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rows, indent=1))
+    return rows
+
+
+def write_model_folders(root: Path, n: int, seed: int = 0) -> list[dict]:
+    """The per-model folder form of `uds leaderboard`: <model>/metrics.json + <model>/summary.json (uds)."""
+    rng = random.Random(seed)
+    out = []
+    for name in model_names(n):
+        rec = leaf_record(name, rng)
+        folder = root / name
+        folder.mkdir(parents=True, exist_ok=True)
+        metrics = {k: v for k, v in rec.items() if k in LEAF_KEYS and k != "uds"}
+        (folder / "metrics.json").write_text(json.dumps({"model": name, "metrics": metrics}))
+        (folder / "summary.json").write_text(json.dumps({"uds": rec["uds"], "n_examples": 10, "unlearned": name}))
+        out.append(rec)
+    return out
+
+
+def write_partial_meta_eval(folder: Path) -> dict:
+    """meta_eval.json of a campaign that has measured one model per pool and one unlearned model,
+    and no robustness yet (as a partial run writes it: faithfulness N/A below 2 models per pool)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    members = {"full": {"kind": "full", "method": "full", "pool": None},
+               "retain": {"kind": "retain", "method": "retain", "pool": None},
+               "npo_lr1e-5_ep5": {"kind": "unlearned", "method": "npo", "pool": None},
+               "pos_full_s0": {"kind": "pool", "method": None, "pool": "P"},
+               "neg_retain_s0": {"kind": "pool", "method": None, "pool": "N"}}
+    values = {"orig": {n: {k: 0.2 + 0.1 * i for k in META_KEYS} for i, n in enumerate(members)}}
+    doc = {"faithfulness": {k: {"auc_roc": None, "p_mean": 0.5, "n_mean": 0.6, "ci95": None, "n_p": 1, "n_n": 1,
+                                "threshold": 0.55} for k in META_KEYS},
+           "overall": {k: None for k in META_KEYS},
+           "settings": {"zoo": "tiny:fake (partial)", "models": {"unlearned": 1, "pool": 2, "full": 1, "retain": 1},
+                        "robustness_form": "symmetric", "filters": True},
+           "members": members, "values": values}
+    (folder / "meta_eval.json").write_text(json.dumps(doc, indent=1))
+    return doc

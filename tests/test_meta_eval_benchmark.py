@@ -97,3 +97,12 @@ def test_missing_parts_keep_stored_values_and_epoch_groups():
     assert [epoch_group(e) for e in (5, "5", "ep10", "epoch10", None)] == ["ep5", "ep5", "ep10", "ep10", None]
     explicit = benchmark_rows([{"model": "u", "method": "npo", "epoch": 5, **_leaves()}], {"ep5": 1.2})[0]
     assert explicit["utility_rel"] == pytest.approx(0.6 / (1.2 + E))
+
+
+def test_privacy_mia_reads_the_four_retain_normalised_attacks_of_the_registry():
+    """benchmark.py names SPEC 6.1's s_mia_* keys itself (to import without the metric stack): the
+    same four the MIA family registers."""
+    from meta_eval.benchmark import S_MIA_KEYS
+    from metrics.families.mia import ATTACKS
+
+    assert S_MIA_KEYS == tuple(f"s_mia_{a}" for a in ATTACKS)

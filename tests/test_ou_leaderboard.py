@@ -9,7 +9,8 @@ import json
 
 import pytest
 
-from meta_eval.leaderboard import ID_COLUMNS, SHOWN, leaderboard_rows, to_markdown
+from meta_eval.leaderboard import ID_COLUMNS, SHOWN, to_markdown
+from meta_eval.leaderboard_rows import leaderboard_rows
 from meta_eval.leaderboard_inputs import load_results
 from metrics.registry import REGISTRY
 from uds.cli import main
@@ -71,5 +72,5 @@ def test_extra_registry_metric_gets_a_column_marked_by_its_orientation(tmp_path)
     md = out.read_text()
     assert _header(md) == list(ID_COLUMNS + SHOWN) + [EXTRA]
     rmu = next(line for line in md.splitlines() if line.startswith("| rmu_"))
-    assert rmu.rstrip(" |").endswith("**1.5000**")   # knowledge-oriented: the lowest is best
+    assert rmu.rstrip(" |").endswith("**1.500**")   # knowledge-oriented: the lowest is best (3 decimals)
     assert f"lower = better: {EXTRA}" in md

@@ -20,6 +20,12 @@ from uds.cli import main
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(browser.missing() is not None, reason=str(browser.missing()))]
 
 NAMES = (INJECTIONS[1] + "tiny:test/npo_a", "tiny:test/rmu_b", "tiny:test/graddiff_c")
+NAME_CELLS = "#lb-table tbody td.name a"
+
+
+def short(spec: str) -> str:
+    """The name the leaderboard shows for these specs: the part after the last slash."""
+    return spec.split("/")[-1]
 
 
 @pytest.fixture(scope="module")
@@ -78,43 +84,47 @@ def shot(driver, site, name: str) -> None:
 def test_leaderboard_sorts_filters_chooses_columns_and_exports(driver, site):
     go(driver, site["url"], "#lb-table tbody tr")
     # every score run's UDS and every results.json row's, from the input files
-    uds = {n: s["uds"] for n, s in site["summaries"].items()} | {r["model"]: r["uds"] for r in site["rows"]}
+    uds = {short(n): s["uds"] for n, s in site["summaries"].items()} | {r["model"]: r["uds"] for r in site["rows"]}
     driver.find_element("css selector", "th[data-key=uds]").click()
-    assert texts(driver, "#lb-table tbody td.name") == sorted(uds, key=lambda n: -uds[n])
+    assert texts(driver, NAME_CELLS) == sorted(uds, key=lambda n: -uds[n])
     driver.find_element("css selector", "th[data-key=uds]").click()
-    assert texts(driver, "#lb-table tbody td.name") == sorted(uds, key=lambda n: uds[n])
+    assert texts(driver, NAME_CELLS) == sorted(uds, key=lambda n: uds[n])
     first = site["summaries"][NAMES[0]]
-    row = driver.find_element("css selector", f"#lb-table tr[data-id='{model_id(driver, NAMES[0])}'] td[data-col=uds]").text
+    row = driver.find_element("css selector", f"#lb-table tr[data-id='{model_id(driver, short(NAMES[0]))}'] td[data-col=uds]").text
     assert row == f"{first['uds']:.4f} [{first['ci95'][0]:.3f}, {first['ci95'][1]:.3f}]"
     shot(driver, site, "leaderboard")
     not_pwned(driver)
 
     from selenium.webdriver.support.ui import Select
     Select(driver.find_element("css selector", "#lb-method")).select_by_value("rmu")
-    want = [n for n in uds if n.split("/")[-1].startswith("rmu")]
-    assert sorted(texts(driver, "#lb-table tbody td.name")) == sorted(want)
+    want = [n for n in uds if n.startswith("rmu")]
+    assert sorted(texts(driver, NAME_CELLS)) == sorted(want)
     Select(driver.find_element("css selector", "#lb-method")).select_by_value("")
     box = driver.find_element("css selector", "#lb-filter")
     box.send_keys("graddiff")
-    assert sorted(texts(driver, "#lb-table tbody td.name")) == sorted(n for n in uds if "graddiff" in n)
+    assert sorted(texts(driver, NAME_CELLS)) == sorted(n for n in uds if "graddiff" in n)
     box.clear()
     box.send_keys("x")           # clear() fires no input event: type and delete a letter
     box.send_keys("\b")
 
-    driver.find_element("css selector", "#lb-cols summary").click()
-    driver.find_element("css selector", "#lb-cols input[data-col=overall]").click()
-    assert not driver.find_elements("css selector", "th[data-key=overall]")
+    # the headline columns only, until a group is switched on; the CSV is the current view
+    assert not driver.find_elements("css selector", "th[data-key=es]")
     table = list(csv.reader(io.StringIO(driver.execute_script("return UDSreport.csvText()"))))
-    assert "overall" not in table[0] and len(table) == 1 + len(uds)
+    assert "es" not in table[0] and "overall" in table[0] and len(table) == 1 + len(uds)
     got = {r[0]: float(r[table[0].index("uds")]) for r in table[1:]}
-    assert got == pytest.approx(uds)
-    driver.find_element("css selector", "#lb-cols input[data-col=overall]").click()
+    assert got == pytest.approx(uds, abs=5e-5)                  # UDS printed to 4 decimals
+    driver.find_element("css selector", "#lb-groups input[data-group=memorisation]").click()
+    assert driver.find_elements("css selector", "th[data-key=es]")
+    table = list(csv.reader(io.StringIO(driver.execute_script("return UDSreport.csvText()"))))
+    es = {r["model"]: r["es"] for r in site["rows"]}
+    assert {r[0]: r[table[0].index("es")] for r in table[1:] if r[0] in es} == {m: f"{v:.3f}" for m, v in es.items()}
+    driver.find_element("css selector", "#lb-groups input[data-group=memorisation]").click()
 
 
 def test_model_page_numbers_and_layer_hover(driver, site):
     name = NAMES[1]
     go(driver, site["url"], "#lb-table")
-    driver.find_element("link text", name).click()
+    driver.find_element("link text", short(name)).click()
     go_ready = "#layer-chart rect.hover"
     for _ in range(100):
         if driver.find_elements("css selector", go_ready):
@@ -142,7 +152,7 @@ def test_example_page_span_numbers_and_paging(driver, site):
     name = NAMES[0]
     mid = None
     go(driver, site["url"], "#lb-table")
-    mid = model_id(driver, name)
+    mid = model_id(driver, short(name))
     items = {r["idx"]: r for r in qa_records(10, 0, inject=True)}
     pos = 1
     go(driver, site["url"].split("#")[0] + f"#/example/{mid}/{pos}", "#ex-question")
@@ -181,7 +191,7 @@ def test_example_page_span_numbers_and_paging(driver, site):
 def test_compare_meta_probe_audit_pages(driver, site):
     base = site["url"].split("#")[0]
     go(driver, base, "#lb-table")
-    a, b = model_id(driver, NAMES[0]), model_id(driver, NAMES[2])
+    a, b = model_id(driver, short(NAMES[0])), model_id(driver, short(NAMES[2]))
     go(driver, base + f"#/compare/{a}/{b}", "#cmp-table tbody tr")
     ea = {e["idx"]: e for e in site["examples"][NAMES[0]]}
     eb = {e["idx"]: e for e in site["examples"][NAMES[2]]}
@@ -208,10 +218,10 @@ def test_compare_meta_probe_audit_pages(driver, site):
     not_pwned(driver)
 
     go(driver, base + "#/probe", "#probe-table-0 tbody tr")
-    assert texts(driver, "#probe-table-0 tbody tr:first-child td")[1:5] == ["0.00", "0.25", "0.50", "0.75"]
+    assert texts(driver, "#probe-table-0 tbody tr:first-child td")[1:5] == ["0", "0.25", "0.50", "0.75"]   # 0: below 1e-6
     shot(driver, site, "probe")
     go(driver, base + "#/audit", "#audit-table-0 tbody tr")
-    assert texts(driver, "#audit-table-0 tbody tr:last-child td") == ["noise", "0.000", "0.770", "0.230", "0.970", "30"]
+    assert texts(driver, "#audit-table-0 tbody tr:last-child td") == ["noise", "0", "0.770", "0.230", "0.970", "30"]
     shot(driver, site, "audit")
     not_pwned(driver)
 
@@ -225,13 +235,13 @@ def test_the_small_worlds_committed_meta_eval_output(driver, tmp_path):
     rows = json.loads((src / "results.json").read_text())
     assert main(["report", "--results", str(src), "--out", str(tmp_path / "site")]) == 0
     go(driver, (tmp_path / "site" / "index.html").as_uri(), "#lb-table tbody tr")
-    assert len(texts(driver, "#lb-table tbody td.name")) == len(rows) == 50
+    assert len(texts(driver, NAME_CELLS)) == len(rows) == 50
     driver.find_element("css selector", "th[data-key=uds]").click()
     shown = {r["model"]: r["uds"] for r in rows}
-    order = [shown[n] for n in texts(driver, "#lb-table tbody td.name")]
+    order = [shown[n] for n in texts(driver, NAME_CELLS)]
     scored = [u for u in order if u is not None]
     assert scored == sorted(scored, reverse=True) and len(scored) == sum(r["uds"] is not None for r in rows)
     from selenium.webdriver.support.ui import Select
     Select(driver.find_element("css selector", "#lb-method")).select_by_value("npo")
-    assert sorted(texts(driver, "#lb-table tbody td.name")) == sorted(r["model"] for r in rows if r["method"] == "npo")
+    assert sorted(texts(driver, NAME_CELLS)) == sorted(r["model"] for r in rows if r["method"] == "npo")
     not_pwned(driver)

@@ -32,10 +32,11 @@ def _call(js: str) -> object:
 
 def test_report_of_real_score_runs(scored):
     index = _call((scored / "site" / "data" / "index.js").read_text())
-    by_name = {m["name"]: m for m in index["models"]}
-    assert by_name["tiny:test/full"]["cells"]["uds"] == 0.0 and by_name["tiny:test/retain"]["cells"]["uds"] == 1.0
+    by_name = {m["name"]: m for m in index["models"]}     # shown by short name, the specs kept
+    assert by_name["full"]["specs"] == ["tiny:test/full"] and by_name["retain"]["specs"] == ["tiny:test/retain"]
+    assert by_name["full"]["cells"]["uds"] == 0.0 and by_name["retain"]["cells"]["uds"] == 1.0
     for name in ("full", "retain"):
-        m = by_name[f"tiny:test/{name}"]
+        m = by_name[name]
         doc = _call((scored / "site" / m["file"]).read_text())
         records = [json.loads(x) for x in (scored / name / "examples.jsonl").read_text().splitlines()]
         summary = json.loads((scored / name / "summary.json").read_text())
@@ -60,8 +61,8 @@ def test_real_report_in_the_browser(scored):
         d.get((scored / "site" / "index.html").as_uri())
         time.sleep(0.5)
         d.find_element("css selector", "th[data-key=uds]").click()
-        assert [e.text for e in d.find_elements("css selector", "#lb-table td.name")] == ["tiny:test/retain", "tiny:test/full"]
-        d.find_element("link text", "tiny:test/retain").click()
+        assert [e.text for e in d.find_elements("css selector", "#lb-table td.name a")] == ["retain", "full"]
+        d.find_element("link text", "retain").click()
         for _ in range(100):
             if d.find_elements("css selector", "#model-uds"):
                 break

@@ -32,20 +32,23 @@ def test_site_data_files_keep_injection_strings_as_data(tmp_path):
     site = tmp_path / "site"
     write_site(read_results([tmp_path / "in"]), site)
     index_js = (site / "data" / "index.js").read_text()
-    model_js = (site / "data" / "m0.js").read_text()
+    index = _call_argument(index_js, "UDSreport.index(")
+    mid = next(m["id"] for m in index["models"] if INJECTIONS[0] + "model" in m["specs"])
+    model_js = (site / "data" / f"m{mid}.js").read_text()
     for js in (index_js, model_js):
         assert "<" not in js and ">" not in js
-    index = _call_argument(index_js, "UDSreport.index(")
-    assert INJECTIONS[0] + "model" in [m["name"] for m in index["models"]]
-    doc = _call_argument(model_js, "UDSreport.model(0,")
+    doc = _call_argument(model_js, f"UDSreport.model({mid},")
     questions = " ".join(e["question"] for e in doc["examples"])
     assert all(s in questions for s in INJECTIONS)
 
 
 def test_page_code_builds_text_nodes_only():
-    js = (ASSETS / "app.js").read_text()
-    for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
-        assert sink not in js, sink
+    scripts = sorted(ASSETS.glob("*.js"))
+    assert len(scripts) >= 4
+    for path in scripts:
+        js = path.read_text()
+        for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
+            assert sink not in js, (path.name, sink)
     html = (ASSETS / "index.html").read_text()
     assert "Content-Security-Policy" in html and "'unsafe-inline'" not in html and "http" not in html.split("<title>")[1]
 

@@ -11,7 +11,7 @@ import pytest
 from tests.report_fixtures import qa_records, uds_of, write_audit, write_meta_eval, write_probe, write_score_run
 from uds.cli import main
 from core.errors import UdsInputError
-from uds.site.payload import build_payload, layer_stats, method_of
+from uds.site.payload import build_payload, layer_stats
 from uds.site.readers import entity_range, read_results, split_prompt
 
 
@@ -21,7 +21,6 @@ def test_prompt_and_entity_helpers_by_hand():
     assert entity_range(" Paris, France.", "Paris") == (1, 6)
     assert entity_range(" Paris, France.", " France ") == (8, 14)     # stripped form found
     assert entity_range(" Paris", "Rome") is None
-    assert method_of("tiny:small/npo_lr1e-4_b01") == "npo" and method_of("retain") == "retain"
 
 
 def test_layer_stats_by_hand():
@@ -85,13 +84,16 @@ def test_rows_metrics_and_scores_merge_into_one_table(tmp_path):
     res = read_results([tmp_path])
     index, per_model = build_payload(res, {})
     by_name = {m["name"]: m for m in index["models"]}
-    assert set(by_name) == {"tiny:small/npo_lr1e-4_ep10", "rmu_x"}
-    npo = by_name["tiny:small/npo_lr1e-4_ep10"]
-    # the score run's own UDS wins over the leaderboard's 0.9; the other columns are merged in
+    assert set(by_name) == {"npo_lr1e-4_ep10", "rmu_x"}          # tiny:small/npo_lr1e-4_ep10 is the csv's npo_lr1e-4_ep10
+    npo = by_name["npo_lr1e-4_ep10"]
+    # the score run's own UDS is shown over the leaderboard's 0.9 (and the difference is kept); the
+    # other columns are merged in
     assert npo["cells"]["uds"] == summary["uds"] and npo["cells"]["overall"] == 0.5 and npo["cells"]["es"] == 0.25
+    assert npo["differs"]["uds"]["values"] == [[0, summary["uds"]], [2, 0.9]]
     assert "rouge" not in npo["cells"] and npo["ci"] == summary["ci95"] and npo["file"] == f"data/m{npo['id']}.js"
-    assert by_name["rmu_x"]["cells"] == {"epoch": 10, "overall": 0.7} and by_name["rmu_x"]["file"] is None
-    assert index["columns"][:2] == ["uds", "overall"]
+    assert by_name["rmu_x"]["cells"] == {"overall": 0.7} and by_name["rmu_x"]["file"] is None
+    assert by_name["rmu_x"]["epoch"] == "ep10" and by_name["rmu_x"]["method"] == "rmu"
+    assert [c["key"] for c in index["columns"]][:2] == ["uds", "overall"]
 
 
 def test_meta_eval_dropped_models_and_reasons(tmp_path):
@@ -111,6 +113,7 @@ def test_meta_eval_dropped_models_and_reasons(tmp_path):
             assert ("utility_rel" in d["reason"]) == (u < 0.8)
         assert k["auc"] == doc["faithfulness"][k["key"]]["auc_roc"] and k["ci"] == doc["faithfulness"][k["key"]]["ci95"]
     assert meta["values"]["nf4"] == doc["values"]["nf4"] and len(index["models"]) == len(rows)
+    assert res.n_rows() == len(rows)           # results.json is read once, though two readers meet it
 
 
 def test_probe_audit_and_what_is_skipped(tmp_path, capsys):

@@ -26,7 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from meta_eval.leaderboard import RENDERERS, leaderboard_rows, mem_privacy_scatter
+    from meta_eval.leaderboard import RENDERERS, mem_privacy_scatter
+    from meta_eval.leaderboard_rows import leaderboard_rows
     from meta_eval.leaderboard_inputs import load_results
 
     fmt = args.format or (Path(args.out).suffix.lstrip(".").lower() if args.out else "md")

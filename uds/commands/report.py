@@ -2,7 +2,7 @@
 
 Reads `uds score`, `uds metrics`, `uds meta-eval`, leaderboard, `uds probe` and `uds audit` outputs
 (uds/site/readers.py), says on stderr what it passed over and why, and writes DIR/index.html with
-its data and assets (uds/site/writer.py). Imports neither torch nor the metrics stack.
+its data and assets (uds/site/writer.py). Imports neither torch nor the metric registry.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"report: skipped {path}: {why}", file=sys.stderr)
     index = write_site(results, args.out)
     counts = {"score runs": len(results.scores), "metrics files": len(results.metrics),
-              "leaderboard rows": len(results.rows), "meta-evaluations": len(results.meta),
+              "leaderboard rows": results.n_rows(), "meta-evaluations": len(results.meta),
               "probe runs": len(results.probes), "audit runs": len(results.audits)}
     print("report: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n), file=sys.stderr)
     print(index.resolve().as_uri())

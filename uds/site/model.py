@@ -18,10 +18,23 @@ class ScoreRun:
 
 @dataclass
 class MetricsRun:
-    """One `uds metrics` metrics.json: metric key -> value (None = undefined)."""
+    """One `uds metrics` metrics.json (`kind` "metrics"; `name` a checkpoint spec), or one
+    Open-Unlearning TOFU_SUMMARY.json (`kind` "ou"; `name` a model name): key -> value (None = undefined)."""
     name: str
     source: Path
     metrics: dict[str, float | None]
+    kind: str = "metrics"
+
+
+@dataclass
+class RowsFile:
+    """Per-model records of one file: a leaderboard or benchmark table (`kind` "leaderboard"; each
+    record has `model`) or a zoo build manifest (`kind` "build"; `name`, `kind`, `hparams`, `train`,
+    `train_seconds`). `full_utility`: U_full per epoch group where the file states it (SPEC 6.2)."""
+    source: Path
+    rows: list[dict]
+    kind: str = "leaderboard"
+    full_utility: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -54,11 +67,15 @@ class Results:
     """Everything found, plus (path, reason) for every file or folder that was passed over."""
     scores: list[ScoreRun] = field(default_factory=list)
     metrics: list[MetricsRun] = field(default_factory=list)
-    rows: list[dict] = field(default_factory=list)          # leaderboard / benchmark rows ("model" key)
+    tables: list[RowsFile] = field(default_factory=list)    # leaderboard / benchmark rows, build manifests
     meta: list[MetaEval] = field(default_factory=list)
     probes: list[ProbeRun] = field(default_factory=list)
     audits: list[AuditRun] = field(default_factory=list)
     skipped: list[tuple[Path, str]] = field(default_factory=list)
 
     def empty(self) -> bool:
-        return not (self.scores or self.metrics or self.rows or self.meta or self.probes or self.audits)
+        return not (self.scores or self.metrics or self.tables or self.meta or self.probes or self.audits)
+
+    def n_rows(self) -> int:
+        """Records in all leaderboard files and build manifests."""
+        return sum(len(t.rows) for t in self.tables)

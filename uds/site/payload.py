@@ -1,5 +1,7 @@
 """From `Results` to the JSON the pages read: one index (leaderboard, meta-evaluation, probe,
-audit; small) and one document per scored model (its examples; loaded by the page on demand)."""
+audit; small) and one document per scored model (its examples; loaded by the page on demand).
+
+The leaderboard's models are in their default order (uds/site/table.py); `id` is the position."""
 
 from __future__ import annotations
 
@@ -7,12 +9,12 @@ import math
 from pathlib import Path
 from typing import Any
 
-from uds.site.model import MetaEval, Results, ScoreRun
+from meta_eval.leaderboard_rows import REFERENCES
+from uds.site.columns import DIRECTIONS, columns_of, groups_of
+from uds.site.meta import meta_document
+from uds.site.model import Results, ScoreRun
+from uds.site.table import Model, differences, merge_models, number
 
-REFERENCES = ("full", "retain")
-# Leaderboard columns shown first, in this order, when present; the rest follow as found.
-FIRST = ("uds", "overall", "mem", "privacy", "utility", "utility_rel", "model_utility")
-NOT_COLUMNS = {"model", "method", "name", "epoch_group"}
 SUMMARY_KEYS = ("uds", "ci95", "n_examples", "n_scored", "n_skipped", "tau", "layers", "full", "retain", "unlearned",
                 "data", "parity", "component", "dtype", "device", "skipped_reasons", "uds_version", "elapsed_s")
 EXAMPLE_KEYS = ("idx", "uds", "skipped_reason", "ke_layers", "s1_delta", "s2_delta", "question", "answer", "entity",
@@ -30,19 +32,6 @@ def clean(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, bool)):
         return value
     return str(value)
-
-
-def number(value: Any) -> float | None:
-    """A finite float, else None (bools are not numbers here)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value) if math.isfinite(value) else None
-
-
-def method_of(name: str) -> str:
-    """The method of a model name: `npo_lr1e-4_...` -> npo, `tiny:small/rmu_...` -> rmu."""
-    base = name.rstrip("/").split("/")[-1]
-    return base.split("_")[0] if base else name
 
 
 def layer_stats(examples: list[dict], n_layers: int) -> dict:
@@ -86,90 +75,6 @@ def model_document(model_id: int, run: ScoreRun) -> dict:
                   "layers": {"n": n, **layer_stats(run.examples, n)}, "examples": examples})
 
 
-class Table:
-    """Leaderboard rows merged by model name; the first source of a value wins (score runs,
-    then metrics.json, then leaderboard rows)."""
-
-    def __init__(self) -> None:
-        self.models: list[dict] = []
-        self._by_name: dict[str, dict] = {}
-
-    def find(self, name: str) -> dict | None:
-        """By exact name, else by the last path component when exactly one model has it
-        (`tiny:small/npo_x` of a score run is `npo_x` of a results.json)."""
-        if name in self._by_name:
-            return self._by_name[name]
-        tail = name.rstrip("/").split("/")[-1]
-        hits = [m for m in self.models if m["name"].rstrip("/").split("/")[-1] == tail]
-        return hits[0] if len(hits) == 1 else None
-
-    def add(self, name: str, cells: dict, method: str | None = None, new: bool = False) -> dict:
-        row = None if new else self.find(name)
-        if row is None:
-            unique = name
-            k = 2
-            while unique in self._by_name:
-                unique, k = f"{name} ({k})", k + 1
-            row = {"id": len(self.models), "name": unique, "method": None, "cells": {}, "file": None,
-                   "ci": None, "sources": []}
-            self.models.append(row)
-            self._by_name[unique] = row
-        row["method"] = row["method"] or method or method_of(name)
-        for k, v in cells.items():
-            if k not in NOT_COLUMNS and number(v) is not None and k not in row["cells"]:
-                row["cells"][k] = number(v)
-        return row
-
-
-def columns(models: list[dict]) -> list[str]:
-    """Numeric columns: FIRST ones present, then the others in order of first appearance."""
-    seen: dict[str, None] = {}
-    for m in models:
-        for k in m["cells"]:
-            seen.setdefault(k, None)
-    return [k for k in FIRST if k in seen] + [k for k in seen if k not in FIRST]
-
-
-def dropped_by_filters(meta: MetaEval, key: str) -> list[dict]:
-    """Unlearned models of the meta-evaluation that its filters left out of key's robustness, with
-    the reason SPEC 5.5 gives: utility_rel under 0.8, else the faithfulness-threshold rule."""
-    rob = meta.doc.get("robustness", {}).get(key) or {}
-    kept = set(rob.get("kept") or [])
-    if "kept" not in rob:
-        return []
-    out = []
-    for r in meta.rows:
-        if r.get("method") in REFERENCES or r["model"] in kept:
-            continue
-        u = number(r.get("utility_rel"))
-        if u is not None and u < 0.8:
-            reason = f"utility_rel {u:.3f} < 0.8"
-        elif u is None:
-            reason = "utility_rel unknown"
-        else:
-            reason = f"knowledge-present by the faithfulness threshold of {rob.get('filter_source', key)}"
-        out.append({"model": r["model"], "reason": reason})
-    return out
-
-
-def meta_document(meta: MetaEval, images: dict[str, str]) -> dict:
-    doc = meta.doc
-    faith, rob, overall = doc.get("faithfulness", {}), doc.get("robustness", {}), doc.get("overall", {})
-    keys = []
-    for key, f in faith.items():
-        r = rob.get(key) or {}
-        keys.append({"key": key, "auc": f.get("auc_roc"), "ci": f.get("ci95"), "p_mean": f.get("p_mean"),
-                     "n_mean": f.get("n_mean"), "n_p": f.get("n_p"), "n_n": f.get("n_n"),
-                     "threshold": f.get("threshold"), "q": r.get("quantization"), "r": r.get("relearning"),
-                     "robustness": r.get("agg"), "overall": overall.get(key), "n_kept": r.get("n_kept"),
-                     "filter_source": r.get("filter_source"), "dropped": dropped_by_filters(meta, key)})
-    settings = doc.get("settings") or {}
-    return clean({"source": str(meta.source), "keys": keys, "images": images,
-                  "settings": {k: settings.get(k) for k in ("zoo", "models", "robustness_form", "filters", "parity",
-                                                            "left_out", "wall_seconds") if k in settings},
-                  "values": doc.get("values"), "members": doc.get("members")})
-
-
 def probe_document(doc: dict, source: Path, image: str | None) -> dict:
     models = {}
     for spec, block in (doc.get("models") or {}).items():
@@ -188,32 +93,34 @@ def audit_document(doc: dict, source: Path, image: str | None) -> dict:
                   "settings": doc.get("settings") or {}})
 
 
+def model_entry(mid: int, m: Model, row: dict, has_file: bool) -> dict:
+    """One leaderboard row: cells (the benchmark row's numbers), CI of UDS, the sources with what
+    each says, and the keys on which they differ."""
+    cells = {k: v for k, v in ((k, number(x)) for k, x in row.items()) if v is not None and k not in ("model",)}
+    sources = [{"kind": s.kind, "path": s.path, "spec": s.spec, "values": len(s.values),
+                "uds": s.values.get("uds"), "layers": bool(s.run and s.run.examples)} for s in m.sources]
+    return {"id": mid, "name": m.name, "specs": sorted({s.spec for s in m.sources}), "method": row.get("method"),
+            "epoch": row.get("epoch"), "reference": row.get("method") in REFERENCES, "cells": cells, "ci": m.ci,
+            "file": f"data/m{mid}.js" if has_file else None, "sources": sources, "differs": differences(m.sources)}
+
+
 def build_payload(results: Results, images: dict[Path, str]) -> tuple[dict, dict[int, dict]]:
     """(index document, model id -> per-model document). `images` maps a source PNG to its path
     inside the site."""
-    table = Table()
-    per_model: dict[int, dict] = {}
-    for run in results.scores:
-        s = run.summary
-        row = table.add(run.name, {"uds": s.get("uds"), "n_scored": s.get("n_scored")}, new=True)
-        ci = s.get("ci95")
-        row["ci"] = [number(ci[0]), number(ci[1])] if isinstance(ci, list) and len(ci) == 2 else None
-        row["sources"].append(str(run.source))
-        if run.examples or s:
-            row["file"] = f"data/m{row['id']}.js"
-            per_model[row["id"]] = model_document(row["id"], run)
-    for m in results.metrics:
-        row = table.add(m.name, m.metrics)
-        row["sources"].append(str(m.source))
-    for r in results.rows:
-        row = table.add(str(r["model"]), r, r.get("method") if isinstance(r.get("method"), str) else None)
-    for m in table.models:
-        per = per_model.get(m["id"])
-        if per is not None:
-            per["name"] = m["name"]
+    models, per_model = [], {}
+    for mid, (m, row) in enumerate(merge_models(results)):
+        run = next((s.run for s in m.sources if s.run is not None), None)
+        if run is not None:
+            per_model[mid] = model_document(mid, run)
+            per_model[mid]["name"] = m.name
+        models.append(model_entry(mid, m, row, run is not None))
+    cols = columns_of({k for m in models for k in m["cells"]})
     index = {
-        "columns": columns(table.models),
-        "models": table.models,
+        "columns": cols,
+        "groups": groups_of(cols),
+        "directions": DIRECTIONS,
+        "models": models,
+        "conflicts": sum(1 for m in models if m["differs"]),
         "meta": [meta_document(m, {n: images[p] for n, p in m.images.items() if p in images}) for m in results.meta],
         "probes": [probe_document(p.doc, p.source, images.get(p.image) if p.image else None) for p in results.probes],
         "audits": [audit_document(a.doc, a.source, images.get(a.image) if a.image else None) for a in results.audits],

@@ -3,8 +3,12 @@
 A folder is recognised by the files the commands write (DESIGN.md, "Files the commands write"):
 `summary.json` (+ `examples.jsonl`, `layers.csv`) of `uds score`, `metrics.json` of `uds metrics`,
 `meta_eval.json` (+ `results.json`, plots) of `uds meta-eval`, `summary.json` of `uds probe` /
-`uds audit`, and leaderboard files (`results.json`-style lists, `uds leaderboard --format csv`).
-Sub-folders are searched too. Whatever is not read is recorded in `Results.skipped` with a reason.
+`uds audit`, leaderboard files (`results.json`-style lists, the published `{"models": [...]}`
+layout, `uds leaderboard --format csv`) and zoo build manifests (`build.json`: the training
+columns). JSON files are also recognised by their content whatever their name (a metrics document
+saved as `npo.json`). Sub-folders are searched too. Whatever is not read, or read only in part (an
+unreadable folder or file, a broken examples.jsonl), is recorded in `Results.skipped` with the path
+and the reason; nothing stops the report.
 """
 
 from __future__ import annotations
@@ -15,7 +19,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from core.errors import UdsInputError
-from uds.site.model import AuditRun, MetaEval, MetricsRun, ProbeRun, Results, ScoreRun
+from meta_eval.leaderboard_inputs import is_ou_summary, published_record, summary_values
+from uds.site.model import AuditRun, MetaEval, MetricsRun, ProbeRun, Results, RowsFile, ScoreRun
 
 MAX_DEPTH = 6
 # Files that belong to an output the reader already took (plots, markdown renderings, raw rows):
@@ -75,14 +80,31 @@ def is_annotated(doc: Any) -> bool:
                                                        for r in doc[:50])
 
 
-def rows_of(doc: Any) -> list[dict] | None:
-    """Leaderboard rows of a JSON document: a list of records, or {"models": [records]}."""
+def is_build_manifest(doc: Any) -> bool:
+    """A zoo build manifest (`build.json`): {"preset", "models": [{"name", "kind", "train", ...}]}."""
+    return (isinstance(doc, dict) and isinstance(doc.get("models"), list) and bool(doc["models"])
+            and all(isinstance(r, dict) and "name" in r and "kind" in r and "model" not in r for r in doc["models"]))
+
+
+def is_metrics_doc(doc: Any) -> bool:
+    """A `uds metrics` document under any file name: {"model", "metrics": {KEY: value}}."""
+    return isinstance(doc, dict) and isinstance(doc.get("metrics"), dict) and "faithfulness" not in doc
+
+
+def rows_file(doc: Any, path: Path) -> RowsFile | None:
+    """The per-model records of a JSON document: a list of records with `model`, the published
+    `{"models": [...], "full_utility": {...}}` layout (its 1 - x and s_* fields mapped back to the
+    raw keys, as `uds leaderboard` does), or a build manifest."""
     if is_rows(doc):
-        return [dict(r) for r in doc]
+        return RowsFile(path, [dict(r) for r in doc])
+    if is_build_manifest(doc):
+        return RowsFile(path, [dict(r) for r in doc["models"]], kind="build")
     if isinstance(doc, dict) and isinstance(doc.get("models"), list):
-        named = [dict(r, model=r.get("model", r.get("name"))) for r in doc["models"] if isinstance(r, dict)]
-        if named and all(r["model"] is not None for r in named):
-            return named
+        rows = [r for r in doc["models"] if isinstance(r, dict)]
+        if rows and all(r.get("model") is not None for r in rows):
+            full = {str(k): float(v) for k, v in (doc.get("full_utility") or {}).items()
+                    if isinstance(v, (int, float)) and not isinstance(v, bool)}
+            return RowsFile(path, [published_record(r) for r in rows], full_utility=full)
     return None
 
 
@@ -192,6 +214,7 @@ class Reader:
         self.results = Results()
         self.data = DataFiles()
         self._seen: set[Path] = set()
+        self._tables: set[Path] = set()      # row files read (a results.json beside two meta-evals once)
         self.data_files: list[Path] = []     # annotated QA files met on the walk
 
     def skip(self, path: Path, reason: str) -> None:
@@ -212,11 +235,25 @@ class Reader:
                 self.skip(p, "annotated QA data that no score run names (it is read through a run's summary.json)")
         return self.results
 
+    def add_rows(self, table: RowsFile) -> None:
+        """Keep a row file once, however many times the walk meets it."""
+        key = table.source.resolve()
+        if key not in self._tables:
+            self._tables.add(key)
+            self.results.tables.append(table)
+
     def folder(self, folder: Path, depth: int) -> None:
         if folder.resolve() in self._seen:
             return
         self._seen.add(folder.resolve())
-        names = {p.name for p in folder.iterdir() if p.is_file()}
+        try:
+            entries = sorted(folder.iterdir())
+            names = {p.name for p in entries if p.is_file()}
+        except OSError as exc:
+            self.skip(folder, f"unreadable folder ({exc.strerror or exc}): its results are not in the report")
+            return
+        if self.campaign(folder, names):
+            return
         taken: set[str] = set()
         found_before = self._count()
         if "summary.json" in names:
@@ -227,20 +264,31 @@ class Reader:
         if "meta_eval.json" in names:
             taken |= {"meta_eval.json", "results.json"}
             self.meta_file(folder / "meta_eval.json")
+        if "TOFU_SUMMARY.json" in names:
+            taken.add("TOFU_EVAL.json")        # its per-item values; the summary holds the aggregates
         for name in sorted(names - taken - COMPANIONS):
             if name.endswith((".json", ".csv")):
                 self.file(folder / name)
             elif not name.startswith("."):
                 self.skip(folder / name, "not a result file uds report reads")
         if depth < MAX_DEPTH:
-            for sub in sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "__"))):
+            for sub in (p for p in entries if p.is_dir() and not p.name.startswith((".", "__"))):
                 self.folder(sub, depth + 1)
         if self._count() == found_before and depth == 0:
             self.skip(folder, "no result files found in it or its sub-folders")
 
+    def campaign(self, folder: Path, names: set[str]) -> bool:
+        """A `uds campaign` folder (protocol.json, measurements/): said once, not walked file by file."""
+        if "protocol.json" not in names or not (folder / "measurements").is_dir():
+            return False
+        n = len(list((folder / "measurements").glob("*/*.json")))
+        self.skip(folder, f"a meta-evaluation campaign ({n} measurement files; `uds campaign status --dir {folder}` "
+                          "counts them): uds report reads the meta_eval.json assembled from it, not the campaign")
+        return True
+
     def _count(self) -> int:
         r = self.results
-        return len(r.scores) + len(r.metrics) + len(r.rows) + len(r.meta) + len(r.probes) + len(r.audits)
+        return len(r.scores) + len(r.metrics) + len(r.tables) + len(r.meta) + len(r.probes) + len(r.audits)
 
     def file(self, path: Path) -> None:
         name = path.name
@@ -261,13 +309,17 @@ class Reader:
             except UdsInputError as exc:
                 self.skip(path, str(exc).split(": ", 1)[-1])
                 return
-            rows = rows_of(doc)
-            if rows is not None:
-                self.results.rows.extend(rows)
+            table = rows_file(doc, path)
+            if table is not None:
+                self.add_rows(table)
             elif isinstance(doc, dict) and "faithfulness" in doc:
                 self.meta_file(path)
             elif summary_kind(doc):
                 self.summary(path, set())
+            elif is_metrics_doc(doc):
+                self.metrics_file(path)
+            elif is_ou_summary(doc):
+                self.results.metrics.append(MetricsRun(ou_model_name(path), path, summary_values(doc), kind="ou"))
             elif is_annotated(doc):
                 self.data_files.append(path)
             else:
@@ -277,7 +329,7 @@ class Reader:
             if rows is None:
                 self.skip(path, "CSV without a `model` column (not a leaderboard)")
             else:
-                self.results.rows.extend(rows)
+                self.add_rows(RowsFile(path, rows))
         else:
             self.skip(path, "not a result file uds report reads")
 
@@ -291,7 +343,7 @@ class Reader:
         kind = summary_kind(doc)
         folder = path.parent
         if kind == "score":
-            return self.score(folder, doc, names)
+            return self.score(path, doc, names)
         if kind == "probe":
             self.results.probes.append(ProbeRun(path, doc, _file(folder / "heatmap.png")))
             return {"summary.json"}
@@ -301,24 +353,41 @@ class Reader:
         self.skip(path, "summary.json of another command (not score, probe or audit)")
         return {"summary.json"}
 
-    def score(self, folder: Path, summary: dict, names: set[str]) -> set[str]:
-        if "examples.jsonl" in names:
-            examples = read_jsonl(folder / "examples.jsonl")
-            used = {"summary.json", "examples.jsonl", "layers.csv"}
-        elif "layers.csv" in names:
-            examples = examples_from_csv(folder / "layers.csv")
-            used = {"summary.json", "layers.csv"}
-            self.skip(folder / "examples.jsonl", "absent: per-layer values read from layers.csv (no text, no UDS_i)")
-        else:
-            examples, used = [], {"summary.json"}
-            self.skip(folder / "examples.jsonl", "absent: the model page shows the summary only")
+    def score(self, path: Path, summary: dict, names: set[str]) -> set[str]:
+        folder = path.parent
+        examples, used = self.score_examples(path, names)
         data = self.data.get(summary.get("data"))
         if examples and data is None and any("prompt" in e for e in examples):
-            self.skip(Path(str(summary.get("data"))), f"data file of {folder} not readable: entity spans not highlighted")
+            self.skip(Path(str(summary.get("data"))),
+                      f"data file of {folder} not readable: entity spans not highlighted")
         annotated = [annotate(e, data) for e in examples if isinstance(e, dict)]
         name = str(summary.get("unlearned") or folder.name)
-        self.results.scores.append(ScoreRun(name, folder, summary, annotated))
+        source = folder if path.name == "summary.json" else path     # several summaries in one folder: the file
+        self.results.scores.append(ScoreRun(name, source, summary, annotated))
         return used
+
+    def score_examples(self, summary: Path, names: set[str]) -> tuple[list[dict], set[str]]:
+        """The per-example records of a score folder (examples.jsonl, else layers.csv) and the file
+        names consumed; a file that cannot be read is skipped with its reason (summary only)."""
+        folder = summary.parent
+        used = {"summary.json"} | ({"examples.jsonl", "layers.csv"} & names)
+        if "examples.jsonl" in names:
+            try:
+                return read_jsonl(folder / "examples.jsonl"), used
+            except UdsInputError as exc:
+                why = str(exc).split(": ", 1)[-1]
+                self.skip(folder / "examples.jsonl", f"{why}: the model page shows the summary only")
+                return [], used
+        if "layers.csv" in names:
+            self.skip(folder / "examples.jsonl", "absent: per-layer values read from layers.csv (no text, no UDS_i)")
+            try:
+                return examples_from_csv(folder / "layers.csv"), used
+            except (OSError, UnicodeDecodeError, KeyError, ValueError, csv.Error) as exc:
+                self.skip(folder / "layers.csv", f"not readable ({exc}): the model page shows the summary only")
+                return [], used
+        self.skip(summary, "a score summary without examples.jsonl or layers.csv beside it: the model page "
+                           "shows UDS and its interval, no per-layer or per-example data")
+        return [], used
 
     def metrics_file(self, path: Path) -> None:
         try:
@@ -346,12 +415,25 @@ class Reader:
         self.results.meta.append(meta)
         rows_path = path.parent / "results.json"
         if rows_path.is_file():
-            rows = rows_of(read_json(rows_path))
-            if rows is None:
+            try:
+                table = rows_file(read_json(rows_path), rows_path)
+            except UdsInputError as exc:
+                self.skip(rows_path, str(exc).split(": ", 1)[-1])
+                return
+            if table is None or table.kind != "leaderboard":
                 self.skip(rows_path, "results.json beside meta_eval.json is not a list of per-model rows")
             else:
-                meta.rows = rows
-                self.results.rows.extend(rows)
+                meta.rows = table.rows
+                self.add_rows(table)
+
+
+def ou_model_name(path: Path) -> str:
+    """The model of an OU summary: its folder's name for TOFU_SUMMARY.json (OU's saves/eval/<model>/),
+    else the file name before `_TOFU_SUMMARY` (a copied `<model>_TOFU_SUMMARY.json`)."""
+    stem = path.stem
+    if stem == "TOFU_SUMMARY":
+        return path.parent.name
+    return stem[:-len("_TOFU_SUMMARY")] if stem.endswith("_TOFU_SUMMARY") else stem
 
 
 def _file(path: Path) -> Path | None:
