@@ -86,7 +86,9 @@ def test_second_resolution_reuses_the_folder(smol_converted, tmp_path, monkeypat
         raise AssertionError("converted a second time")
 
     monkeypatch.setattr(gguf, "convert", refuse)
-    monkeypatch.setattr(gguf, "_HASHES", {})   # hashed afresh, found by content
+    from core import digests
+
+    monkeypatch.setattr(digests, "_SHA256", {})   # hashed afresh, found by content
     assert resolve_spec(ALIAS).location == str(smol_converted["folder"])
     assert resolve_spec(str(smollm2_file())).location == str(smol_converted["folder"])
     copy = tmp_path / "renamed.gguf"
