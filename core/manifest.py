@@ -1,17 +1,18 @@
-"""Digest manifests of built folders: each file's size and sha256, recorded when the folder is
-written and checked before it is used.
+"""Digest manifests of built folders: each file's size and content digest, recorded when the
+folder is written and checked before it is used.
 
 A builder (tiny-world model, GGUF conversion, relearned copy, world data and tokenizer) calls
 `record(folder)` on its temporary folder before renaming it into place; the manifest
 (`digests.json`, itself sealed, `core.sealed`) lists every file but hidden ones (locks, temp
-files). `verify(folder)` says what differs: a file missing, added, of another size or of other
+files) with its size and xxh3-128 digest (the hash it names; `core.digests` says why not
+sha256). `verify(folder)` says what differs: a file missing, added, of another size or of other
 content, or a manifest that is itself unreadable (a damaged file like any other). File digests
-are remembered per process (`core.digests.file_sha256`), so a folder checked twice in one command
-is read once.
+are remembered per process (`core.digests.file_digest`), so a folder checked twice in one
+command is read once.
 
 A folder built before manifests existed has none: `verify_or_record` checks what can still be
-checked (complete safetensors files, `core.atomic.folder_problem`), records the manifest from the
-files as they are, says so once on stderr, and verifies the folder from then on.
+checked (complete safetensors files, `core.atomic.safetensors_problem`), records the manifest from
+the files as they are, says so once on stderr, and verifies the folder from then on.
 """
 
 from __future__ import annotations
@@ -22,10 +23,11 @@ from pathlib import Path
 from typing import Callable
 
 from core import atomic, sealed
-from core.digests import file_sha256
+from core.digests import HASHES, file_digest
 
 MANIFEST = "digests.json"
 VERSION = 1
+HASH = "xxh3_128"   # what `record` writes; `verify` reads the one the manifest names
 
 
 def listed_files(folder: Path) -> dict[str, Path]:
@@ -40,36 +42,55 @@ def listed_files(folder: Path) -> dict[str, Path]:
 
 
 def record(folder: str | os.PathLike) -> Path:
-    """Write `folder/digests.json` (atomically): {"version", "files": {name: {"bytes", "sha256"}}}, sealed."""
+    """Write `folder/digests.json` (atomically): {"version", "hash": HASH, "files": {name:
+    {"bytes", "digest"}}}, sealed."""
     folder = Path(folder)
-    files = {name: {"bytes": path.stat().st_size, "sha256": file_sha256(path)}
+    files = {name: {"bytes": path.stat().st_size, "digest": file_digest(path, HASH)}
              for name, path in listed_files(folder).items()}
-    return atomic.write_json(folder / MANIFEST, sealed.seal({"version": VERSION, "files": files}),
-                             indent=1, sort_keys=True)
+    doc = {"version": VERSION, "hash": HASH, "files": files}
+    return atomic.write_json(folder / MANIFEST, sealed.seal(doc), indent=1, sort_keys=True)
+
+
+def update(folder: str | os.PathLike, names: list[str]) -> None:
+    """Record anew the entries of `names` (files its builder edited on purpose); the others are
+    kept as recorded, so damage elsewhere is still seen. An unreadable manifest is left as it is
+    (the next `verify` reports it)."""
+    folder = Path(folder)
+    recorded, hash_name, problem = _recorded(folder)
+    if problem:
+        return
+    for name in names:
+        path = folder / name
+        recorded[name] = {"bytes": path.stat().st_size, "digest": file_digest(path, hash_name)}
+    doc = {"version": VERSION, "hash": hash_name, "files": recorded}
+    atomic.write_json(folder / MANIFEST, sealed.seal(doc), indent=1, sort_keys=True)
 
 
 def has_manifest(folder: str | os.PathLike) -> bool:
     return (Path(folder) / MANIFEST).exists()
 
 
-def _recorded(folder: Path) -> tuple[dict | None, str | None]:
-    """The manifest's {name: {"bytes", "sha256"}}, or (None, why it is unusable)."""
+def _recorded(folder: Path) -> tuple[dict | None, str, str | None]:
+    """(the manifest's {name: {"bytes", "digest"}}, its hash name, None), or (None, "", why it
+    is unusable)."""
     path = folder / MANIFEST
     checked = sealed.read_checked(path)
-    files = (checked.doc or {}).get("files")
+    doc = checked.doc or {}
+    files = doc.get("files")
     shape_ok = isinstance(files, dict) and all(
-        isinstance(v, dict) and isinstance(v.get("bytes"), int) and isinstance(v.get("sha256"), str)
+        isinstance(v, dict) and isinstance(v.get("bytes"), int) and isinstance(v.get("digest"), str)
         for v in files.values())
-    if checked.problem or not shape_ok or (checked.doc or {}).get("version") != VERSION:
-        return None, f"{path}: digest manifest unreadable ({checked.problem or 'not a manifest of this version'})"
-    return files, None
+    if checked.problem or not shape_ok or doc.get("version") != VERSION or doc.get("hash") not in HASHES:
+        why = checked.problem or "not a manifest of this version"
+        return None, "", f"{path}: digest manifest unreadable ({why})"
+    return files, doc["hash"], None
 
 
 def verify(folder: str | os.PathLike) -> str | None:
     """None when every file matches the folder's manifest, else one line naming the first file
     and what differs. Sizes are compared for every file before any content is hashed."""
     folder = Path(folder)
-    recorded, problem = _recorded(folder)
+    recorded, hash_name, problem = _recorded(folder)
     if problem:
         return problem
     present = listed_files(folder)
@@ -82,10 +103,10 @@ def verify(folder: str | os.PathLike) -> str | None:
         if size != recorded[name]["bytes"]:
             return f"{folder / name}: {size} bytes where {MANIFEST} records {recorded[name]['bytes']}"
     for name in sorted(recorded):
-        digest = file_sha256(present[name])
-        if digest != recorded[name]["sha256"]:
-            return (f"{folder / name}: content differs from {MANIFEST} (sha256 {digest[:12]}, "
-                    f"recorded {recorded[name]['sha256'][:12]}), size unchanged")
+        digest = file_digest(present[name], hash_name)
+        if digest != recorded[name]["digest"]:
+            return (f"{folder / name}: content differs from {MANIFEST} ({hash_name} {digest[:12]}, "
+                    f"recorded {recorded[name]['digest'][:12]}), size unchanged")
     return None
 
 

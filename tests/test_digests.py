@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import xxhash
 from safetensors.torch import save_file
 
 from core import digests, manifest, sealed
@@ -90,10 +91,10 @@ def folder(tmp_path) -> Path:
 
 def test_manifest_lists_every_file_and_verifies_them(folder):
     doc = json.loads((folder / manifest.MANIFEST).read_text())
-    assert sorted(doc["files"]) == ["config.json", "model.safetensors"]
-    want = hashlib.sha256((folder / "model.safetensors").read_bytes()).hexdigest()
+    assert sorted(doc["files"]) == ["config.json", "model.safetensors"] and doc["hash"] == "xxh3_128"
+    want = xxhash.xxh3_128((folder / "model.safetensors").read_bytes()).hexdigest()
     size = (folder / "model.safetensors").stat().st_size
-    assert doc["files"]["model.safetensors"] == {"bytes": size, "sha256": want} and size > 4 * 4096
+    assert doc["files"]["model.safetensors"] == {"bytes": size, "digest": want} and size > 4 * 4096
     assert manifest.verify(folder) is None
 
 
@@ -107,6 +108,8 @@ def test_manifest_lists_every_file_and_verifies_them(folder):
     (lambda f: (f / manifest.MANIFEST).write_text("[]"), "digest manifest unreadable"),
     (lambda f: (f / manifest.MANIFEST).write_text(json.dumps(sealed.seal({"files": {"a": 1}}))),
      "digest manifest unreadable"),
+    (lambda f: (f / manifest.MANIFEST).write_text(json.dumps(sealed.seal(
+        {**json.loads((f / manifest.MANIFEST).read_text()), "hash": "md4"}))), "digest manifest unreadable"),
 ])
 def test_every_difference_is_one_line_naming_the_file(folder, damage, said):
     damage(folder)
@@ -141,14 +144,13 @@ def test_a_file_is_hashed_once_per_process_until_it_changes(tmp_path, monkeypatc
     old = time.time() - 60
     os.utime(path, (old, old))      # written a minute ago: no longer racy
     reads = []
-    real = digests.hashlib.sha256
 
     def counting():
         reads.append(1)
-        return real()
+        return hashlib.sha256()
 
-    monkeypatch.setattr(digests, "_SHA256", {})
-    monkeypatch.setattr(digests.hashlib, "sha256", counting)
+    monkeypatch.setattr(digests, "_DIGESTS", {})
+    monkeypatch.setitem(digests.HASHES, "sha256", counting)
     want = hashlib.new("sha256", b"a" * 1000).hexdigest()
     assert digests.file_sha256(path) == digests.file_sha256(path) == want and len(reads) == 1
     with open(path, "r+b") as fh:   # same size, same inode, new mtime
@@ -160,7 +162,7 @@ def test_a_file_is_hashed_once_per_process_until_it_changes(tmp_path, monkeypatc
 def test_a_change_within_one_clock_tick_is_still_seen(tmp_path, monkeypatch):
     """Two writes that leave the same mtime (a coarse filesystem clock): the second is seen
     because a file modified this recently is never remembered."""
-    monkeypatch.setattr(digests, "_SHA256", {})
+    monkeypatch.setattr(digests, "_DIGESTS", {})
     path = tmp_path / "w.bin"
     path.write_bytes(b"a" * 1000)
     stamp = os.stat(path).st_mtime_ns
@@ -169,3 +171,23 @@ def test_a_change_within_one_clock_tick_is_still_seen(tmp_path, monkeypatch):
         fh.write(b"b")
     os.utime(path, ns=(stamp, stamp))   # the tick did not advance
     assert digests.file_sha256(path) != first
+
+
+def test_a_deliberate_edit_is_recorded_and_other_damage_still_seen(folder):
+    (folder / "config.json").write_text('{"hidden_size": 64, "rope_theta": 10000.0}')
+    flip_middle_byte(folder / "model.safetensors")
+    manifest.update(folder, ["config.json"])
+    problem = manifest.verify(folder)
+    assert "model.safetensors: content differs" in problem
+
+
+def test_legacy_fields_written_into_a_built_folder_keep_it_whole(tmp_path):
+    """benchmarks/ou_integration.py adds the transformers-4.x fields to copies of built folders:
+    the edited files' digests are recorded with them, so the copy is not taken for damaged."""
+    from checkpoints.world.store import write_legacy_fields
+
+    (tmp_path / "config.json").write_text(json.dumps({"rope_parameters": {"rope_theta": 5e5}, "dtype": "float32"}))
+    manifest.record(tmp_path)
+    write_legacy_fields(tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text())["rope_theta"] == 5e5
+    assert manifest.verify(tmp_path) is None

@@ -153,15 +153,23 @@ LEGACY_TOKENIZER_CLASS = {"TokenizersBackend": "PreTrainedTokenizerFast"}
 
 def write_legacy_fields(folder: Path) -> None:
     """Add the transformers-4.x spellings to a saved folder's config.json / tokenizer_config.json
-    (weights untouched; fields already there are kept), so the model also loads under 4.45."""
+    (weights untouched; fields already there are kept), so the model also loads under 4.45. A
+    built folder (one with a digest manifest, a copy of a world, say) gets the changed files'
+    digests recorded: the edit is deliberate, not damage."""
+    changed = []
+
     def patch(name: str, fields: dict, extra=lambda d: None) -> None:
         path = folder / name
         if not path.is_file():
             return
-        doc = json.loads(path.read_text())
+        old = path.read_text()
+        doc = json.loads(old)
         doc.update({k: v for k, fn in fields.items() if k not in doc and (v := fn(doc)) is not None})
         extra(doc)
-        path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        new = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+        if new != old:
+            path.write_text(new)
+            changed.append(name)
 
     def tokenizer_extra(doc: dict) -> None:
         doc["tokenizer_class"] = LEGACY_TOKENIZER_CLASS.get(doc.get("tokenizer_class"), doc.get("tokenizer_class"))
@@ -170,6 +178,8 @@ def write_legacy_fields(folder: Path) -> None:
             doc["chat_template"] = template.read_text()
     patch("config.json", LEGACY_CONFIG_FIELDS)
     patch("tokenizer_config.json", LEGACY_TOKENIZER_FIELDS, tokenizer_extra)
+    if changed and manifest.has_manifest(folder):
+        manifest.update(folder, changed)
 
 
 def pretrained_folder(preset: Preset) -> Path:
