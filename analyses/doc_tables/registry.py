@@ -1,8 +1,8 @@
-"""Every generated block of the docs (probe, audit, mem_bits, smol) and the README, with its file."""
+"""Every generated block of the docs (probe, audit, mem_bits, smol, reliability) and the README, with its file."""
 
 from __future__ import annotations
 
-from analyses.doc_tables import audit, capacity, mem_bits, probe, smol
+from analyses.doc_tables import audit, capacity, mem_bits, probe, reliability, smol
 from analyses.doc_tables.blocks import Block
 
 # the long-passage probe (issue 28): per-level, per-position and per-start tables of each source,
@@ -72,6 +72,9 @@ BLOCKS: list[Block] = [
           smol.meta_eval_table),
     Block("docs/smol.md", "smol-spread", "docs/smol/rebuild", smol.spread_table),
     Block("docs/smol.md", "smol-bench", "docs/smol/bench_uds.json", smol.bench_table),
+    Block("docs/reliability.md", "verify-cost", "docs/smol/verify_cost.json", reliability.verify_cost_table,
+          command="python benchmarks/bench_verify.py --out docs/smol/verify_cost.json "
+                  "&& python benchmarks/doc_tables.py"),
     Block("README.md", "smol-readme", "docs/smol", smol.results_table),
     Block("README.md", "probe-ladder-small-readme", "docs/probe/ladder_small.json", probe.ladder_table),
 ]
