@@ -15,7 +15,7 @@ from typing import Mapping, Sequence
 from checkpoints.methods.pools import POOL_VARIANTS
 from meta_eval.faithfulness import MIN_POOL, faithfulness, finite
 from meta_eval.perturb import ORIG
-from meta_eval.population import POOL, Member
+from meta_eval.population import FULL, POOL, RETAIN, Member
 from metrics.registry import REGISTRY
 
 Values = Mapping[tuple[str, str], Mapping[str, float | None]]
@@ -87,7 +87,7 @@ def knowledge_rows(members: Sequence[Member], builds: Mapping[str, dict], measur
     rows = []
     for m in members:
         build = builds.get(m.name)
-        if build is None or not isinstance(build.get("knowledge"), dict):
+        if m.kind not in (POOL, FULL, RETAIN) or build is None or not isinstance(build.get("knowledge"), dict):
             continue
         train = (build.get("recipe") or {}).get("train") or {}
         k = build["knowledge"]

@@ -166,7 +166,8 @@ def knowledge_block(path: Path) -> str:
     rows = [[f"`{r['model']}`", r["pool"] or r["kind"], r["variant"], "" if r["lr"] is None else f"{r['lr']:g}",
              "" if r["epochs"] is None else str(r["epochs"]), fixed(r["forget_questions"]),
              fixed(r["paraphrased_questions"]), _yes(r["measured"])]
-            for r in sorted(kn["members"], key=lambda r: (r["kind"] == "pool", r["variant"], r["model"]))]
+            for r in sorted(kn["members"], key=lambda r: (r["kind"] == "pool", r["variant"], r["lr"] or 0.0,
+                                                          r["epochs"] or 0, r["model"]))]
     return out + "\n" + table(["model", "pool", "variant", "lr", "epochs", "forget questions", "paraphrased",
                                "measured"], rows)
 
