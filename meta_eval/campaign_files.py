@@ -124,3 +124,11 @@ def measurement_problem(doc: dict, recipe_digest: str, settings_digest: str, key
 def digest_of(obj: Any) -> str:
     """A short stable digest of any JSON-able value (settings, recipes)."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def settings_digest(campaign_version: int, measure_version: int, setting: str, setting_recipe: dict,
+                    metric_settings: dict) -> str:
+    """The `settings_digest` a measurement of `setting` carries: the campaign and measurement code
+    versions, the setting's perturbation recipe and the metric settings (the last two as the
+    protocol records them, so the digest can be recomputed from protocol.json alone)."""
+    return digest_of([campaign_version, measure_version, setting, setting_recipe, metric_settings])

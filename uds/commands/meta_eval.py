@@ -4,7 +4,8 @@ Builds what the zoo lacks, measures every (model, setting) it needs (cached unde
 `$UDS_HOME/meta_eval/<zoo>/`: a rerun, an added metric or an interrupted run computes only what
 is missing), then writes to --out: `meta_eval.json` (DESIGN.md), `results.json` (benchmark rows,
 a `uds leaderboard` input), `summary.md` (ranked table), `pn_histograms.png`,
-`quantization_scatter.png`, `relearning_scatter.png`.
+`quantization_scatter.png`, `relearning_scatter.png`. With `--from-campaign DIR` it measures nothing:
+the same files are assembled from a campaign folder (`uds/commands/meta_eval_campaign.py`).
 """
 
 from __future__ import annotations
@@ -31,9 +32,13 @@ DEFAULT_OUT = Path("out") / "meta_eval"
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("meta-eval", help="faithfulness and robustness of every metric on a model zoo",
                        description=__doc__.splitlines()[0])
-    p.add_argument("--zoo", default=DEFAULT_ZOO,
+    p.add_argument("--zoo", default=None,
                    help=f"tiny:<preset>[-<seed>], or ou:tofu for Open-Unlearning's TOFU checkpoints "
                         f"(default {DEFAULT_ZOO})")
+    p.add_argument("--from-campaign", metavar="DIR",
+                   help="assemble the tables from a `uds campaign` folder's committed measurement files alone "
+                        "(no model is loaded; invalid files are said and left out); takes --metrics, "
+                        "--robustness, --no-filters, --out")
     p.add_argument("--models-dir", metavar="DIR",
                    help="ou:tofu: folder of local copies, one sub-folder per registry alias (others: hub)")
     p.add_argument("--tofu-dir", metavar="DIR", help="ou:tofu: folder of the TOFU JSON files (or UDS_TOFU_DIR)")
@@ -173,6 +178,11 @@ def run(args: argparse.Namespace) -> int:
     from uds.executor_args import check_executor_args, make_executor
     from meta_eval.population import parse_zoo
 
+    if args.from_campaign:
+        from uds.commands.meta_eval_campaign import run_from_campaign
+
+        return run_from_campaign(args)
+    args.zoo = args.zoo or DEFAULT_ZOO
     t0 = time.time()
     keys = parse_keys(args.metrics)
     check_executor_args(args)
