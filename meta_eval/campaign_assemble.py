@@ -20,7 +20,8 @@ from meta_eval.campaign_files import digest_of
 from meta_eval.campaign_read import CampaignData, campaign_zoo
 from meta_eval.campaign_status import coverage, needs
 from meta_eval.pool_variants import confused_pair, knowledge_by_variant, knowledge_rows, variant_aucs, variant_means
-from meta_eval.published import PUBLISHED
+from meta_eval.faithfulness import MIN_POOL
+from meta_eval.published import PUBLISHED, SOURCE
 from metrics.ranking import spearman
 from core.numbers import finite_or_none
 
@@ -43,9 +44,12 @@ def assemble_campaign(data: CampaignData, keys: Sequence[str], form: str = "symm
         "left_out": [{"path": x.path, "why": x.why} for x in data.left_out],
         "anchors": anchor_use(data), "spread": spread_rows(data),
         "variants": {k: variant_section(zoo.members, data.values, k) for k in keys},
-        "knowledge": knowledge_section(data),
+        "knowledge": knowledge_section(data), "min_pool": MIN_POOL,
         "inputs": dict(sorted(data.inputs.items()))}
     doc["versus_published"] = versus_published(doc, keys, state)
+    # the published rows themselves, so that a page renders from this document alone
+    doc["versus_published"]["source"] = SOURCE
+    doc["versus_published"]["published"] = {k: dict(v) for k, v in PUBLISHED.items()}
     return doc, rows
 
 

@@ -15,7 +15,8 @@ from typing import Callable
 
 from checkpoints.specs import tiny_spec
 from core.errors import UdsInputError
-from meta_eval.campaign_files import CampaignFiles, DIGEST, digest_of, measurement_problem, read_sealed, settings_digest
+from core.sealed import DIGEST, read_sealed
+from meta_eval.campaign_files import CampaignFiles, digest_of, measurement_problem, settings_digest
 from meta_eval.population import FULL, RETAIN, Member, Zoo
 
 Log = Callable[[str], None]

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from meta_eval.campaign_files import digest_of, seal, settings_digest
+from core.sealed import seal
+from meta_eval.campaign_files import digest_of, settings_digest
 from meta_eval.measure import MEASURE_VERSION
 
 KEYS = ["es", "uds", "mia_loss", "s_mia_loss"]       # a knowledge, an erasure and a filter-sourced s_* key

@@ -12,8 +12,6 @@ import json
 from pathlib import Path
 
 from analyses.doc_tables.markdown import fixed, table
-from meta_eval.faithfulness import MIN_POOL
-from meta_eval.published import PUBLISHED, SOURCE
 
 PLOTS = (("pn_histograms.png", "P/N histograms per metric (raw values)", True),
          ("pn_variant_histograms.png", "P/N histograms per metric, stacked by pool variant", True),
@@ -81,13 +79,9 @@ def anchors_block(path: Path) -> str:
     return out
 
 
-def _pub(key: str, field: str) -> str:
-    row = PUBLISHED.get(key)
+def _pub(published: dict, key: str, field: str) -> str:
+    row = published.get(key)
     return fixed(row[field]) if row else "—"
-
-
-def _pair(ours: str, key: str, field: str) -> str:
-    return f"{ours} ({_pub(key, field)})"
 
 
 def results_block(path: Path) -> str:
@@ -95,7 +89,9 @@ def results_block(path: Path) -> str:
     d = _doc(path)
     faith, rob, overall, needs = d["faithfulness"], d["robustness"], d["overall"], d["campaign"]["needs"]
     un = d["campaign"]["coverage"]["unlearned"]["orig"]
-    order = [k for k in PUBLISHED if k in faith] + [k for k in faith if k not in PUBLISHED]
+    published = d["versus_published"]["published"]
+    order = [k for k in published if k in faith] + [k for k in faith if k not in published]
+    _pair = lambda ours, k, field: f"{ours} ({_pub(published, k, field)})"  # noqa: E731
     rows = []
     for k in order:
         f, r, n = faith[k], rob[k], needs[k]
@@ -120,7 +116,7 @@ def spearman_block(path: Path) -> str:
         a = vs[field]
         said = (f"ρ = {a['rho']:.3f} (two-sided p = {a['p']:.3g}) over {a['n']} metrics" if a["rho"] is not None
                 else f"*{a['needs']}*")
-        lines.append(f"- ranking by {name}, ours against {SOURCE}: {said}\n")
+        lines.append(f"- ranking by {name}, ours against {vs['source']}: {said}\n")
     keys = list(dict.fromkeys(k for f in ("faithfulness", "overall") for k in vs[f]["ranks"]))
     if not keys:
         return "".join(lines)
@@ -138,11 +134,11 @@ def _pair_names(d: dict) -> list[str]:
 def variants_block(path: Path) -> str:
     """Per metric: the AUC of each P variant against each N variant, and the pair it confuses most."""
     d = _doc(path)
-    pairs = _pair_names(d)
+    pairs, least = _pair_names(d), d["campaign"]["min_pool"]
     rows = []
     for k, v in d["campaign"]["variants"].items():
         cells = [fixed(a["auc_roc"]) if a["auc_roc"] is not None else
-                 f"*needs +{max(0, MIN_POOL - a['n_p'])} / +{max(0, MIN_POOL - a['n_n'])}*" for a in v["aucs"].values()]
+                 f"*needs +{max(0, least - a['n_p'])} / +{max(0, least - a['n_n'])}*" for a in v["aucs"].values()]
         rows.append([k] + cells + [v["confused"].replace("|", " vs ") if v["confused"] else "—"])
     return table(["metric"] + [p.replace("|", " vs ") for p in pairs] + ["lowest AUC"], rows)
 

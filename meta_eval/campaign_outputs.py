@@ -1,41 +1,27 @@
-"""`uds meta-eval --from-campaign DIR`: the meta-evaluation assembled from a campaign's committed
-files alone (no model is loaded, nothing is measured).
+"""`uds meta-eval --from-campaign DIR`, below the command line: the meta-evaluation assembled from
+a campaign's committed files alone (no model is loaded, nothing is measured).
 
-Writes to --out what `uds meta-eval` writes (`meta_eval.json` with the `campaign` and
-`versus_published` sections added, `results.json`, `summary.md`, `pn_histograms.png`,
-`quantization_scatter.png`, `relearning_scatter.png`) and `pn_variant_histograms.png`. A file
-that cannot be used is said on stderr in one line (path and why) and left out.
+Writes what `uds meta-eval` writes (`meta_eval.json` with the `campaign` and `versus_published`
+sections added, `results.json`, `summary.md`, `pn_histograms.png`, `quantization_scatter.png`,
+`relearning_scatter.png`) and `pn_variant_histograms.png`. A file that cannot be used is said on
+stderr in one line (path and why) and left out.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 from core import atomic
 from core.errors import UdsInputError
 from core.parity import SPEC
-
-# flags that choose what to measure or how: meaningless for files already measured (attr -> default)
-MEASURING_FLAGS = {"zoo": None, "models_dir": None, "tofu_dir": None, "built_only": False, "shard": None,
-                   "cache": None, "fluency_classifier": None, "relearn_lr": None, "parity": SPEC,
-                   "executor": "local", "address": None}
+from meta_eval.outputs import parse_keys, report_values, write_plots
 
 
-def check_flags(args: argparse.Namespace) -> None:
-    given = [k for k, default in MEASURING_FLAGS.items() if getattr(args, k, default) != default]
-    if given:
-        flags = ", ".join("--" + k.replace("_", "-") for k in given)
-        raise UdsInputError(f"--from-campaign assembles measured files; {flags} do(es) not apply (the campaign's "
-                            "protocol.json fixed the zoo and the settings)")
-
-
-def campaign_keys(args: argparse.Namespace, protocol: dict) -> list[str]:
-    from uds.commands.meta_eval import parse_keys
-
-    keys = parse_keys(args.metrics)
+def campaign_keys(text: str, protocol: dict) -> list[str]:
+    """The keys of `--metrics` (`text`), each one the campaign measured."""
+    keys = parse_keys(text)
     missing = [k for k in keys if k not in protocol["keys"]]
     if missing:
         raise UdsInputError(f"the campaign did not measure {', '.join(missing)} "
@@ -43,7 +29,7 @@ def campaign_keys(args: argparse.Namespace, protocol: dict) -> list[str]:
     return keys
 
 
-def settings_of(data, zoo, args: argparse.Namespace) -> dict:
+def settings_of(data, zoo, folder: Path, robustness: str, filters: bool) -> dict:
     """The document's `settings`: deterministic (no clock, no machine), so that the same files
     always give the same document."""
     from meta_eval.perturb import NF4, RELEARN
@@ -52,9 +38,9 @@ def settings_of(data, zoo, args: argparse.Namespace) -> dict:
 
     p = data.protocol
     fluency = {d.get("fluency_source") for d in data.measurements.values() if d.get("kind") != POOL} - {None}
-    return {"zoo": f"{p['zoo']} (campaign {args.from_campaign})", "campaign": str(args.from_campaign),
+    return {"zoo": f"{p['zoo']} (campaign {folder})", "campaign": str(folder),
             "models": {k: len(zoo.of_kind(k)) for k in (UNLEARNED, POOL, FULL, RETAIN)},
-            "robustness_form": args.robustness, "filters": not args.no_filters, "eps": EPS, "parity": SPEC,
+            "robustness_form": robustness, "filters": filters, "eps": EPS, "parity": SPEC,
             NF4: p["settings"].get(NF4), RELEARN: p["settings"].get(RELEARN), "metric_settings": p["metric_settings"],
             "left_out": sorted(m.name for m in data.members if m.name not in data.measured_names),
             "fluency_source": sorted(fluency)}
@@ -76,7 +62,6 @@ def write_outputs(out: Path, doc: dict, rows: list[dict], zoo, values: dict, key
     from meta_eval.pool_variants import by_variant
     from meta_eval.perturb import ORIG
     from meta_eval.summary import summary_markdown
-    from uds.commands.meta_eval import write_plots
 
     out.mkdir(parents=True, exist_ok=True)
     atomic.write_json(out / "meta_eval.json", doc, indent=1, allow_nan=False)
@@ -91,23 +76,24 @@ def write_outputs(out: Path, doc: dict, rows: list[dict], zoo, values: dict, key
     return md
 
 
-def run_from_campaign(args: argparse.Namespace) -> int:
+def run_from_campaign(folder: Path, keys_text: str, robustness: str, filters: bool, out: Path | None,
+                      default_out: Path, log: Callable[[str], None]) -> int:
+    """Assemble the campaign in `folder` into `out` (default `default_out`/<zoo>-campaign); prints
+    the summary and the document's path."""
     from meta_eval.campaign_assemble import assemble_campaign
     from meta_eval.campaign_read import campaign_zoo, read_campaign
-    from uds.commands.meta_eval import DEFAULT_OUT, report_values
 
     t0 = time.time()
-    check_flags(args)
-    data = read_campaign(Path(args.from_campaign), log=lambda s: print(s, file=sys.stderr))
-    keys = campaign_keys(args, data.protocol)
-    doc, rows = assemble_campaign(data, keys, args.robustness, not args.no_filters)
+    data = read_campaign(Path(folder), log=log)
+    keys = campaign_keys(keys_text, data.protocol)
+    doc, rows = assemble_campaign(data, keys, robustness, filters)
     zoo = campaign_zoo(data, data.measured_names)
-    doc["settings"] = settings_of(data, zoo, args)
+    doc["settings"] = settings_of(data, zoo, Path(folder), robustness, filters)
     doc["members"], doc["values"] = report_values(zoo, data.values, keys)
-    out = Path(args.out) if args.out else DEFAULT_OUT / f"{zoo.slug}-campaign"
+    out = Path(out) if out else default_out / f"{zoo.slug}-campaign"
     md = write_outputs(out, doc, rows, zoo, data.values, keys)
     print(md)
     print(out / "meta_eval.json")
-    print(f"meta-eval: assembled from {len(data.values)} measurement files in {time.time() - t0:.1f} s "
-          f"({len(data.left_out)} left out)", file=sys.stderr)
+    log(f"meta-eval: assembled from {len(data.values)} measurement files in {time.time() - t0:.1f} s "
+        f"({len(data.left_out)} left out)")
     return 0
