@@ -128,13 +128,16 @@ class CachedUds:
 def cached_uds(full: torch.nn.Module, retain: torch.nn.Module, unlearned: torch.nn.Module, records: list[dict],
                items: Sequence[PreparedItem], skipped: Sequence, settings: EngineSettings, *, tau: float,
                pad_id: int, dtype: torch.dtype, device: str, use_cache: bool = True, s1: PairScores | None = None,
-               fingerprints: dict | None = None, progress=None, set_total=None) -> CachedUds:
+               fingerprints: dict | None = None, progress=None, set_total=None,
+               runs: engine.TargetRuns | None = None) -> CachedUds:
     """The one load-or-compute of S1 and UDS: `uds score`, the `uds` registry metric and the
     Open-Unlearning handler all come here. S1 is `s1` when the caller already holds it, else the
     cached entry, else computed together with S2 (the fast path shares the full model's capture
     pass) and saved. `use_cache=False` neither reads nor writes the cache. `fingerprints`: the
     caller's {"full", "retain"} fingerprints when it has them; `set_total(n)` is told the number
-    of forward passes once it is known (S1 cached or not), `progress(k)` each k passes done."""
+    of forward passes once it is known (S1 cached or not), `progress(k)` each k passes done.
+    `runs`: the full model's capture passes kept between calls (`engine.TargetRuns`), for a
+    caller scoring many unlearned models, or one model as it trains, against one full model."""
     fps = fingerprints or {"full": model_fingerprint(full), "retain": model_fingerprint(retain)}
     key = s1_key(fps, records, items, settings, dtype, device, full)
     requested, use_cache = use_cache, use_cache and bool(items)
@@ -148,7 +151,7 @@ def cached_uds(full: torch.nn.Module, retain: torch.nn.Module, unlearned: torch.
                 total += engine.passes_per_pair(len(items), n_layers, settings.batch_size, with_full=True)
             set_total(total)
         result = engine.compute_uds(full, retain, unlearned, items, settings, tau=tau, skipped=skipped, s1=cached,
-                                    pad_id=pad_id, progress=progress)
+                                    pad_id=pad_id, progress=progress, runs=runs)
         if use_cache and cached is None:
             save_s1(key, items, result.s1)
     return CachedUds(result, "off" if not requested else ("hit" if cached is not None else "miss"), key)

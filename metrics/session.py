@@ -163,10 +163,11 @@ class EvalSession:
                              fluency_classifier=fluency_classifier, work=work)
 
     def score_uds(self, settings: "EngineSettings", tau: float, use_cache: bool = True,
-                  progress=None, set_total=None, unlearned: torch.nn.Module | None = None
-                  ) -> tuple["CachedUds", list, list]:
+                  progress=None, set_total=None, unlearned: torch.nn.Module | None = None,
+                  runs=None) -> tuple["CachedUds", list, list]:
         """UDS of the evaluated model (or of `unlearned`, a model loaded elsewhere) against the
-        full and retain references, S1 through the cache; returns (run, items, skipped)."""
+        full and retain references, S1 through the cache; returns (run, items, skipped). `runs`: an
+        `engine.TargetRuns` kept by a caller that scores again and again (a training callback)."""
         from core.batching import pad_token_id
         from core.prompts import prepare_items
         from core.s1_cache import cached_uds
@@ -180,7 +181,7 @@ class EvalSession:
                          unlearned if unlearned is not None else self.model(self.spec_of("model")),
                          self.records(), items, skipped, settings, tau=tau, pad_id=pad_token_id(tok),
                          dtype=self.placement.dtype, device=self.placement.device, use_cache=use_cache,
-                         fingerprints=fps, progress=progress, set_total=set_total)
+                         fingerprints=fps, progress=progress, set_total=set_total, runs=runs)
         return run, items, skipped
 
 

@@ -33,6 +33,7 @@ COMMANDS = {
     "probe": ("uds.commands.probe", "verbatim vs semantic memorisation probe (SPEC-probes 2)"),
     "capacity": ("uds.commands.capacity", "bits per parameter on uniform random sequences"),
     "report": ("uds.commands.report", "static HTML report (leaderboard, models, examples, meta-evaluation)"),
+    "curve": ("uds.commands.curve", "figure of UDS and output metrics over unlearning steps (curve files)"),
 }
 COMMAND_MODULES = tuple(module for module, _ in COMMANDS.values())
 GLOBAL_FLAGS = ("--debug", "--quiet")   # accepted anywhere on the line, not only before the command

@@ -16,6 +16,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from checkpoints.methods.alternates import alternate_answers, cached_alternates
 from checkpoints.methods.data import PairedData, collate_views
 from checkpoints.methods.losses import get_method
+from checkpoints.world.hooks import TrainHooks
 from checkpoints.world.recipes import Recipe
 from checkpoints.world.store import BuildContext
 from checkpoints.world.train import TrainConfig, train
@@ -34,7 +35,7 @@ def unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: list[d
             method: str, cfg: TrainConfig, hparams: Mapping[str, float] | None = None,
             idk: Sequence[str] = (), alternates: Mapping[int, Sequence[str]] | None = None,
             forms: Sequence[str] = ("chat", "raw"), progress: bool = True, desc: str | None = None,
-            checkpoint: Path | None = None) -> list[float]:
+            checkpoint: Path | None = None, callbacks: Sequence = ()) -> list[float]:
     """Unlearn `forget` from `model` in place with `method`; returns the loss of every step.
 
     forget, retain: QA items ({"idx", "question", "answer", ...}); idk: "I don't know" replies
@@ -42,7 +43,9 @@ def unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: list[d
     before training when not given); forms: the encodings each forget item is trained in (the
     tiny world uses both; OU trains real models on the chat form only: pass ("chat",)). The
     reference, where the method needs one, is a frozen copy of `model` as it is on entry.
-    checkpoint: training-state file, resumed from when present (see `train`).
+    checkpoint: training-state file, resumed from when present (see `train`). callbacks: Hugging
+    Face `TrainerCallback`s (e.g. `uds.callbacks.UdsCallback`), driven by the loop as a Trainer
+    drives them, with `tok` as their tokenizer; none: the loop is unchanged.
     """
     m = get_method(method)
     hp = m.hparams(hparams)
@@ -53,7 +56,7 @@ def unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: list[d
     pad = pad_token_id(tok)
     return train(model, data, cfg, lambda items: collate_views(items, pad),
                  lambda mdl, views: m.loss(mdl, ref, views, hp), desc=desc or method, progress=progress,
-                 checkpoint=checkpoint)
+                 checkpoint=checkpoint, hooks=TrainHooks(callbacks, tokenizer=tok) if callbacks else None)
 
 
 def train_unlearned(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
@@ -66,5 +69,5 @@ def train_unlearned(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
     unlearn(model, ctx.tok, ctx.world.forget, ctx.world.retain, r.method, r.train, r.hparams,
             idk=ctx.world.idk, alternates=alternates, forms=ctx.preset.forms, progress=ctx.progress,
             desc=f"{ctx.preset.name}/{r.name}",
-            checkpoint=ctx.checkpoint)
+            checkpoint=ctx.checkpoint, callbacks=ctx.callbacks)
     return model

@@ -15,6 +15,7 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Callable, Sequence
 
 from transformers import LlamaForCausalLM, PreTrainedModel
 
@@ -28,10 +29,16 @@ from core.progress import is_quiet, progress as track
 from core.errors import UdsInputError
 from core.paths import world_dir
 
+# The training callbacks of one recipe (none for most): what `uds world build --curve-every` attaches
+CallbacksFor = Callable[[Recipe], Sequence]
 
-def ensure_model(preset_name: str, seed: int, name: str, progress: bool = True, device: str = "cpu") -> Path:
+
+def ensure_model(preset_name: str, seed: int, name: str, progress: bool = True, device: str = "cpu",
+                 callbacks_for: CallbacksFor | None = None) -> Path:
     """Folder of a tiny model, trained (with its parents) on `device` if not built yet. The device
-    is not part of the recipe: a GPU build makes the same zoo up to floating-point order."""
+    is not part of the recipe: a GPU build makes the same zoo up to floating-point order.
+    `callbacks_for(recipe)`: training callbacks of this model when it is trained (not of its
+    parents); they observe the training and change none of its results."""
     preset = get_preset(preset_name)
     folder = model_dir(preset_name, seed, name)
     r = find_recipe(preset, name)
@@ -41,11 +48,11 @@ def ensure_model(preset_name: str, seed: int, name: str, progress: bool = True, 
     with build_lock(folder):   # a second process building the same zoo waits, then reuses it
         if _is_current(folder, digest):
             return folder
-        return _train_and_save(preset, seed, r, digest, folder, progress, device)
+        return _train_and_save(preset, seed, r, digest, folder, progress, device, callbacks_for)
 
 
 def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: Path, progress: bool,
-                    device: str = "cpu") -> Path:
+                    device: str = "cpu", callbacks_for: CallbacksFor | None = None) -> Path:
     if r.parent:   # built first, so that train_seconds is this model's own training time
         ensure_model(preset.name, seed, r.parent, progress, device)
     resume = folder.with_name(f".{r.name}.resume-{digest}.pt")
@@ -56,7 +63,8 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
     def load(name: str) -> PreTrainedModel:
         return LlamaForCausalLM.from_pretrained(ensure_model(preset.name, seed, name, progress, device)).to(device)
 
-    ctx = BuildContext(preset, seed, progress, load, checkpoint=resume, device=device)
+    callbacks = callbacks_for(r) if callbacks_for is not None else ()
+    ctx = BuildContext(preset, seed, progress, load, checkpoint=resume, device=device, callbacks=callbacks)
     t0 = time.time()
     model = TRAINERS[r.method].fn(ctx, r) if r.method in TRAINERS else _unknown_method(r)
     tmp = folder.with_name(f".{r.name}.tmp")
@@ -128,8 +136,10 @@ def _unknown_method(r: Recipe) -> PreTrainedModel:
 
 
 def build_world(preset_name: str, seed: int = 0, progress: bool = True, names: list[str] | None = None,
-                device: str = "cpu") -> Path:
-    """Build every model of the preset's zoo that is missing; write `zoo.json`. Returns the folder."""
+                device: str = "cpu", callbacks_for: CallbacksFor | None = None) -> Path:
+    """Build every model of the preset's zoo that is missing; write `zoo.json`. Returns the folder.
+    `callbacks_for`: training callbacks per recipe (see `ensure_model`); a model already built is
+    not trained again, so it gets none (said in one line)."""
     preset = get_preset(preset_name)
     root = world_dir(preset_name, seed)
     ensure_world_data(preset_name, seed)
@@ -141,8 +151,11 @@ def build_world(preset_name: str, seed: int = 0, progress: bool = True, names: l
     with track(total=missing, desc=f"world {preset_name}-{seed}", unit="model", enabled=progress) as bar:
         for i, name in enumerate(wanted, 1):
             fresh = not is_built(preset, seed, find_recipe(preset, name))
+            if not fresh and callbacks_for is not None and callbacks_for(find_recipe(preset, name)):
+                print(f"{preset_name}/{name}: already built, not trained again, so no training callback runs "
+                      "(remove its folder or build in another UDS_HOME)", file=sys.stderr, flush=True)
             t0 = time.time()
-            built[name] = ensure_model(preset_name, seed, name, progress, device)
+            built[name] = ensure_model(preset_name, seed, name, progress, device, callbacks_for)
             if fresh:   # one line per model trained, also where the progress bar is off (no terminal)
                 if progress and not is_quiet():
                     print(f"[{i}/{len(wanted)}] {preset_name}/{name}: ready after {time.time() - t0:.0f} s",

@@ -15,7 +15,7 @@ import json
 import shutil
 import sys
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch
 from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
@@ -225,13 +225,16 @@ def build_lock(folder: Path):
 class BuildContext:
     """What a trainer receives: the preset, seed, world, tokenizer, the training-state file of the
     model being built, and `load(name)`, the model `name` of this world (built first if missing;
-    given by the builder, so that trainers need not know it), and the device they train on."""
+    given by the builder, so that trainers need not know it), the device they train on, and the
+    training callbacks of the model being built (Hugging Face `TrainerCallback`s; the unlearning
+    trainer drives them, `checkpoints.world.hooks`)."""
 
     def __init__(self, preset: Preset, seed: int, progress: bool, load: Callable[[str], PreTrainedModel],
-                 checkpoint: Path | None = None, device: str = "cpu"):
+                 checkpoint: Path | None = None, device: str = "cpu", callbacks: Sequence = ()):
         self.preset, self.seed, self.progress, self.load = preset, seed, progress, load
         self.device = device   # where models train; `load` already puts them there
         self.checkpoint = checkpoint   # training-state file of the model being built (resumable)
+        self.callbacks = list(callbacks)
         self.root = world_dir(preset.name, seed)
         self.world = load_world(preset.name, seed)
         self.tok = ensure_tokenizer(preset.name, seed)

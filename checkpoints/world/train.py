@@ -16,6 +16,7 @@ from typing import Callable, Sequence
 import torch
 from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 
+from checkpoints.world.hooks import TrainHooks
 from core.batching import right_padded
 from core.progress import progress as track
 
@@ -103,13 +104,16 @@ def load_train_state(path: Path, model: PreTrainedModel, opt, sched, data: Seque
 
 def train(model: PreTrainedModel, data: Sequence, cfg: TrainConfig,
           collate_fn: Callable[[Sequence], object], loss_fn: Callable[[PreTrainedModel, object], torch.Tensor] = lm_loss,
-          desc: str = "train", progress: bool = True, checkpoint: Path | None = None) -> list[float]:
+          desc: str = "train", progress: bool = True, checkpoint: Path | None = None,
+          hooks: TrainHooks | None = None) -> list[float]:
     """Train `model` in place on `data` for `cfg.epochs`; returns the loss of every step.
 
     `collate_fn` turns a list of data items into whatever `loss_fn(model, batch)` takes, so the
     unlearning methods can feed (forget, retain) pairs through the same loop. `checkpoint`: file
     of the training state, written after each epoch and resumed from when it exists (the caller
-    ties it to one recipe and removes it once the trained model is saved).
+    ties it to one recipe and removes it once the trained model is saved). `hooks`: Hugging Face
+    `TrainerCallback`s driven as a Trainer drives them (`checkpoints.world.hooks`); without them
+    the loop runs exactly as it always did.
     """
     torch.manual_seed(cfg.seed)
     steps_per_epoch = (len(data) + cfg.batch_size - 1) // cfg.batch_size
@@ -128,6 +132,9 @@ def train(model: PreTrainedModel, data: Sequence, cfg: TrainConfig,
     device = next(model.parameters()).device   # batches follow the model (a GPU build: --device cuda)
     # a bar on a terminal, timestamped lines in a log file (a cluster job must see it is alive)
     bar = track(total=total, initial=done * steps_per_epoch, desc=desc, unit="step", enabled=progress)
+    if hooks:
+        hooks.begin(model, cfg, steps_per_epoch=steps_per_epoch, epochs=cfg.epochs, done_epochs=done,
+                    optimizer=opt, lr_scheduler=sched)
     for epoch in range(done, cfg.epochs):
         order = epoch_order(len(data), cfg.seed, epoch)
         for start in range(0, len(order), cfg.batch_size):
@@ -143,8 +150,14 @@ def train(model: PreTrainedModel, data: Sequence, cfg: TrainConfig,
             losses.append(loss.item())
             bar.update(1)
             bar.set_postfix(loss=f"{losses[-1]:.3f}", epoch=epoch + 1)
+            if hooks:
+                hooks.step_end(losses[-1], epoch, start // cfg.batch_size + 1)
+        if hooks:
+            hooks.epoch_end()
         if checkpoint is not None and epoch + 1 < cfg.epochs:
             save_train_state(Path(checkpoint), epoch + 1, model, opt, sched, losses, data)
+    if hooks:
+        hooks.end()
     bar.close()
     model.eval()
     return losses

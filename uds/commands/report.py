@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__.splitlines()[0])
     p.add_argument("--results", required=True, nargs="+", metavar="PATH",
                    help="result folders or files (searched recursively): score, metrics, meta-eval, leaderboard, "
-                        "probe, audit outputs")
+                        "probe, audit outputs, curve files")
     p.add_argument("--out", metavar="DIR", default=str(DEFAULT_OUT), help=f"site folder (default {DEFAULT_OUT})")
     p.add_argument("--serve", action="store_true", help="then serve it on http://127.0.0.1:PORT until Ctrl-C")
     p.add_argument("--port", type=int, default=8000, help="port for --serve (default 8000; 0 = any free port)")
@@ -37,13 +37,14 @@ def run(args: argparse.Namespace) -> int:
     results = read_results(args.results)
     if results.empty():
         raise UdsInputError("no results found in " + ", ".join(args.results)
-                            + " (looked for summary.json, metrics.json, meta_eval.json, results.json, leaderboard CSV)")
+                            + " (looked for summary.json, metrics.json, meta_eval.json, results.json, leaderboard CSV,"
+                            " curve files)")
     for path, why in results.skipped:
         print(f"report: skipped {path}: {why}", file=sys.stderr)
     index = write_site(results, args.out)
     counts = {"score runs": len(results.scores), "metrics files": len(results.metrics),
               "leaderboard rows": results.n_rows(), "meta-evaluations": len(results.meta),
-              "probe runs": len(results.probes), "audit runs": len(results.audits)}
+              "probe runs": len(results.probes), "audit runs": len(results.audits), "curves": len(results.curves)}
     print("report: " + ", ".join(f"{n} {k}" for k, n in counts.items() if n), file=sys.stderr)
     print(index.resolve().as_uri())
     if args.serve:

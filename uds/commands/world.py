@@ -19,6 +19,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     build.add_argument("--no-quality", action="store_true", help="skip measuring quality.json")
     build.add_argument("--device", default="cpu",
                        help="cpu (default) or cuda: where the models train (the recipes are the same)")
+    curve = build.add_argument_group("curves during unlearning (uds.callbacks.UdsCallback; unlearned models only)")
+    curve.add_argument("--curve-every", type=int, default=None, metavar="N",
+                       help="evaluate UDS and the curve metrics every N optimiser steps while each unlearned model "
+                            "trains (and before the first step and after the last); off by default")
+    curve.add_argument("--curve-on-epoch", action="store_true", help="also evaluate at the end of every epoch")
+    curve.add_argument("--curve-dir", default="uds_curves", metavar="DIR",
+                       help="where each model's curve goes, DIR/<model>.jsonl (default: uds_curves)")
+    curve.add_argument("--curve-metrics", default=None, metavar="KEYS",
+                       help="registry metric keys recorded beside UDS (default: prob,truth_ratio,es,retain_q_prob)")
+    curve.add_argument("--keep-best", default="uds", metavar="RULE",
+                       help="rule choosing the checkpoint, e.g. 'uds, retain_q_prob>=0.9x' (default: uds)")
+    curve.add_argument("--save-best", action="store_true",
+                       help="save the chosen checkpoint to DIR/<model>.best/ (replaced as the rule's choice moves)")
     build.set_defaults(func=run_build)
 
 
@@ -28,11 +41,13 @@ def run_build(args: argparse.Namespace) -> int:
     from checkpoints.world.quality import measure_quality, print_quality
 
     t0 = time.time()
+    callbacks_for = _curve_callbacks(args)   # bad curve flags fail before anything is built
     ensure_world_data(args.preset, args.seed, args.tofu_dir)
     names = args.models.split(",") if args.models else None
     from core.loading import resolve_device
 
-    root = build_world(args.preset, args.seed, names=names, device=resolve_device(args.device))
+    root = build_world(args.preset, args.seed, names=names, device=resolve_device(args.device),
+                       callbacks_for=callbacks_for)
     print(f"world {args.preset} (seed {args.seed}) built in {time.time() - t0:.0f} s: {root}")
     if not args.no_quality:
         from checkpoints.methods.effect import print_effect
@@ -42,3 +57,18 @@ def run_build(args: argparse.Namespace) -> int:
         print_effect(args.preset, args.seed, report)
     print(root)
     return 0
+
+
+def _curve_callbacks(args: argparse.Namespace):
+    """The builder's per-recipe callbacks when `--curve-every` is given (flags checked now), else None."""
+    if args.curve_every is None:
+        return None
+    from pathlib import Path
+
+    from uds.callbacks import DEFAULT_METRICS
+    from uds.callbacks.world import CurveOptions, world_callbacks
+
+    metrics = DEFAULT_METRICS if args.curve_metrics is None else tuple(args.curve_metrics.split(","))
+    opts = CurveOptions(args.curve_every, Path(args.curve_dir), args.curve_on_epoch, metrics,
+                        args.keep_best or None, args.save_best)
+    return world_callbacks(args.preset, args.seed, opts)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from core.curves import Curve
+
 
 @dataclass
 class ScoreRun:
@@ -71,10 +73,12 @@ class Results:
     meta: list[MetaEval] = field(default_factory=list)
     probes: list[ProbeRun] = field(default_factory=list)
     audits: list[AuditRun] = field(default_factory=list)
+    curves: list[Curve] = field(default_factory=list)      # curve files of training callbacks
     skipped: list[tuple[Path, str]] = field(default_factory=list)
 
     def empty(self) -> bool:
-        return not (self.scores or self.metrics or self.tables or self.meta or self.probes or self.audits)
+        return not (self.scores or self.metrics or self.tables or self.meta or self.probes or self.audits
+                    or self.curves)
 
     def n_rows(self) -> int:
         """Records in all leaderboard files and build manifests."""

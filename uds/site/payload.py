@@ -9,6 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from core.curves import Curve
 from meta_eval.leaderboard_rows import REFERENCES
 from uds.site.columns import DIRECTIONS, columns_of, groups_of
 from uds.site.meta import meta_document
@@ -93,6 +94,22 @@ def audit_document(doc: dict, source: Path, image: str | None) -> dict:
                   "settings": doc.get("settings") or {}})
 
 
+CURVE_SETTINGS = ("every", "on_epoch", "full", "retain", "data", "tau", "best", "max_steps", "num_train_epochs")
+CURVE_FIELDS = ("step", "epoch", "train_loss", "eval_seconds", "best_step", "error")
+
+
+def curve_document(curve: Curve) -> dict:
+    """One curve: its settings, the keys it recorded (UDS first) with their orientation, each
+    record's step, values and timing, and the chosen step."""
+    keys = ["uds", *[k for k in curve.settings.get("metrics") or [] if k != "uds"]]
+    records = [{**{k: r[k] for k in CURVE_FIELDS if k in r}, "values": {k: r.get(k) for k in keys}}
+               for r in curve.records]
+    return clean({"name": curve.name, "source": str(curve.path), "keys": keys,
+                  "orientation": curve.settings.get("orientation") or {},
+                  "settings": {k: curve.settings.get(k) for k in CURVE_SETTINGS if k in curve.settings},
+                  "records": records, "best_step": curve.best_step()})
+
+
 def model_entry(mid: int, m: Model, row: dict, has_file: bool) -> dict:
     """One leaderboard row: cells (the benchmark row's numbers), CI of UDS, the sources with what
     each says, and the keys on which they differ."""
@@ -124,6 +141,7 @@ def build_payload(results: Results, images: dict[Path, str]) -> tuple[dict, dict
         "meta": [meta_document(m, {n: images[p] for n, p in m.images.items() if p in images}) for m in results.meta],
         "probes": [probe_document(p.doc, p.source, images.get(p.image) if p.image else None) for p in results.probes],
         "audits": [audit_document(a.doc, a.source, images.get(a.image) if a.image else None) for a in results.audits],
+        "curves": [curve_document(c) for c in results.curves],
         "skipped": [[str(p), why] for p, why in results.skipped],
     }
     return clean(index), per_model

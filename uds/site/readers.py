@@ -4,8 +4,9 @@ A folder is recognised by the files the commands write (DESIGN.md, "Files the co
 `summary.json` (+ `examples.jsonl`, `layers.csv`) of `uds score`, `metrics.json` of `uds metrics`,
 `meta_eval.json` (+ `results.json`, plots) of `uds meta-eval`, `summary.json` of `uds probe` /
 `uds audit`, leaderboard files (`results.json`-style lists, the published `{"models": [...]}`
-layout, `uds leaderboard --format csv`) and zoo build manifests (`build.json`: the training
-columns). JSON files are also recognised by their content whatever their name (a metrics document
+layout, `uds leaderboard --format csv`), zoo build manifests (`build.json`: the training
+columns) and curve files of training callbacks (`*.jsonl` opening with a curve header,
+core.curves). JSON files are also recognised by their content whatever their name (a metrics document
 saved as `npo.json`). Sub-folders are searched too. Whatever is not read, or read only in part (an
 unreadable folder or file, a broken examples.jsonl), is recorded in `Results.skipped` with the path
 and the reason; nothing stops the report.
@@ -18,6 +19,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
+from core.curves import is_header, read_curve
 from core.errors import UdsInputError
 from meta_eval.leaderboard_inputs import is_ou_summary, published_record, summary_values
 from uds.site.model import AuditRun, MetaEval, MetricsRun, ProbeRun, Results, RowsFile, ScoreRun
@@ -267,7 +269,7 @@ class Reader:
         if "TOFU_SUMMARY.json" in names:
             taken.add("TOFU_EVAL.json")        # its per-item values; the summary holds the aggregates
         for name in sorted(names - taken - COMPANIONS):
-            if name.endswith((".json", ".csv")):
+            if name.endswith((".json", ".csv", ".jsonl")):
                 self.file(folder / name)
             elif not name.startswith("."):
                 self.skip(folder / name, "not a result file uds report reads")
@@ -288,7 +290,8 @@ class Reader:
 
     def _count(self) -> int:
         r = self.results
-        return len(r.scores) + len(r.metrics) + len(r.tables) + len(r.meta) + len(r.probes) + len(r.audits)
+        return (len(r.scores) + len(r.metrics) + len(r.tables) + len(r.meta) + len(r.probes) + len(r.audits)
+                + len(r.curves))
 
     def file(self, path: Path) -> None:
         name = path.name
@@ -324,6 +327,8 @@ class Reader:
                 self.data_files.append(path)
             else:
                 self.skip(path, "JSON of a kind uds report does not read")
+        elif name.endswith(".jsonl"):
+            self.curve_file(path)
         elif name.endswith(".csv"):
             rows = csv_rows(path)
             if rows is None:
@@ -388,6 +393,22 @@ class Reader:
         self.skip(summary, "a score summary without examples.jsonl or layers.csv beside it: the model page "
                            "shows UDS and its interval, no per-layer or per-example data")
         return [], used
+
+    def curve_file(self, path: Path) -> None:
+        """A curve of a training callback; any other JSON-lines file is passed over, said."""
+        try:
+            with open(path, encoding="utf-8") as f:
+                first = f.readline()
+            header = json.loads(first) if first.strip() else None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+            header = None
+        if not is_header(header):
+            self.skip(path, "JSON lines that are not a curve file (no curve header on the first line)")
+            return
+        try:
+            self.results.curves.append(read_curve(path))
+        except (OSError, ValueError) as exc:
+            self.skip(path, str(exc))
 
     def metrics_file(self, path: Path) -> None:
         try:

@@ -17,7 +17,7 @@ from uds.site.model import Results
 from uds.site.payload import build_payload
 
 ASSETS = Path(__file__).resolve().parent / "assets"
-ASSET_FILES = ("index.html", "app.js", "leaderboard.js", "model.js", "meta.js", "app.css")
+ASSET_FILES = ("index.html", "app.js", "leaderboard.js", "model.js", "meta.js", "curves.js", "app.css")
 OWNED = re.compile(r"^(index|m\d+)\.js$")
 
 

@@ -269,6 +269,7 @@
     if (d.meta.length) links.push(['#/meta', 'meta-evaluation', 'meta']);
     if (d.probes.length) links.push(['#/probe', 'probe', 'probe']);
     if (d.audits.length) links.push(['#/audit', 'audit', 'audit']);
+    if ((d.curves || []).length) links.push(['#/curves', 'curves', 'curves']);
     if (d.skipped.length) links.push(['#/skipped', 'passed over (' + d.skipped.length + ')', 'skipped']);
     clear(byId('nav'));
     links.forEach(function (l) { byId('nav').appendChild(link(l[0], l[1], { class: l[2] === here ? 'here' : null, id: 'nav-' + l[2] })); });
