@@ -30,7 +30,8 @@ MAX_DEPTH = 6
 COMPANIONS = {"layers.png", "summary.md", "summary_no_filters.md", "leaderboard.md", "rows.jsonl", "heatmap.png",
               "grid.csv", "traces.jsonl", "facts.jsonl", "attribution.png", "published_comparison.csv",
               "pn_histograms.png", "pn_variant_histograms.png", "quantization_scatter.png", "relearning_scatter.png",
-              "leaderboard_mem_privacy.png", "zoo.json", "quality.json"}
+              "leaderboard_mem_privacy.png", "zoo.json", "quality.json",
+              "overhead.json", "curves.png"}   # beside curve files: benchmarks/bench_curve.py, `uds curve`
 META_IMAGES = ("pn_histograms.png", "quantization_scatter.png", "relearning_scatter.png", "leaderboard_mem_privacy.png")
 
 
