@@ -45,11 +45,12 @@ def test_training_state_is_as_found_after_an_evaluation(test_world, tmp_path):
     cb = callback(tmp_path)
     model = full_model().train()
     model.model.layers[1].eval()                   # a mixed state must come back mixed
-    cb.evaluator.attach(model)
     model(input_ids=torch.tensor([[1, 2, 3]]), labels=torch.tensor([[1, 2, 3]])).loss.backward()
     grads = [p.grad.clone() for p in model.parameters()]
     torch.manual_seed(11), random.seed(11), np.random.seed(11)
     states = (torch.get_rng_state(), random.getstate(), np.random.get_state()[1].copy())
+    cb.evaluator.attach(model)                     # loads the anchors (when not loaded yet in this process)
+    assert torch.equal(torch.get_rng_state(), states[0]) and random.getstate() == states[1]
     modes = [m.training for m in model.modules()]
     with evaluation_mode(model):
         assert not torch.is_grad_enabled() and not any(m.training for m in model.modules())

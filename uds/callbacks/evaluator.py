@@ -28,6 +28,7 @@ from core.formula import TAU
 from metrics.context import EvalSettings
 from metrics.registry import REGISTRY, evaluate, needs
 from metrics.session import EvalSession, Placement
+from uds.callbacks.isolation import preserved_rng
 from uds.ou.anchors import placement
 
 LIVE = "training:model"   # the ModelPool spec of the model being trained
@@ -69,7 +70,12 @@ class LiveEvaluator:
 
     def attach(self, model: nn.Module, tokenizer=None) -> None:
         """Load the anchors placed like `model` and check them against it (UdsInputError naming
-        the mismatch: architecture, layers, hidden size, tokenizer vocabulary, embedding rows)."""
+        the mismatch: architecture, layers, hidden size, tokenizer vocabulary, embedding rows), and
+        read the data every evaluation needs; the training's random generators are left as found."""
+        with preserved_rng():
+            self._attach(model, tokenizer)
+
+    def _attach(self, model: nn.Module, tokenizer) -> None:
         device, dtype = placement(model)
         attn = attention_implementation(model)
         key = (self.full, self.retain, self.data, self.tofu_dir, device, dtype, attn)
@@ -89,6 +95,8 @@ class LiveEvaluator:
             raise UdsInputError(f"models are not compatible: embedding rows differ: full ({full_spec}) has "
                                 f"{rows['full']}, the trained model has {rows['trained']}")
         s.records()   # a data file without annotations fails here, before training
+        if self.metrics:
+            s.world()     # so do the output metrics' splits (TOFU files for real anchors, offline)
 
     def evaluate(self, model: nn.Module) -> dict:
         """{"uds", "n_scored", "s1_cache", <metric key>: value, ...} of `model` as it is now (the
