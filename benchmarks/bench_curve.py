@@ -53,6 +53,27 @@ def model_overhead(curve_path: Path, wall_s: float) -> dict:
             "build_wall_seconds": wall_s}
 
 
+def score_check(preset: str, seed: int, name: str, curve_path: Path, out: Path) -> dict:
+    """`uds score` of the model the build saved, beside the curve's last point (they must agree)."""
+    from checkpoints.specs import tiny_spec
+    from uds.cli import main as uds_main
+
+    folder = out / ".score" / name
+    code = uds_main(["--quiet", "score", "--unlearned", tiny_spec(preset, seed, name), "--out", str(folder)])
+    if code != 0:
+        raise SystemExit(f"bench_curve: uds score of {name} failed (exit {code})")
+    score = json.loads((folder / "summary.json").read_text())["uds"]
+    shutil.rmtree(out / ".score", ignore_errors=True)
+    last = read_curve(curve_path).scored()[-1]["uds"]
+    return {"last_point_uds": last, "uds_score_of_built_model": score, "last_point_minus_uds_score": last - score}
+
+
+def update(out: Path, name: str, fields: dict) -> None:
+    """Add `fields` to the model's existing entry of `out/overhead.json`."""
+    doc = json.loads((out / "overhead.json").read_text())
+    record(out, name, {**doc["models"][name], **fields})
+
+
 def record(out: Path, name: str, entry: dict) -> None:
     """Put one model's entry into `out/overhead.json` (several runs may fill one file, each under
     the file's lock)."""
@@ -76,6 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep-best", default="uds, retain_q_prob>=0.9x")
     ap.add_argument("--work", default=None, help="curve folder of the builds (default: OUT/.work-<first model>)")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--score-only", action="store_true",
+                    help="only `uds score` the models (built by an earlier run) against their curves' last points")
     args = ap.parse_args(argv)
     from uds.cli import main as uds_main
 
@@ -83,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     out = Path(args.out)
     work = Path(args.work) if args.work else out / f".work-{names[0]}"
     out.mkdir(parents=True, exist_ok=True)
+    if args.score_only:
+        for name in names:
+            update(out, name, score_check(args.preset, args.seed, name, out / f"{name}.jsonl", out))
+        return 0
     for name in names:
         load_before, t0 = os.getloadavg(), time.perf_counter()
         code = uds_main(["world", "build", "--preset", args.preset, "--seed", str(args.seed), "--models", name,
@@ -99,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                  "load_average_before": [round(x, 2) for x in load_before],
                  "load_average_after": [round(x, 2) for x in os.getloadavg()],
                  **model_overhead(out / f"{name}.jsonl", wall)}
-        record(out, name, entry)
+        record(out, name, {**entry, **score_check(args.preset, args.seed, name, out / f"{name}.jsonl", out)})
         print(json.dumps({name: entry}), flush=True)
     shutil.rmtree(work, ignore_errors=True)
     print(out / "overhead.json")
