@@ -163,12 +163,18 @@ def test_world_build_curve_flags_fail_in_one_line_before_building(test_world, tm
         assert not (home / "world" / "test-0" / "models" / NPO).exists()
 
 
-def test_best_checkpoint_is_saved_and_is_the_chosen_step(test_world, tmp_path):
-    cb = callback(tmp_path, best="min:prob", best_dir=tmp_path / "best", metrics=("prob",))
+def test_best_checkpoint_is_saved_and_is_the_chosen_step(test_world, tmp_path, uds):
+    cb = callback(tmp_path, best="max:uds, retain_q_prob>=0.99x", best_dir=tmp_path / "best",
+                  metrics=("retain_q_prob",))
     short_unlearn(callbacks=[cb])
     records = read_curve(tmp_path / "curve.jsonl").records
-    chosen = min(records, key=lambda r: (r["prob"], r["step"]))
+    floor = 0.99 * records[0]["retain_q_prob"]
+    chosen = max((r for r in records if r["retain_q_prob"] >= floor), key=lambda r: (r["uds"], -r["step"]))
     assert records[-1]["best_step"] == chosen["step"]
     saved = json.loads((tmp_path / "best" / "uds_best.json").read_text())
-    assert saved["step"] == chosen["step"] and saved["prob"] == chosen["prob"]
-    assert (tmp_path / "best" / "model.safetensors").is_file()
+    assert saved["step"] == chosen["step"] and saved["uds"] == chosen["uds"]
+    data = TEST_HOME / "world" / "test-0" / "data" / "uds_data.json"
+    r = uds("--quiet", "score", "--unlearned", str(tmp_path / "best"), "--full", FULL, "--retain", RETAIN,
+            "--data", str(data), "--out", str(tmp_path / "score"))
+    assert r.returncode == 0, r.stderr   # the saved folder is the model as it was at the chosen step
+    assert abs(json.loads((tmp_path / "score" / "summary.json").read_text())["uds"] - chosen["uds"]) <= 1e-6
