@@ -35,7 +35,7 @@ def test_doc_block_is_what_its_file_renders(block):
 def test_names_unique_and_docs_covered():
     assert len({(b.doc, b.name) for b in BLOCKS}) == len(BLOCKS)
     assert {b.doc for b in BLOCKS} == {"docs/probe.md", "docs/audit.md", "docs/mem_bits.md", "docs/smol.md",
-                                       "docs/smol_meta_eval.md", "docs/reliability.md", "README.md"}
+                                       "docs/smol_meta_eval.md", "docs/reliability.md", "docs/curves.md", "README.md"}
 
 
 def test_every_generated_marker_in_the_docs_is_registered():
@@ -692,3 +692,33 @@ def test_verify_cost_numbers_from_the_rounds():
         assert _num(cpu) == pytest.approx(med("verify_cpu_s"), abs=0.005)
         assert _num(cells[4]) == pytest.approx(med("hashed_mb"), abs=0.5)
         assert _num(cells[5].rstrip(" %")) == pytest.approx(100 * med("verify_cpu_s") / med("score_cpu_s"), abs=0.05)
+
+
+def test_curve_tables_from_the_curve_files():
+    """docs/curves.md, read against docs/smol/curves/*.jsonl with json here: each key's first and
+    last value and the step at which it first covers half its change; each model's last UDS, the
+    `uds score` of its built model (and their agreement), the overhead from the records' seconds."""
+    folder = ROOT / "docs/smol/curves"
+    curves = {}
+    for path in sorted(folder.glob("*.jsonl")):
+        lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+        curves[lines[0]["settings"]["name"]] = [r for r in lines[1:] if "error" not in r]
+    moves = {(c[0], c[1]): c for c in _rows_all("curves-moves")}
+    overhead = json.loads((folder / "overhead.json").read_text())["models"]
+    chosen = _rows("curves-chosen")
+    for name, recs in curves.items():
+        for key in ["uds", "prob", "es", "retain_q_prob"]:
+            values = [r[key] for r in recs]
+            cells = moves[(f"`{name}`", key)]
+            assert (_num(cells[2]), _num(cells[3])) == pytest.approx((values[0], values[-1]), abs=5e-4)
+            change = values[-1] - values[0]
+            half = next(r["step"] for r in recs if abs(r[key] - values[0]) >= abs(change) / 2)
+            assert cells[4] == ("flat" if abs(change) < 0.02 else str(half))
+        row = chosen[f"`{name}`"]
+        assert _num(row[3]) == pytest.approx(recs[-1]["uds"], abs=5e-7)
+        assert abs(recs[-1]["uds"] - overhead[name]["uds_score_of_built_model"]) <= 1e-6
+        assert _num(row[4]) == pytest.approx(overhead[name]["uds_score_of_built_model"], abs=5e-7)
+        evals = sum(r["eval_seconds"] for r in recs)
+        train = sum(r["train_seconds"] for r in recs)
+        cells = _rows("curves-overhead")[f"`{name}`"]
+        assert _num(cells[6].rstrip(" %")) == pytest.approx(100 * evals / train, abs=0.5)

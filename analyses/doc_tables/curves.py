@@ -53,17 +53,20 @@ def moves_table(folder: Path) -> str:
 
 
 def chosen_table(folder: Path) -> str:
-    """One row per model: steps, evaluations, the rule, the chosen step and its values."""
+    """One row per model: steps, evaluations, the last point's UDS beside `uds score` of the built
+    model (overhead.json, when it holds it), the chosen step and its values."""
+    scores = json.loads((folder / "overhead.json").read_text())["models"] if (folder / "overhead.json").is_file() else {}
     rows = []
     for curve in _curves(folder):
         done, best = curve.scored(), curve.best_step()
         chosen = next((r for r in done if r["step"] == best), None)
-        keys = _keys(curve)
-        rows.append([f"`{curve.name}`", str(done[-1]["step"]), str(len(done)), f"`{curve.settings.get('best')}`",
-                     "none" if chosen is None else str(best),
-                     *(("" if chosen is None else fixed(chosen.get(k))) for k in keys)])
+        score = scores.get(curve.name, {}).get("uds_score_of_built_model")
+        rows.append([f"`{curve.name}`", str(done[-1]["step"]), str(len(done)), f"{done[-1]['uds']:.6f}",
+                     "n/a" if score is None else f"{score:.6f}", "none" if chosen is None else str(best),
+                     *(("" if chosen is None else fixed(chosen.get(k))) for k in _keys(curve))])
     head = _keys(_curves(folder)[0])
-    return table(["model", "steps", "evaluations", "rule", "chosen step", *(f"{k} there" for k in head)], rows)
+    return table(["model", "steps", "evaluations", "last UDS", "`uds score` of the built model", "chosen step",
+                  *(f"{k} there" for k in head)], rows)
 
 
 def overhead_table(path: Path) -> str:

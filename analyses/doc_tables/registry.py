@@ -1,8 +1,9 @@
-"""Every generated block of the docs (probe, audit, mem_bits, smol, smol_meta_eval, reliability) and the README, with its file."""
+"""Every generated block of the docs (probe, audit, mem_bits, smol, smol_meta_eval, reliability, curves) and the
+README, with its file."""
 
 from __future__ import annotations
 
-from analyses.doc_tables import audit, campaign, capacity, mem_bits, probe, reliability, smol
+from analyses.doc_tables import audit, campaign, capacity, curves, mem_bits, probe, reliability, smol
 from analyses.doc_tables.blocks import Block
 
 # the long-passage probe (issue 28): per-level, per-position and per-start tables of each source,
@@ -25,6 +26,18 @@ CAMPAIGN_BLOCKS: list[Block] = [
                          ("spearman", campaign.spearman_block), ("variants", campaign.variants_block),
                          ("variant-means", campaign.variant_means_block), ("knowledge", campaign.knowledge_block),
                          ("plots", campaign.plots_block), ("anchors", campaign.anchors_block))]
+
+# curves during unlearning (issue 43): the smol curves and their cost (benchmarks/bench_curve.py), and the
+# check on Open-Unlearning's own trainer (benchmarks/ou_train_curve.sh)
+CURVE_COMMAND = ("python benchmarks/bench_curve.py --preset smol --every 3 --models ... --out docs/smol/curves "
+                 "&& python benchmarks/doc_tables.py")
+CURVE_BLOCKS: list[Block] = [
+    Block("docs/curves.md", "curves-chosen", "docs/smol/curves", curves.chosen_table, CURVE_COMMAND),
+    Block("docs/curves.md", "curves-moves", "docs/smol/curves", curves.moves_table, CURVE_COMMAND),
+    Block("docs/curves.md", "curves-overhead", "docs/smol/curves/overhead.json", curves.overhead_table, CURVE_COMMAND),
+    Block("docs/curves.md", "curves-ou", "docs/curves/ou_train_curve.json", curves.ou_check_table,
+          "VENV=... bash benchmarks/ou_train_curve.sh && python benchmarks/doc_tables.py"),
+]
 
 BLOCKS: list[Block] = [
     Block("docs/probe.md", "probe-ladder-test", "docs/probe/ladder_test.json", probe.ladder_table),
@@ -90,4 +103,5 @@ BLOCKS: list[Block] = [
     Block("README.md", "smol-readme", "docs/smol", smol.results_table),
     Block("README.md", "probe-ladder-small-readme", "docs/probe/ladder_small.json", probe.ladder_table),
     *CAMPAIGN_BLOCKS,
+    *CURVE_BLOCKS,
 ]
