@@ -27,6 +27,7 @@ from checkpoints.world.store import BuildContext, init_model
 from checkpoints.world.synthetic import FACT_KINDS, n_forget_authors
 from checkpoints.world.train import TrainConfig, train
 from core.errors import UdsInputError
+from core.paths import checkout_data
 
 ALL_STYLES = ("direct", "paraphrased", "contextual", "cloze", "continuation", "fewshot")
 
@@ -60,7 +61,7 @@ LEAK_COPIES_PER_COPY = 2
 def published_root() -> Path:
     """`$UDS_LMLM_AUDIT_DIR`, else ../shared/data/lmlm_audit next to the repository."""
     env = os.environ.get("UDS_LMLM_AUDIT_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "data" / "lmlm_audit"
+    return Path(env) if env else checkout_data("lmlm_audit")
 
 
 def lmlm_recipes(preset: Preset) -> list[Recipe]:

@@ -21,6 +21,7 @@ from checkpoints.world.schema import World
 from checkpoints.world.synthetic import IDK_REPLIES, generate_synthetic_world
 from core.data import jsonl_values
 from core.errors import UdsInputError
+from core.paths import checkout_data
 from core.prompts import raw_qa
 
 AUTHOR_QA = 20  # every TOFU author has 20 consecutive QA pairs
@@ -295,7 +296,7 @@ def default_tofu_dir() -> Path | None:
     env = os.environ.get("UDS_TOFU_DIR")
     if env:
         return Path(env)
-    shared = Path(__file__).resolve().parents[3] / "shared" / "data" / "tofu"
+    shared = checkout_data("tofu")
     return shared if shared.is_dir() else None
 
 
