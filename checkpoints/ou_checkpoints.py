@@ -36,8 +36,8 @@ def ou_lr_token(lr: float) -> str:
     return f"{mantissa}e{int(exponent[1:])}"
 
 
-def _num_token(x: float) -> str:
-    """Coefficient spelling in aliases: 0.1 -> '01', 3.5 -> '35', 0.125 -> '0125', 10 -> '10'."""
+def num_token(x: float) -> str:
+    """Coefficient spelling in aliases (SPEC 7.2): 0.1 -> '01', 3.5 -> '35', 0.125 -> '0125', 10 -> '10'."""
     return f"{x:g}".replace(".", "")
 
 
@@ -61,7 +61,7 @@ def _nll_like(method: str, tag: str) -> list[Checkpoint]:
 
 def _simnpo() -> list[Checkpoint]:
     return [Checkpoint(
-        f"simnpo_lr{ou_lr_token(lr)}_b{_num_token(b)}_a1_d1_g{_num_token(g)}_ep{e}",
+        f"simnpo_lr{ou_lr_token(lr)}_b{num_token(b)}_a1_d1_g{num_token(g)}_ep{e}",
         f"{UNLEARN_PREFIX}SimNPO_lr{lr}_b{b}_a1_d1_g{g}_ep{e}",
         "unlearned", "simnpo", e, (("lr", lr), ("beta", b), ("alpha", 1), ("delta", 1), ("gamma", g)))
         for lr, b, g, e in product(LRS, (3.5, 4.5), (0.125, 0.25), EPOCHS)]

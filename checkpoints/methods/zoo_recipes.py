@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from itertools import product
 
 from checkpoints.methods.pools import POOL_VARIANTS
+from checkpoints.ou_checkpoints import num_token
 from checkpoints.world.presets import Preset
 from checkpoints.world.recipes import Recipe
 from checkpoints.world.train import TrainConfig
@@ -81,11 +82,6 @@ def lr_token(lr: float) -> str:
     2.5e-4 -> '2.5e-4' (Open-Unlearning's aliases drop it: `ou_checkpoints.ou_lr_token`)."""
     mantissa, exponent = f"{lr:e}".split("e")
     return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
-
-
-def num_token(x: float) -> str:
-    """0.1 -> '01', 3.5 -> '35', 0.125 -> '0125', 10.0 -> '10' (SPEC 7.2 alias spelling)."""
-    return f"{x:g}".replace(".", "")
 
 
 def _resolve(name: str, value: float, preset: Preset) -> float:

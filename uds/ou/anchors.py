@@ -40,8 +40,3 @@ def load_anchor(session: EvalSession, spec: str, tokenizer: PreTrainedTokenizerB
     """(model, tokenizer) of the checkpoint `spec`; a folder without tokenizer files gets
     `tokenizer` (the full model's)."""
     return session.model(spec), session.tokenizer(spec, fallback=tokenizer)
-
-
-def loaded_count() -> int:
-    """How many anchor models this process holds (tests check they load once)."""
-    return sum(len(s._models) for s in _SESSIONS.values())
