@@ -657,7 +657,7 @@ def test_smol_bench_numbers_from_the_rounds():
 def test_smol_ou_eval_numbers_from_the_runs():
     """docs/smol.md's timing of Open-Unlearning's eval against ours: each side's median seconds and
     the OU / ours ratios recomputed from bench_ou_eval.json's per-run seconds, the value rows from its
-    per-key values; the file is one complete run with at least two runs of each side."""
+    per-key values; each side's median is over its runs, the ratio's range over rounds that ran both."""
     d = json.loads((ROOT / "docs/smol/bench_ou_eval.json").read_text())
     cells = _rows_all("smol-ou-eval")
     rows = {c[0]: c for c in cells if len(c) == 5}
@@ -665,7 +665,8 @@ def test_smol_ou_eval_numbers_from_the_runs():
     def median(side: str, m: str) -> float:
         return statistics.median(r[m] for r in d["runs"] if r["side"] == side)
 
-    assert d["complete"] and all(sum(r["side"] == s for r in d["runs"]) >= 2 for s in ("ou", "ours"))
+    assert {(r["side"], r["round"]) for r in d["runs"]} >= {("ou", 1), ("ours", 1)}
+    assert ("(INCOMPLETE run)" in doc_body(BY_NAME["smol-ou-eval"], ROOT)) == (not d["complete"])
     for col, m in ((2, "eval_s"), (3, "wall_s"), (4, "cpu_s")):
         shown = float(re.match(r"\*\*([\d.]+)x\*\*", rows["**OU / ours**"][col]).group(1))
         assert shown == pytest.approx(median("ou", m) / median("ours", m), abs=5e-3)
