@@ -12,6 +12,7 @@ import json
 import random
 import re
 import shutil
+import statistics
 from pathlib import Path
 
 import pytest
@@ -651,6 +652,32 @@ def test_smol_bench_numbers_from_the_rounds():
     # both paths score the same examples to float32 noise (docs/smol.md states the measured bound)
     assert d["max_abs_uds_diff"] < 1e-4 and d["max_abs_delta_diff"] < 1e-4
     assert abs(d["mean_uds"]["naive"] - d["mean_uds"]["fast"]) < 1e-5
+
+
+def test_smol_ou_eval_numbers_from_the_runs():
+    """docs/smol.md's timing of Open-Unlearning's eval against ours: each side's median seconds and
+    the OU / ours ratios recomputed from bench_ou_eval.json's per-run seconds, the value rows from its
+    per-key values; each side's median is over its runs, the ratio's range over rounds that ran both."""
+    d = json.loads((ROOT / "docs/smol/bench_ou_eval.json").read_text())
+    cells = _rows_all("smol-ou-eval")
+    rows = {c[0]: c for c in cells if len(c) == 5}
+
+    def median(side: str, m: str) -> float:
+        return statistics.median(r[m] for r in d["runs"] if r["side"] == side)
+
+    assert {(r["side"], r["round"]) for r in d["runs"]} >= {("ou", 1), ("ours", 1)}
+    assert ("(INCOMPLETE run)" in doc_body(BY_NAME["smol-ou-eval"], ROOT)) == (not d["complete"])
+    for col, m in ((2, "eval_s"), (3, "wall_s"), (4, "cpu_s")):
+        shown = float(re.match(r"\*\*([\d.]+)x\*\*", rows["**OU / ours**"][col]).group(1))
+        assert shown == pytest.approx(median("ou", m) / median("ours", m), abs=5e-3)
+        for side, label in (("ou", "Open-Unlearning"), ("ours", "`uds metrics`, shared keys (fast")):
+            row = next(c for k, c in rows.items() if k.startswith(label))
+            assert _num(row[col].split(" ")[0]) == pytest.approx(median(side, m), abs=0.05)
+    values = d["values"]["per_key"]
+    assert set(values) == set(d["shared_keys"])
+    for key, v in values.items():
+        row = rows[f"`{key}`"]
+        assert (_num(row[1]), _num(row[2])) == pytest.approx((v["ou"], v["ours"]), abs=5e-7)
 
 
 def test_smol_spread_numbers_from_both_builds():

@@ -84,6 +84,9 @@ BLOCKS: list[Block] = [
           smol.meta_eval_table),
     Block("docs/smol.md", "smol-spread", "docs/smol/rebuild", smol.spread_table),
     Block("docs/smol.md", "smol-bench", "docs/smol/bench_uds.json", smol.bench_table),
+    Block("docs/smol.md", "smol-ou-eval", "docs/smol/bench_ou_eval.json", smol.ou_eval_table,
+          command="python benchmarks/bench_ou_eval.py --src-home UDS_HOME --out docs/smol/bench_ou_eval.json "
+                  "&& python benchmarks/doc_tables.py"),
     Block("docs/reliability.md", "verify-cost", "docs/smol/verify_cost.json", reliability.verify_cost_table,
           command="python benchmarks/bench_verify.py --out docs/smol/verify_cost.json "
                   "&& python benchmarks/doc_tables.py"),
