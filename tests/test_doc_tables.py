@@ -673,6 +673,9 @@ def test_smol_ou_eval_numbers_from_the_runs():
         for side, label in (("ou", "Open-Unlearning"), ("ours", "`uds metrics`, shared keys (fast")):
             row = next(c for k, c in rows.items() if k.startswith(label))
             assert _num(row[col].split(" ")[0]) == pytest.approx(median(side, m), abs=0.05)
+    if d["values"] is None:            # the value comparison round did not run: no value rows shown
+        assert not any(k.strip("`") in d["shared_keys"] for k in rows)
+        return
     values = d["values"]["per_key"]
     assert set(values) == set(d["shared_keys"])
     for key, v in values.items():
