@@ -1,9 +1,11 @@
 """Automatic entity spans (core/spans, `uds annotate`) checked against given ones; writes docs/spans/.
 
+    python benchmarks/span_validation.py splits [--out docs/spans/splits.json]
     python benchmarks/span_validation.py agreement [--out docs/spans/agreement.json]
     UDS_HOME=... python benchmarks/span_validation.py uds --world test|small|smol [--out docs/spans/uds_<world>.json]
 
-`agreement`: span agreement (exact match, token F1) with the 367 hand-annotated TOFU forget10
+`splits`: TOFU's forget01/05/10 derived from full.json (checkpoints/splits.py): rows, annotated
+rows, retain rows and the Open-Unlearning retain anchor of each. `agreement`: span agreement (exact match, token F1) with the 367 hand-annotated TOFU forget10
 records, by the full method and by its plain-QA fallback alone (perturbed answers ignored), and with
 the generated spans of the `test` and `small` worlds' forget sets (their data is built if missing,
 no model). `uds`: UDS of every built model of a tiny world (the world's full, retain and unlearned
@@ -76,6 +78,28 @@ def run_agreement(out: Path) -> dict:
     return doc
 
 
+def run_splits(out: Path) -> dict:
+    from checkpoints import splits
+    from checkpoints.specs import default_tofu_annotated
+    from checkpoints.world.tofu import default_tofu_dir, read_records
+    from core.data import load_annotated
+
+    folder = default_tofu_dir()
+    full, forget10 = read_records(folder / "full.json"), read_records(folder / "forget10.json")
+    splits.check_forget10_is_tail(full, forget10)
+    hand = load_annotated(default_tofu_annotated())
+    rows = {}
+    for name, split in splits.SPLITS.items():
+        forget, retain = splits.derive(full, split)
+        rows[name] = {"rows": len(forget), "full_rows": [split.full_rows.start, split.full_rows.stop - 1],
+                      "forget10_rows": [split.offset, 399], "annotated": len(splits.annotations_for(split, hand)),
+                      "retain": split.retain, "retain_rows": len(retain),
+                      "retain_anchor": splits.default_retain("full", split)}
+    doc = {"splits": rows, "full_rows": len(full), "forget10_is_full_tail": True}
+    atomic.write_json(out, doc, indent=1)
+    return doc
+
+
 def run_uds(preset: str, out: Path, names: list[str] | None) -> dict:
     from analyses.spans.uds_compare import compare_models, rank_agreement
     from core.engine import EngineSettings
@@ -108,11 +132,15 @@ def run_uds(preset: str, out: Path, names: list[str] | None) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("stage", choices=("agreement", "uds"))
+    ap.add_argument("stage", choices=("splits", "agreement", "uds"))
     ap.add_argument("--world", default="test", help="uds: tiny-world preset (test, small, smol)")
     ap.add_argument("--models", default=None, help="uds: comma-separated unlearned model names (default: every built one)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
+    if a.stage == "splits":
+        for name, s in run_splits(a.out or OUT / "splits.json")["splits"].items():
+            print(f"{name}: {s['rows']} rows, {s['annotated']} annotated, {s['retain']} {s['retain_rows']} rows")
+        return 0
     if a.stage == "agreement":
         doc = run_agreement(a.out or OUT / "agreement.json")
         for name, s in doc["sets"].items():
