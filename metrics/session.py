@@ -96,14 +96,15 @@ class EvalSession:
                                 "(adapter_config.json)")
 
     def _retain(self, full: str | None, default: str | None) -> str | None:
-        """The retain anchor when none is given: the default, or the one of the TOFU split."""
-        if self.split is None or self.tiny or self.split.name == splits.DEFAULT_SPLIT or full is None:
+        """The retain anchor when none is given: the named TOFU split's (that of an OU full model),
+        else the default, which is forget10's only (another split needs one named)."""
+        if self.split is None or self.tiny or full is None:
             return default
         retain = splits.default_retain(full, self.split)
-        if retain is None:
+        if retain is None and self.split.name != splits.DEFAULT_SPLIT:
             raise UdsInputError(f"{self.split.name}: no retain model goes with the full model {full}; pass the "
                                 f"retain model (fine-tuned on {self.split.retain}) explicitly")
-        return retain
+        return retain or default
 
     # --- specs ---------------------------------------------------------------------------------
     def resolve(self, spec: str) -> CheckpointSpec:
@@ -162,39 +163,12 @@ class EvalSession:
         return self._once("records", self._read_records)
 
     def _read_records(self) -> list[dict]:
-        from core.data import check_annotated, has_span, load_annotated, read_qa
+        from metrics.forget_records import read_forget_records
 
-        if self.split is not None and not self.tiny and not self.data_given:
-            return splits.annotations_for(self.split, load_annotated(self.data))
-        raw = read_qa(self.data)
-        records = raw if all(has_span(r) for r in raw) else self._annotate(raw)
-        check_annotated(records, self.data)
-        if self.split is not None and not self.tiny:
-            splits.check_records(records, self.split, self._split_rows(), str(self.data))
-        return records
-
-    def _annotate(self, raw: list) -> list[dict]:
-        """Spans found automatically for records without (core/spans); `annotation` records it."""
-        from collections import Counter
-
-        from core.spans.annotate import annotate_records
-
-        records, without = annotate_records(raw, str(self.data))
-        if not records:
-            raise UdsInputError(f"{self.data}: no record has an entity span, and none was found automatically; "
-                                "annotate it by hand (prefix, entity) or see `uds annotate`")
-        self.annotation = {"methods": dict(Counter(r["span_method"] for r in records)), "without_span": without}
-        return records
-
-    def _split_rows(self) -> dict[int, dict]:
-        """Row -> QA of the split: all rows from full.json, else the annotated rows."""
-        from core.data import load_annotated
-
-        rows = splits.read_split_rows(self.split, self.tofu_dir)
-        if rows is not None:
-            return dict(enumerate(rows))
-        annotated = splits.annotations_for(self.split, load_annotated(specs.default_tofu_annotated(self.tofu_dir)))
-        return {r["idx"]: r for r in annotated}
+        split = None if self.tiny else self.split
+        found = read_forget_records(self.data, split, split is not None and not self.data_given, self.tofu_dir)
+        self.annotation = found.annotation
+        return found.records
 
     def world(self):
         """The evaluation data of the evaluated model: its tiny world, or the TOFU splits (those of
