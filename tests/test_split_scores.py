@@ -103,6 +103,11 @@ def test_plain_qa_is_annotated_on_the_fly_as_uds_annotate_does(uds, test_world, 
     a, b = (json.loads((tmp_path / o / "summary.json").read_text()) for o in ("a", "b"))
     assert b["annotation"] == {"methods": {"perturbation": 30}, "without_span": []}
     assert a["uds"] == b["uds"] and a["n_scored"] == b["n_scored"] > 0
+    bare = [{"question": q["question"], "answer": q["answer"]} for q in json.loads(plain.read_text())]
+    (tmp_path / "bare.json").write_text(json.dumps(bare))   # question and answer only: the plain rule
+    assert uds("score", *base, "--data", "bare.json", "--out", "c").returncode == 0
+    c = json.loads((tmp_path / "c" / "summary.json").read_text())["annotation"]
+    assert set(c["methods"]) <= {"question", "polar"} and sum(c["methods"].values()) + len(c["without_span"]) == 30
 
 
 def test_annotate_lists_what_it_cannot_span_and_refuses_bad_records(uds, tmp_path):

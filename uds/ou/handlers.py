@@ -59,7 +59,7 @@ def data_path_of(opts: AnchorOptions, session: EvalSession) -> str:
 
 def check_rows(records: Sequence[dict], data: Any, path: str) -> None:
     """Each annotated record's idx must be the row of its question in every dataset OU loaded for
-    the metric (its forget10_perturbed: `value_by_index` is keyed by that row)."""
+    the metric (its `<forget_split>_perturbed`: `value_by_index` is keyed by that row)."""
     named = data.items() if isinstance(data, Mapping) else ([] if data is None else [("TOFU_QA_forget", data)])
     for name, dataset in named:   # OU passes one dataset bare, several as a dict
         rows = getattr(dataset, "data", None)
