@@ -134,3 +134,17 @@ def test_score_refuses_an_entity_missing_from_its_answer(uds, test_world, tmp_pa
     (tmp_path / "bad.json").write_text(json.dumps(data))
     r = uds("score", "--unlearned", f"tiny:test/{NPO}", "--data", "bad.json", "--out", "x")
     assert r.returncode == 2 and "has an empty answer" in r.stderr and not (tmp_path / "x").exists()
+
+
+def test_annotate_reads_tofus_own_files(uds, tofu_dir, tmp_path):
+    """TOFU's forget10_perturbed.json as it is (`perturbed_answer`): every record gets a span that
+    the toolkit's loader accepts, idx = row, and the wrong answers under this toolkit's key."""
+    from core.data import load_annotated
+
+    r = uds("annotate", "--data", str(tofu_dir / "forget10_perturbed.json"), "--out", "f10.json")
+    assert r.returncode == 0 and "annotated 400 of 400 records" in r.stdout
+    out = load_annotated(tmp_path / "f10.json")
+    rows = json.loads((tofu_dir / "forget10_perturbed.json").read_text())
+    assert [o["idx"] for o in out] == list(range(400)) and all(o["question"] == rows[o["idx"]]["question"] for o in out)
+    assert all(o["perturbed_answers"] == rows[o["idx"]]["perturbed_answer"] and "perturbed_answer" not in o for o in out)
+    assert all(o["answer"].startswith(o["prefix"]) and o["entity"] in o["answer"][len(o["prefix"]):] for o in out)
