@@ -33,7 +33,8 @@ def perturbed_of(record: dict) -> list[str]:
     return [t for t in texts if isinstance(t, str) and t.strip()]
 
 
-def _start(answer: str, question: str, paraphrase: str | None, perturbed: list[str]):
+def _start(answer: str, question: str, paraphrase: str | None,
+           perturbed: list[str]) -> tuple[int, str, list[int] | None] | None:
     """(first unit, method, per-unit perturbation salience or None) of the entity, or None."""
     us = units(answer)
     new = novelty(us, question)
