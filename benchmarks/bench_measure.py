@@ -92,7 +92,7 @@ def rates(model, batch_size: int, repeats: int = 3) -> dict[str, float]:
 
     def one_step():
         model(input_ids=step, cache=cache, use_cache=True, logits_to_keep=1)
-        cache.crop(128)
+        cache.crop(-1)   # back to the 128-token cache
     decode_s = _median_seconds(one_step, repeats + 2)
     linear = sum(p.numel() for n, p in body.named_parameters() if p.dim() == 2 and "embed" not in n)
     return {"body": 8 * 128 / body_s, "head": 1024 / head_s, "decode": batch_size / decode_s,
@@ -157,11 +157,9 @@ def value_diffs(a: dict, b: dict) -> dict[str, float | None]:
 
 
 def same_generations(a: list, b: list) -> tuple[int, int]:
-    """(identical, total) generations, matched by call description and prompt order."""
+    """(identical, total) generations, matched by (model, prompt)."""
     ga, gb = dict(a), dict(b)
-    total = sum(len(v) for v in ga.values())
-    same = sum(x == y for desc, xs in ga.items() for x, y in zip(xs, gb.get(desc, [])))
-    return same, total
+    return sum(gb.get(k) == ids for k, ids in ga.items()), len(ga)
 
 
 # --- the run ---------------------------------------------------------------------------------
@@ -229,6 +227,8 @@ def main(argv=None) -> int:
     gens: dict = {p: {} for p in PATHS}
     with tempfile.TemporaryDirectory() as tmp, instrument(clock):
         measurers = make_measurers(zoo, settings, recipe, Path(tmp))
+        full = measurers["new"].session.model(zoo.full)
+        out["rates"] = r = rates(full, args.batch_size)
         measurers["old"].run(Job(zoo.member(RETAIN), "orig", ("uds",)))   # S1 into the on-disk cache, untimed
         for i, (label, job) in enumerate(jobs):
             for path in (PATHS if i % 2 == 0 else PATHS[::-1]):   # alternate which path goes first
@@ -236,8 +236,7 @@ def main(argv=None) -> int:
                 snap, values[path][label], gens[path][label] = measure_once(measurers[path], job, clock)
                 out["runs"][path][label] = snap
                 print(f"{path} {label}: {time.time() - t0:.1f} s", file=sys.stderr, flush=True)
-        full = measurers["new"].session.model(zoo.full)
-        r = rates(full, args.batch_size)
+                _save_partial(args.out, out, values)
         items, _ = prepare_items(measurers["new"].records, measurers["new"].tokenizer)
         folder = ensure_model(zoo.preset, zoo.seed, member.name, progress=False)
         extra = {"uds_floor": uds_floor_seconds(full, items, r), "load_floor": load_seconds(folder),
@@ -257,8 +256,17 @@ def main(argv=None) -> int:
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(out, indent=1, sort_keys=True))
+        args.out.with_name(args.out.stem + ".partial.json").unlink(missing_ok=True)
         print(args.out)
     return 0 if out["checks"]["ok"] else 1
+
+
+def _save_partial(path: Path | None, out: dict, values: dict) -> None:
+    """The runs so far, beside the final file (a long run that fails late keeps its timings)."""
+    if path is not None:
+        partial = path.with_name(path.stem + ".partial.json")
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        partial.write_text(json.dumps({**out, "values": values}, indent=1, sort_keys=True, default=str))
 
 
 def checks(values: dict, gens: dict, labels: list[str]) -> dict:

@@ -26,7 +26,7 @@ from unittest import mock
 import torch
 
 # work-cache kinds -> phase
-WORK_PHASES = {"tf": "teacher_forced", "gen": "generation", "states": "representation",
+WORK_PHASES = {"tf": "teacher_forced", "gen": "generation", "gens": "generation", "states": "representation",
                "fisher": "fisher", "cka": "representation", "lens": "representation",
                "fmask": "representation", "basescore": "fluency"}
 OTHER = "metric_formulas"   # everything not inside a named phase: the formulas, ROUGE scoring, I/O
@@ -47,7 +47,7 @@ class Counters:
 class PhaseClock:
     seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     counts: dict[str, Counters] = field(default_factory=lambda: defaultdict(Counters))
-    generations: list[tuple[str, list[tuple[int, ...]]]] = field(default_factory=list)
+    generations: list[tuple[tuple[str, tuple[int, ...]], tuple[int, ...]]] = field(default_factory=list)
     stack: list[str] = field(default_factory=list)
     _t: float = field(default_factory=time.perf_counter)
 
@@ -128,7 +128,8 @@ def instrument(clock: PhaseClock) -> Iterator[PhaseClock]:
         c.prompts += len(prompts)
         c.prompt_tokens += sum(len(p) for p in prompts)
         c.generated_tokens += sum(len(g.ids) for g in gens)
-        clock.generations.append((kwargs.get("desc", ""), [g.ids for g in gens]))
+        spec = kwargs.get("desc", "").split(" ")[0]   # every generation's description starts with its model
+        clock.generations.extend(((spec, tuple(p)), g.ids) for p, g in zip(prompts, gens))
         return gens
 
     tf = forward.teacher_forced_stats

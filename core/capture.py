@@ -119,22 +119,14 @@ def key_cost(config) -> float:
 
 
 def _layout_mask(position: torch.Tensor, sequence: torch.Tensor, model: nn.Module) -> torch.Tensor | dict:
-    """Block-diagonal causal masks for the packed rows (see `layout_mask`)."""
-    same = sequence[:, None, :] == sequence[:, :, None]
-    return layout_mask(model, position, same)
-
-
-def layout_mask(model: nn.Module, position: torch.Tensor, visible: torch.Tensor) -> torch.Tensor | dict:
-    """Kernel masks of packed rows: a query sees a key when `visible` (R, C, C) [row, query, key]
-    allows it, the key's position is not after the query's and, in a sliding-window layer, lies
-    within the window. One mask when every layer has the same window (or none); else a mapping
-    layer type -> mask, which the families with mixed layers (`config.layer_types`, e.g.
-    Qwen2/Qwen3) take in place of a 2D mask."""
+    """Block-diagonal causal masks for the packed rows: one mask when every layer has the same
+    sliding window (or none); else a mapping layer type -> mask, which the families with mixed
+    layers (`config.layer_types`, e.g. Qwen2/Qwen3) take in place of a 2D mask."""
     config, impl = model.config, attention_implementation(model)
     dtype = next(model.parameters()).dtype
 
     def mask(window: int | None) -> torch.Tensor:
-        allowed = visible & (position[:, None, :] <= position[:, :, None])
+        allowed = (sequence[:, None, :] == sequence[:, :, None]) & (position[:, None, :] <= position[:, :, None])
         if window is not None:
             allowed &= position[:, None, :] > position[:, :, None] - window
         return kernel_mask(allowed[:, None], impl, dtype)

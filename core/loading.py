@@ -17,6 +17,7 @@ import torch
 import transformers
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+from core import manifest
 from core.errors import UdsInputError
 
 # transformers renamed `torch_dtype` to `dtype` in 4.56; keep both worlds working.
@@ -81,7 +82,9 @@ SHARD_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 
 def check_folder(folder: Path) -> None:
     """UdsInputError unless `folder` looks like a `save_pretrained` folder whose shards (when the
-    weights are sharded) are all there."""
+    weights are sharded) are all there, and whose files, when it carries a digest manifest (a
+    folder built by this toolkit, given by its path or copied), match it. A user's folder without
+    one is read as given."""
     if not (folder / "config.json").is_file():
         raise UdsInputError(f"{folder} holds no config.json (nor adapter_config.json): not a folder saved with "
                             "save_pretrained, nor a PEFT adapter")
@@ -93,6 +96,10 @@ def check_folder(folder: Path) -> None:
             if missing:
                 raise UdsInputError(f"sharded checkpoint {folder}: {name} names {len(shards)} shards, "
                                     f"{len(missing)} missing ({', '.join(missing[:3])})")
+    problem = manifest.verify(folder) if manifest.has_manifest(folder) else None
+    if problem:
+        raise UdsInputError(f"model folder {folder} is damaged: {problem}; it was not used "
+                            "(copy or build it again)")
 
 
 def has_tokenizer(folder: Path) -> bool:

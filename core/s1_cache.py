@@ -5,7 +5,10 @@ Key = model fingerprints (not names), data hash, hash of the prepared token ids 
 prompt format, component, dtype, device, batch size, attention kernel, logprob dtype, layers and
 the last-layer flag. Batch size and kernel are in the key because they perturb low-precision
 scores; keeping S1 and S2 under identical settings keeps UDS(retain) = 1 exact. Deltas are
-stored, not KE statuses, so tau is not in the key. One JSON file per key, written atomically.
+stored, not KE statuses, so tau is not in the key. One JSON file per key, written atomically
+and sealed with the digest of its content (`core.sealed`): an entry changed on disk, even by one
+byte that keeps it valid JSON, is said in one line and recomputed, never used. An entry written
+before digests (no `digest`, the older keys exactly) is sealed as it is on first read, once.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any, Sequence
 import numpy as np
 import torch
 
-from core import atomic, engine
+from core import atomic, engine, sealed
 from core.arch import attention_implementation
 from core.data import data_hash
 from core.engine import EngineSettings, PairScores
@@ -30,6 +33,7 @@ from core.paths import s1_cache_dir
 from core.prompts import PROMPT_FORMAT, PreparedItem
 
 CACHE_VERSION = 1
+LEGACY_KEYS = frozenset({"config", "layers", "entries"})   # an entry written before digests
 
 
 def items_hash(items: Sequence[PreparedItem]) -> str:
@@ -76,21 +80,27 @@ def save_s1(key: dict, items: Sequence[PreparedItem], s1: PairScores, folder: Pa
                 "s1_scores": [float(x) for x in s1.patched[i]], "s1_deltas": [float(x) for x in deltas[i]]}
                for i, it in enumerate(items)]
     path = cache_path(key, folder)
-    atomic.write_json(path, {"config": key, "layers": list(s1.layers), "entries": entries})
+    atomic.write_json(path, sealed.seal({"config": key, "layers": list(s1.layers), "entries": entries}))
     return path
 
 
 def load_s1(key: dict, items: Sequence[PreparedItem], folder: Path | None = None) -> PairScores | None:
-    """The cached S1 for exactly these items, or None (a corrupt entry warns and is ignored)."""
+    """The cached S1 for exactly these items, or None (a damaged entry is said and not used)."""
     path = cache_path(key, folder)
-    if not path.is_file():
-        return None
+    checked = sealed.read_checked(path, LEGACY_KEYS)
     try:
-        return _parse(json.loads(path.read_text(encoding="utf-8")), key, items)
-    except (ValueError, KeyError, TypeError, IndexError, UnicodeDecodeError) as exc:
+        if checked.problem:
+            raise ValueError(checked.problem)
+        s1 = None if checked.doc is None else _parse(checked.doc, key, items)
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
         # one line, then recomputed and overwritten: a damaged entry is never used
         print(f"S1 cache entry {path} is unusable ({exc}); recomputing S1", file=sys.stderr, flush=True)
         return None
+    if checked.legacy and s1 is not None:
+        atomic.write_json(path, sealed.seal(checked.doc))
+        print(f"S1 cache entry {path} was written before content digests; sealed as it is "
+              "(checked on every later use)", file=sys.stderr, flush=True)
+    return s1
 
 
 def _parse(payload: dict, key: dict, items: Sequence[PreparedItem]) -> PairScores | None:

@@ -10,8 +10,9 @@ A campaign folder (for example docs/smol/campaign) holds small JSON files only:
 - `anchors/<fingerprint>.json`: each build of full / retain / base the campaign measured with;
 - `spread/<fingerprint>.json`: when the anchors were rebuilt, UDS of measured models re-scored;
 - `alternates.json`: AltPO's alternate answers, generated once.
-Every file carries a `digest` of its own content (`seal`); a file whose digest does not match,
-that does not parse, or that was made under another recipe or setting is reported and redone.
+Every file carries a `digest` of its own content (`core.sealed.seal`); a file whose digest does
+not match, that does not parse, or that was made under another recipe or setting is reported and
+redone.
 """
 
 from __future__ import annotations
@@ -24,33 +25,7 @@ from typing import Any, Sequence
 
 from core import atomic
 from core.paths import safe_name
-
-DIGEST = "digest"
-
-
-def content_digest(doc: dict) -> str:
-    """sha256 of the document's canonical JSON, its own `digest` field left out."""
-    body = {k: v for k, v in doc.items() if k != DIGEST}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, allow_nan=False).encode()).hexdigest()
-
-
-def seal(doc: dict) -> dict:
-    """The document with its content digest added."""
-    return {**doc, DIGEST: content_digest(doc)}
-
-
-def read_sealed(path: Path) -> tuple[dict | None, str | None]:
-    """(document, None) for a whole file; (None, problem) for one that is damaged; (None, None)
-    when there is no file."""
-    if not path.is_file():
-        return None, None
-    try:
-        doc = json.loads(path.read_text())
-    except (ValueError, UnicodeDecodeError) as exc:
-        return None, f"does not parse ({exc})"
-    if not isinstance(doc, dict) or doc.get(DIGEST) != content_digest(doc):
-        return None, "content digest does not match (damaged or edited)"
-    return doc, None
+from core.sealed import read_sealed, seal
 
 
 class CampaignFiles:
@@ -149,3 +124,11 @@ def measurement_problem(doc: dict, recipe_digest: str, settings_digest: str, key
 def digest_of(obj: Any) -> str:
     """A short stable digest of any JSON-able value (settings, recipes)."""
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:20]
+
+
+def settings_digest(campaign_version: int, measure_version: int, setting: str, setting_recipe: dict,
+                    metric_settings: dict) -> str:
+    """The `settings_digest` a measurement of `setting` carries: the campaign and measurement code
+    versions, the setting's perturbation recipe and the metric settings (the last two as the
+    protocol records them, so the digest can be recomputed from protocol.json alone)."""
+    return digest_of([campaign_version, measure_version, setting, setting_recipe, metric_settings])

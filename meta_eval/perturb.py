@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -27,6 +28,7 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints.world.encode import qa_examples
 from checkpoints.world.train import TrainConfig, collate, train
+from core import manifest
 from core.batching import pad_token_id
 from core.errors import UdsInputError
 
@@ -136,12 +138,12 @@ def relearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: Sequen
 def ensure_relearned(spec: str, folder: Path, stamp: str, tok: PreTrainedTokenizerBase, forget: Sequence[dict],
                      recipe: RelearnRecipe, device: str = "cpu", progress: bool = False) -> Path:
     """Folder of the relearned copy of `spec`, trained and saved (atomically) unless a copy made
-    from the same parent stamp and recipe is already there."""
+    from the same parent stamp and recipe is already there, whole (its files as its digest
+    manifest records them, `core.manifest`)."""
     from checkpoints.specs import load_model
 
     meta = {"parent": spec, "parent_stamp": stamp, "recipe": recipe.to_dict()}
-    meta_path = folder / "relearn.json"
-    if meta_path.is_file() and json.loads(meta_path.read_text()) == meta:
+    if _reusable(folder, meta):
         return folder
     model = load_model(spec, device=device, dtype=torch.float32)
     losses = relearn(model, tok, forget, recipe, progress, desc=f"relearn {folder.name}")
@@ -151,6 +153,22 @@ def ensure_relearned(spec: str, folder: Path, stamp: str, tok: PreTrainedTokeniz
     tok.save_pretrained(tmp)
     (tmp / "losses.json").write_text(json.dumps(losses))
     (tmp / "relearn.json").write_text(json.dumps(meta, indent=1))
+    manifest.record(tmp)
     shutil.rmtree(folder, ignore_errors=True)
     tmp.replace(folder)
     return folder
+
+
+def _reusable(folder: Path, meta: dict) -> bool:
+    """A relearned copy made from `meta` (parent stamp and recipe) whose files are whole; a
+    damaged one is said in one line (then relearned again)."""
+    try:
+        same = json.loads((folder / "relearn.json").read_text()) == meta
+    except (OSError, ValueError):   # absent, or damaged so that it no longer parses
+        same = False
+    if not same and not manifest.has_manifest(folder):
+        return False
+    problem = manifest.verify(folder) if not same else manifest.verify_or_record(folder)
+    if problem:
+        print(f"relearned copy {folder.name}: {problem}; relearning again", file=sys.stderr, flush=True)
+    return same and problem is None

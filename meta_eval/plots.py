@@ -85,3 +85,33 @@ def before_after(path: Path, title: str, points: Mapping[str, Sequence[tuple[flo
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
+
+
+# P variants in blues, N variants in oranges, in the order `pools` lists them
+P_SHADES, N_SHADES = ("#08519c", "#4292c6", "#9ecae1"), ("#a63603", "#fd8d3c", "#fdd0a2")
+
+
+def pn_variant_histograms(path: Path, pools: Mapping[str, Mapping[str, Sequence[float | None]]],
+                          auc: Mapping[str, float | None]) -> Path:
+    """One stacked-histogram panel per metric: raw values of each pool variant (`pools[key][variant]`;
+    variants named pos_* are P, the others N), so a reader sees which variants overlap."""
+    variants = list(next(iter(pools.values()), {}))
+    p_names = [v for v in variants if v.startswith("pos_")]
+    n_names = [v for v in variants if not v.startswith("pos_")]
+    colors = dict(zip(p_names, P_SHADES)) | dict(zip(n_names, N_SHADES))
+    fig, axes = _grid(len(pools), "P/N pools by variant (blues: P, oranges: N), raw metric values")
+    for ax, (key, by_variant) in zip(axes, pools.items()):
+        present = {v: _present(by_variant.get(v, ())) for v in colors}
+        every = [x for vals in present.values() for x in vals]
+        lo, hi = min(every, default=0.0), max(every, default=1.0)
+        bins = [lo + (hi - lo + 1e-9) * i / 12 for i in range(13)]
+        names = [v for v in colors if present[v]]
+        if names:
+            ax.hist([present[v] for v in names], bins=bins, stacked=True, color=[colors[v] for v in names])
+        ax.set_title(f"{key}  AUC {_fmt(auc.get(key))}", fontsize=9)
+        ax.tick_params(labelsize=7)
+    fig.legend([plt.Rectangle((0, 0), 1, 1, color=c) for c in colors.values()], list(colors),
+               loc="lower right", fontsize=8, ncol=2)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -15,6 +15,7 @@ from pathlib import Path
 from checkpoints.splits import DEFAULT_SPLIT, default_retain, get_split, tiny_split
 from checkpoints.specs import DEFAULT_SEED, CheckpointSpec, as_spec, parse_tiny_zoo, resolve_spec, tiny_spec
 from core.adapters import is_checkpoint_folder
+from core.manifest import MANIFEST
 from core.paths import safe_name
 from metrics.session import system_prompt_for
 from core.errors import UdsInputError
@@ -171,10 +172,12 @@ def model_identity(spec: "str | CheckpointSpec") -> str:
 
 def folder_stamp(folder: Path) -> str:
     """Identity of a saved model folder: names, sizes and modification times of its files (cheap;
-    a rebuilt model gets a new stamp, so its cached measurements are recomputed)."""
+    a rebuilt model gets a new stamp, so its cached measurements are recomputed). The digest
+    manifest is left out: recording one in a folder built before manifests (`core.manifest`)
+    keeps the folder's stamp, and its cached measurements."""
     h = hashlib.sha256()
     for f in sorted(folder.iterdir()):
-        if f.is_file():
+        if f.is_file() and f.name != MANIFEST:
             st = f.stat()
             h.update(f"{f.name}:{st.st_size}:{st.st_mtime_ns};".encode())
     return h.hexdigest()[:20]

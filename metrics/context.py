@@ -26,6 +26,7 @@ from metrics.stats import TokenStats
 from metrics.utility import mean_token_prob
 from metrics.work import WorkCache, WorkKey
 from core import generation
+from core.greedy import greedy_loop_problem
 from core.batching import pad_token_id
 from core.defaults import MAX_NEW_TOKENS
 from core.errors import UdsInputError
@@ -126,6 +127,7 @@ class EvalContext:
     models: ModelPool
     settings: EvalSettings = field(default_factory=EvalSettings)
     plan: Mapping[tuple[str, str], set[str]] | None = None   # (role, split) -> variants to sweep
+    gen_plan: set[tuple[str, str, str]] | None = None       # (role, split, prompt kind) generated
     fluency_classifier: str | None = None
     results: dict = field(default_factory=dict)   # metric key -> MetricResult, filled by the registry
     work: WorkCache = field(default_factory=WorkCache, repr=False)   # may be shared with other contexts
@@ -192,18 +194,42 @@ class EvalContext:
         return SplitStats(**grouped)
 
     def generations(self, role: str, split: str, kind: str = "plain") -> list[generation.Generation]:
-        """Greedy generations of the role's model for the split's questions (one run per prompt kind)."""
+        """Greedy generations of the role's model for the split's questions (one run per prompt
+        kind). On the fast path the first request generates every planned prompt set of that model
+        in one run (`_planned_sets`), which keeps the decoding batch full across the sets."""
         spec = self.models.spec(role)
+        key = WorkKey("gen", (spec,), (split, kind, self.mask_id))
+        sets = self._planned_sets(role, spec, (split, kind)) if self.work.peek(key) is None else []
+        if len(sets) > 1:
+            joint = self.work.memo(WorkKey("gens", (spec,), (tuple(sets), self.mask_id)),
+                                   lambda: self._generate(role, spec, sets))
+            for (s_split, s_kind), gens in zip(sets, joint):
+                self.work.memo(WorkKey("gen", (spec,), (s_split, s_kind, self.mask_id)), lambda g=gens: g)
+        return self.work.memo(key, lambda: self._generate(role, spec, [(split, kind)])[0])
 
-        def make():
-            s = self.settings
-            prompts = [encoding.generation_prompt(self.tokenizer, it["question"], s.system_prompt,
-                                                  jailbreak=(kind == "jailbreak")) for it in self.split(split)]
-            return generation.greedy_generate(
-                self.models.get(role), self.tokenizer, prompts, batch_size=s.batch_size,
-                max_new_tokens=s.max_new_tokens, device=s.device, mask_id=self.mask_id,
-                desc=f"{spec} {split} generate ({kind})", progress=s.progress, fast=s.fast)
-        return self.work.memo(WorkKey("gen", (spec,), (split, kind, self.mask_id)), make)
+    def _planned_sets(self, role: str, spec: str, asked: tuple[str, str]) -> list[tuple[str, str]]:
+        """The prompt sets generated together with `asked`: on the fast path, where the model takes
+        the greedy loop, every planned set of any role naming `spec` not generated yet; else none."""
+        if not self.settings.fast or self.mask_id is not None or self.gen_plan is None:
+            return [asked]
+        if greedy_loop_problem(self.models.get(role)) is not None:
+            return [asked]
+        planned = sorted({(sp, k) for role, sp, k in self.gen_plan if self.models.specs.get(role) == spec})
+        rest = [s for s in planned if s != asked and self.work.peek(WorkKey("gen", (spec,), (*s, self.mask_id))) is None]
+        return [asked] + rest
+
+    def _generate(self, role: str, spec: str, sets: list[tuple[str, str]]) -> list[list[generation.Generation]]:
+        """One greedy run over the prompts of `sets` ((split, prompt kind) each); generations per set."""
+        s = self.settings
+        prompts = [[encoding.generation_prompt(self.tokenizer, it["question"], s.system_prompt,
+                                               jailbreak=(kind == "jailbreak")) for it in self.split(split)]
+                   for split, kind in sets]
+        flat = generation.greedy_generate(
+            self.models.get(role), self.tokenizer, [p for group in prompts for p in group], batch_size=s.batch_size,
+            max_new_tokens=s.max_new_tokens, device=s.device, mask_id=self.mask_id,
+            desc=f"{spec} {' + '.join(f'{sp} generate ({k})' for sp, k in sets)}", progress=s.progress, fast=s.fast)
+        bounds = np.cumsum([0] + [len(g) for g in prompts])
+        return [flat[bounds[i]:bounds[i + 1]] for i in range(len(sets))]
 
     # --- representation ----------------------------------------------------------------------
     def uds_items(self) -> tuple[list[PreparedItem], list[SkippedItem]]:

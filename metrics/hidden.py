@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterator, Sequence
+from typing import Sequence
 
 import numpy as np
 import torch
@@ -48,11 +48,13 @@ def capture_entity_states(model: torch.nn.Module, items: Sequence[PreparedItem],
     """One forward per batch; hooks on every decoder block keep the rows at the eval positions."""
     blocks = {str(i): b for i, b in enumerate(decoder_layers(model))}
     per_layer: list[list[torch.Tensor]] = [[] for _ in blocks]
+    keep_kw = keyword_of(type(model).forward, LOGITS_KWARGS)
+    head = {keep_kw: 1} if keep_kw else {}   # the states come from the blocks: one position's logits will do
     for idx in track(batches(len(items), batch_size), desc=desc, unit="batch", enabled=progress):
         chunk = [items[i] for i in idx]
         rows, pos = _rows_positions(chunk)
         with capture_outputs(blocks, at_positions(rows, pos)) as store:
-            model(**_batch_inputs(chunk, pad_id, device), use_cache=False)
+            model(**_batch_inputs(chunk, pad_id, device), use_cache=False, **head)
         for l in range(len(blocks)):
             per_layer[l].append(store[str(l)].float().cpu())
     targets = torch.tensor([t for it in items for t in it.target_ids], dtype=torch.long)
@@ -124,59 +126,52 @@ def fisher_diagonal(model: torch.nn.Module, items: Sequence[PreparedItem], *, ba
                     model_dtype: bool = False, fast: bool = True) -> list[torch.Tensor]:
     """Mean over items of the squared per-item gradient of every decoder block's parameters.
 
-    Each item gets its own backward (a per-item g², not the square of a summed gradient). Returns
-    one flattened CPU tensor per block, parameters in registration order, accumulated in the
-    parameter dtype as the reference does. `model_dtype`: the per-item loss too is computed in the
-    model dtype (the reference's), not in fp32.
-
-    `fast`: each item's forward runs alone, unpadded, with logits at its entity positions only, so
-    its backward covers its own tokens; else (the reference's batching) items share a padded
-    forward of `batch_size` and each backward runs through the whole batch.
+    Items share a forward of `batch_size`; each item gets its own backward (a per-item g², not the
+    square of a summed gradient). Returns one flattened CPU tensor per block, parameters in
+    registration order, accumulated in the parameter dtype as the reference does. `model_dtype`:
+    the per-item loss too is computed in the model dtype (the reference's), not in fp32. `fast`:
+    the LM head runs (forward and backward) at the entity positions only, where the loss reads it.
     """
     params = [list(b.parameters()) for b in decoder_layers(model)]
-    flat = [p for ps in params for p in ps]
-    acc = [torch.zeros_like(p) for p in flat]
+    acc = [[torch.zeros_like(p) for p in ps] for ps in params]
     saved = {p: p.requires_grad for p in model.parameters()}
     for p in model.parameters():  # gradients only where they are used: the decoder blocks
         p.requires_grad_(False)
-    for p in flat:
+    for p in (p for ps in params for p in ps):
         p.requires_grad_(True)
+    keep_kw = keyword_of(type(model).forward, LOGITS_KWARGS) if fast and transformers_major() >= 5 else None
     try:
         with torch.enable_grad():
-            for loss, retain in _item_losses(model, items, batch_size, pad_id, device, desc, progress, model_dtype,
-                                             fast):
-                for a, g in zip(acc, torch.autograd.grad(loss, flat, retain_graph=retain)):
-                    a.add_(g.square())
+            for idx in track(batches(len(items), batch_size), desc=desc, unit="batch", enabled=progress):
+                chunk = [items[i] for i in idx]
+                losses = _chunk_losses(model, chunk, pad_id, device, model_dtype, keep_kw)
+                for k, loss in enumerate(losses):
+                    grads = torch.autograd.grad(loss, [p for ps in params for p in ps],
+                                                retain_graph=k < len(losses) - 1)
+                    for a, g in zip((a for accs in acc for a in accs), grads):
+                        a.add_(g.square())
     finally:
         for p, flag in saved.items():
             p.requires_grad_(flag)
-    sizes = [len(ps) for ps in params]
-    bounds = np.cumsum([0] + sizes)
-    return [torch.cat([a.flatten() for a in acc[bounds[b]:bounds[b + 1]]]).div_(len(items)).cpu()
-            for b in range(len(params))]
+    return [torch.cat([a.flatten() for a in accs]).div_(len(items)).cpu() for accs in acc]
 
 
-def _item_losses(model: torch.nn.Module, items: Sequence[PreparedItem], batch_size: int, pad_id: int, device,
-                 desc: str, progress: bool, model_dtype: bool, fast: bool) -> Iterator[tuple[torch.Tensor, bool]]:
-    """(entity loss, whether its graph must outlive its backward) of each item: a shared forward's
-    graph is kept until the batch's last item."""
-    keep_kw = keyword_of(type(model).forward, LOGITS_KWARGS) if transformers_major() >= 5 else None
-    if fast:
-        for it in track(items, desc=desc, unit="item", enabled=progress):
-            pos = torch.tensor(list(it.eval_positions), dtype=torch.long)
-            ids = torch.tensor([it.input_ids[:pos.max() + 1]], dtype=torch.long, device=device)
-            if keep_kw:   # (1, L) boolean: the rows at the entity positions, in order
-                keep = torch.zeros(ids.shape, dtype=torch.bool)
-                keep[0, pos] = True
-                rows = model(input_ids=ids, use_cache=False, **{keep_kw: keep.to(device)}).logits
-            else:
-                rows = model(input_ids=ids, use_cache=False).logits[0, pos.to(device)]
-            tgt = torch.tensor(it.target_ids, device=rows.device)
-            yield -token_logprobs(rows if model_dtype else rows.float(), tgt).mean(), False
-        return
-    for idx in track(batches(len(items), batch_size), desc=desc, unit="batch", enabled=progress):
-        chunk = [items[i] for i in idx]
-        logits = model(**_batch_inputs(chunk, pad_id, device), use_cache=False).logits
-        losses = _entity_losses(logits, chunk, model_dtype)
-        for k, loss in enumerate(losses):
-            yield loss, k < len(losses) - 1
+def _chunk_losses(model: torch.nn.Module, chunk: Sequence[PreparedItem], pad_id: int, device, model_dtype: bool,
+                  keep_kw: str | None) -> list[torch.Tensor]:
+    """Each item's entity loss from one padded forward of the chunk; with `keep_kw` (the forward's
+    logits selector) the logits of the entity positions only."""
+    inputs = _batch_inputs(chunk, pad_id, device)
+    if keep_kw is None:
+        return _entity_losses(model(**inputs, use_cache=False).logits, chunk, model_dtype)
+    keep = torch.zeros(inputs["input_ids"].shape, dtype=torch.bool)
+    for r, it in enumerate(chunk):
+        keep[r, list(it.eval_positions)] = True
+    rows = model(**inputs, use_cache=False, **{keep_kw: keep.to(device)}).logits   # (n_entity, V), row-major
+    losses, start = [], 0
+    for it in chunk:
+        n = len(it.eval_positions)
+        tgt = torch.tensor(it.target_ids, device=rows.device)
+        part = rows[start:start + n]
+        losses.append(-token_logprobs(part if model_dtype else part.float(), tgt).mean())
+        start += n
+    return losses

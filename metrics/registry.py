@@ -86,6 +86,12 @@ def sweep_plan(keys: Sequence[str]) -> dict[tuple[str, str], set[str]]:
     return plan
 
 
+def generation_plan(keys: Sequence[str]) -> set[tuple[str, str, str]]:
+    """(role, split, prompt kind) of every greedy generation the metrics (and their dependencies) read."""
+    return {(role, u.split, u.detail[0]) for k in with_dependencies(keys) for u in REGISTRY[k].uses
+            if u.kind == "generation" for role in u.roles}
+
+
 def needs(keys: Sequence[str], kind: str) -> bool:
     """Whether any of `keys` (or what they depend on) uses shared work of `kind`."""
     return any(u.kind == kind for k in with_dependencies(keys) for u in REGISTRY[k].uses)

@@ -226,10 +226,10 @@ def build_context(splits: Mapping[str, Sequence[dict]], records: Sequence[dict],
     annotated `records`, models by role through `loader`, the sweep plan of `keys` (no plan when
     `keys` is empty: every variant)."""
     from metrics.context import EvalContext, ModelPool
-    from metrics.registry import sweep_plan
+    from metrics.registry import generation_plan, sweep_plan
     from metrics.work import WorkCache
 
     return EvalContext(splits=splits, uds_records=records, tokenizer=tokenizer,
                        models=ModelPool(roles, loader), settings=settings,
-                       plan=sweep_plan(keys) if keys else None,
+                       plan=sweep_plan(keys) if keys else None, gen_plan=generation_plan(keys) if keys else None,
                        fluency_classifier=fluency_classifier, work=work if work is not None else WorkCache())

@@ -34,7 +34,8 @@ def test_doc_block_is_what_its_file_renders(block):
 
 def test_names_unique_and_docs_covered():
     assert len({(b.doc, b.name) for b in BLOCKS}) == len(BLOCKS)
-    assert {b.doc for b in BLOCKS} == {"docs/probe.md", "docs/audit.md", "docs/mem_bits.md", "docs/smol.md", "README.md"}
+    assert {b.doc for b in BLOCKS} == {"docs/probe.md", "docs/audit.md", "docs/mem_bits.md", "docs/smol.md",
+                                       "docs/smol_meta_eval.md", "docs/reliability.md", "README.md"}
 
 
 def test_every_generated_marker_in_the_docs_is_registered():
@@ -669,3 +670,25 @@ def test_smol_spread_numbers_from_both_builds():
               for root in (ROOT / "docs/smol/score", ROOT / "docs/smol/rebuild/score")]
         assert _num(cells[4]) == pytest.approx(max(abs(x - y) for x, y in zip(*ex)), rel=0.05, abs=1e-12)
     assert (_num(doc["`full`"][2]), _num(doc["`retain`"][2])) == (0.0, 1.0)
+
+
+def test_verify_cost_numbers_from_the_rounds():
+    """Each row's medians recomputed from the file's rounds (not its `median` entry)."""
+    import statistics
+
+    rounds = json.loads((ROOT / "docs/smol/verify_cost.json").read_text())["rounds"]
+    doc = _rows_all("verify-cost")
+    keys = [f"{mode}/{v}" for mode in ("s1_hit", "s1_off") for v in ("xxh3_128", "sha256", "off")]
+    assert len(doc) == len(keys)
+    for cells, key in zip(doc, keys):
+        med = lambda k: statistics.median(r[key][k] for r in rounds)   # noqa: E731
+        cpu, wall = cells[2].rstrip(")").split(" (")
+        assert (_num(cpu), _num(wall)) == (pytest.approx(med("score_cpu_s"), abs=0.05),
+                                           pytest.approx(med("score_s"), abs=0.05))
+        if key.endswith("/off"):
+            assert cells[3:] == ["-", "-", "-"]
+            continue
+        cpu, wall = cells[3].rstrip(")").split(" (")
+        assert _num(cpu) == pytest.approx(med("verify_cpu_s"), abs=0.005)
+        assert _num(cells[4]) == pytest.approx(med("hashed_mb"), abs=0.5)
+        assert _num(cells[5].rstrip(" %")) == pytest.approx(100 * med("verify_cpu_s") / med("score_cpu_s"), abs=0.05)

@@ -262,7 +262,7 @@ def test_parity_enters_the_stamp_and_the_benchmark(tmp_path, monkeypatch):
         m.settings = replace(EvalSettings(progress=False), parity=parity)
         stamps[parity] = m.stamp(member, ORIG)
     assert len(set(stamps.values())) == 3
-    legacy = {k: v for k, v in asdict(EvalSettings()).items() if k not in ("progress", "parity")}
+    legacy = {k: v for k, v in asdict(EvalSettings()).items() if k not in ("progress", "parity", "fast")}
     legacy["ou_attention_mask"] = False
     anchors = [f"id:{s}" for s in ("z/full", "z/retain", "z/base")]
     assert stamps["spec"] == measure._digest([measure.MEASURE_VERSION, "id:z/u0", ORIG, {}, legacy, anchors, None])

@@ -1,8 +1,8 @@
-"""Every generated block of the docs (probe, audit, mem_bits, smol) and the README, with its file."""
+"""Every generated block of the docs (probe, audit, mem_bits, smol, smol_meta_eval, reliability) and the README, with its file."""
 
 from __future__ import annotations
 
-from analyses.doc_tables import audit, capacity, mem_bits, probe, smol, spans
+from analyses.doc_tables import audit, campaign, capacity, mem_bits, probe, reliability, smol, spans
 from analyses.doc_tables.blocks import Block
 
 # the long-passage probe (issue 28): per-level, per-position and per-start tables of each source,
@@ -13,6 +13,18 @@ PASSAGE_BLOCKS: list[Block] = [
     for tag in ("passages", "passages-bios")
     for kind, render in (("levels", probe.passages_level_table), ("positions", probe.passages_position_table),
                          ("starts", probe.passages_start_table))]
+
+# the smol campaign's meta-evaluation (issue 41): one snapshot of the campaign folder, assembled by
+# `uds meta-eval --from-campaign`; the page moves only when that snapshot is regenerated
+CAMPAIGN_SNAPSHOT = "docs/smol/campaign_meta_eval/meta_eval.json"
+CAMPAIGN_COMMAND = ("uds meta-eval --from-campaign docs/smol/campaign --out docs/smol/campaign_meta_eval "
+                    "&& python benchmarks/doc_tables.py")
+CAMPAIGN_BLOCKS: list[Block] = [
+    Block("docs/smol_meta_eval.md", f"campaign-{name}", CAMPAIGN_SNAPSHOT, render, CAMPAIGN_COMMAND)
+    for name, render in (("status", campaign.status_block), ("results", campaign.results_block),
+                         ("spearman", campaign.spearman_block), ("variants", campaign.variants_block),
+                         ("variant-means", campaign.variant_means_block), ("knowledge", campaign.knowledge_block),
+                         ("plots", campaign.plots_block), ("anchors", campaign.anchors_block))]
 
 BLOCKS: list[Block] = [
     Block("docs/probe.md", "probe-ladder-test", "docs/probe/ladder_test.json", probe.ladder_table),
@@ -83,6 +95,10 @@ BLOCKS: list[Block] = [
             command=f"UDS_HOME=... python benchmarks/span_validation.py uds --world {world} "
                     "&& python benchmarks/doc_tables.py")
       for world in ("test", "small", "smol")),
+    Block("docs/reliability.md", "verify-cost", "docs/smol/verify_cost.json", reliability.verify_cost_table,
+          command="python benchmarks/bench_verify.py --out docs/smol/verify_cost.json "
+                  "&& python benchmarks/doc_tables.py"),
     Block("README.md", "smol-readme", "docs/smol", smol.results_table),
     Block("README.md", "probe-ladder-small-readme", "docs/probe/ladder_small.json", probe.ladder_table),
+    *CAMPAIGN_BLOCKS,
 ]

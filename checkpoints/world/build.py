@@ -2,7 +2,9 @@
 
 A model folder (`store.model_dir`) appears only when complete (saved to a temporary folder, then
 renamed), so an interrupted build resumes at the first missing model; it records the digest of
-the recipe that built it, and a folder with another digest is stale and rebuilt.
+the recipe that built it, and a folder with another digest is stale and rebuilt. It also records
+the sha256 of every file (`core.manifest`, `digests.json`), checked before the folder is used: a
+damaged file, of the right size or not, is said in one line and the model rebuilt.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.recipes import Recipe, write_manifest
 from checkpoints.world.store import (BuildContext, build_lock, ensure_tokenizer, ensure_world_data, model_dir,
                                      stored_digest, write_legacy_fields)
-from core import atomic
+from core import atomic, manifest
 from core.progress import is_quiet, progress as track
 from core.errors import UdsInputError
 from core.paths import world_dir
@@ -64,7 +66,8 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
     write_legacy_fields(tmp)   # also loadable by transformers 4.45 (Open-Unlearning's pin)
     meta = r.to_dict() | {"seed": seed, "preset": preset.name, "digest": digest,
                           "train_seconds": round(time.time() - t0, 1), "device": device}
-    (tmp / "recipe.json").write_text(json.dumps(meta, indent=1))   # last: marks a whole folder
+    (tmp / "recipe.json").write_text(json.dumps(meta, indent=1))
+    manifest.record(tmp)     # every file's digest, recipe.json's too
     atomic.fsync_tree(tmp)   # on disk before the rename makes it visible
     shutil.rmtree(folder, ignore_errors=True)
     tmp.replace(folder)
@@ -83,27 +86,41 @@ def recipe_digest(preset: Preset, r: Recipe) -> str:
 
 
 def is_built(preset: Preset, seed: int, r: Recipe) -> bool:
-    """Whether the model of recipe `r` is built, by this recipe (not a stale one)."""
-    return stored_digest(model_dir(preset.name, seed, r.name)) == recipe_digest(preset, r)
+    """Whether the model of recipe `r` is built, by this recipe (not a stale one). Its files are
+    checked when it is used (`ensure_model`), not here: listings and counts stay cheap."""
+    return _stored_or_none(model_dir(preset.name, seed, r.name)) == recipe_digest(preset, r)
 
 
 def _is_current(folder: Path, digest: str, quiet: bool = False) -> bool:
-    """Built by this recipe and whole. A damaged folder (weights cut short by a full disk, a
-    copy, a crash of the filesystem) is reported in one line and rebuilt, never loaded."""
+    """Built by this recipe and whole: every file as its manifest records it. A damaged folder
+    (weights cut short by a full disk, bytes changed by a bad copy or the disk) is reported in
+    one line and rebuilt, never loaded. `quiet` (the check before taking the build lock) says
+    and writes nothing: a folder built before manifests is current only after the locked check
+    has recorded its manifest."""
     if not (folder / "recipe.json").is_file():
         return False
-    stored = stored_digest(folder)
-    if stored != digest:
-        if not quiet:
-            print(f"tiny model {folder.name}: built by another recipe ({stored or 'unversioned'}), rebuilding",
-                  file=sys.stderr)
+    stored = _stored_or_none(folder)
+    if quiet:
+        return stored == digest and manifest.has_manifest(folder) and manifest.verify(folder) is None
+    if stored != digest:   # damage first: a changed byte in recipe.json is damage, not another recipe
+        damage = manifest.verify(folder) if manifest.has_manifest(folder) else None
+        reason = damage or (f"built by another recipe ({stored})" if stored
+                            else f"{folder / 'recipe.json'}: unreadable or without a recipe digest")
+        print(f"tiny model {folder.name}: {reason}; rebuilding", file=sys.stderr, flush=True)
         return False
-    problem = atomic.folder_problem(folder)
+    problem = manifest.verify_or_record(folder)
     if problem:
-        if not quiet:
-            print(f"tiny model {folder.name}: {problem}; rebuilding", file=sys.stderr, flush=True)
-        return False
-    return True
+        print(f"tiny model {folder.name}: {problem}; rebuilding", file=sys.stderr, flush=True)
+    return problem is None
+
+
+def _stored_or_none(folder: Path) -> str | None:
+    """The recipe digest in the folder's recipe.json; None when it does not parse or has none."""
+    try:
+        stored = stored_digest(folder)
+    except (OSError, ValueError, AttributeError):
+        return None
+    return stored if isinstance(stored, str) else None
 
 
 def _unknown_method(r: Recipe) -> PreTrainedModel:

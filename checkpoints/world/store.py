@@ -3,14 +3,17 @@
 Layout under `$UDS_HOME/world/<preset>-<seed>/`: `data/` (one JSON per split, `uds_data.json`
 for `uds score`), `tokenizer/`, `models/<name>/` (save_pretrained, model + tokenizer +
 `recipe.json`), `zoo.json`, `quality.json`. Data and tokenizer are made on first use and
-written atomically (a temporary folder, then renamed). Which models exist and how they are
-trained is the catalogue's (`checkpoints.catalogue`); the builder (`build`) drives it.
+written atomically (a temporary folder, then renamed), with the digest of each file
+(`core.manifest`): a damaged file is said in one line and the folder made again. Which models
+exist and how they are trained is the catalogue's (`checkpoints.catalogue`); the builder
+(`build`) drives it.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -21,6 +24,7 @@ from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.schema import World
 from checkpoints.world.tokenizer import train_tokenizer
 from checkpoints.world.train import collate
+from core import manifest
 from core.atomic import file_lock, fsync_tree
 from core.errors import UdsInputError
 from core.paths import world_dir
@@ -65,9 +69,9 @@ def ensure_world_data(preset_name: str, seed: int, tofu_dir: str | None = None) 
     arguments it was made from (`DATA_STAMP`), checked on every later use."""
     folder = world_dir(preset_name, seed) / "data"
     preset = get_preset(preset_name)
-    if not (folder / "uds_data.json").is_file():
+    if not folder_whole(folder, "uds_data.json", quiet=True):
         with build_lock(folder):   # two processes on a fresh home: one writes, the other waits and reads
-            if not (folder / "uds_data.json").is_file():
+            if not folder_whole(folder, "uds_data.json"):
                 _write_data(folder, preset, seed, tofu_dir)
     _check_stamp(folder, preset, seed)
     return folder
@@ -79,9 +83,24 @@ def _write_data(folder: Path, preset: Preset, seed: int, tofu_dir: str | None) -
     shutil.rmtree(tmp, ignore_errors=True)
     make_world(preset, seed, tofu_dir).save(tmp)
     (tmp / DATA_STAMP).write_text(json.dumps(data_stamp(preset, seed), indent=1, sort_keys=True) + "\n")
+    manifest.record(tmp)
     fsync_tree(tmp)
     shutil.rmtree(folder, ignore_errors=True)
     tmp.replace(folder)
+
+
+def folder_whole(folder: Path, marker: str, quiet: bool = False) -> bool:
+    """Whether a world folder (data, tokenizer) is made (`marker` there) and its files match
+    their digests. `quiet` (before the lock) says and writes nothing; otherwise a damaged folder
+    is said in one line (it is made again) and one made before digests gets them recorded."""
+    if not (folder / marker).is_file():
+        return False
+    if quiet:
+        return manifest.has_manifest(folder) and manifest.verify(folder) is None
+    problem = manifest.verify_or_record(folder)
+    if problem:
+        print(f"world {folder.parent.name} {folder.name}: {problem}; making it again", file=sys.stderr, flush=True)
+    return problem is None
 
 
 def load_world(preset_name: str, seed: int = 0) -> World:
@@ -90,9 +109,9 @@ def load_world(preset_name: str, seed: int = 0) -> World:
 
 def ensure_tokenizer(preset_name: str, seed: int) -> PreTrainedTokenizerBase:
     folder = world_dir(preset_name, seed) / "tokenizer"
-    if not (folder / "tokenizer_config.json").is_file():
+    if not folder_whole(folder, "tokenizer_config.json", quiet=True):
         with build_lock(folder):   # one process trains it, another waits and loads it
-            if not (folder / "tokenizer_config.json").is_file():
+            if not folder_whole(folder, "tokenizer_config.json"):
                 _train_and_save_tokenizer(preset_name, seed, folder)
     return AutoTokenizer.from_pretrained(folder)
 
@@ -117,6 +136,7 @@ def _save_tokenizer(tok: PreTrainedTokenizerBase, folder: Path) -> None:
     shutil.rmtree(tmp, ignore_errors=True)
     tok.save_pretrained(tmp)
     write_legacy_fields(tmp)
+    manifest.record(tmp)
     fsync_tree(tmp)
     shutil.rmtree(folder, ignore_errors=True)
     tmp.replace(folder)
@@ -133,15 +153,23 @@ LEGACY_TOKENIZER_CLASS = {"TokenizersBackend": "PreTrainedTokenizerFast"}
 
 def write_legacy_fields(folder: Path) -> None:
     """Add the transformers-4.x spellings to a saved folder's config.json / tokenizer_config.json
-    (weights untouched; fields already there are kept), so the model also loads under 4.45."""
+    (weights untouched; fields already there are kept), so the model also loads under 4.45. A
+    built folder (one with a digest manifest, a copy of a world, say) gets the changed files'
+    digests recorded: the edit is deliberate, not damage."""
+    changed = []
+
     def patch(name: str, fields: dict, extra=lambda d: None) -> None:
         path = folder / name
         if not path.is_file():
             return
-        doc = json.loads(path.read_text())
+        old = path.read_text()
+        doc = json.loads(old)
         doc.update({k: v for k, fn in fields.items() if k not in doc and (v := fn(doc)) is not None})
         extra(doc)
-        path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n")
+        new = json.dumps(doc, indent=2, sort_keys=True) + "\n"
+        if new != old:
+            path.write_text(new)
+            changed.append(name)
 
     def tokenizer_extra(doc: dict) -> None:
         doc["tokenizer_class"] = LEGACY_TOKENIZER_CLASS.get(doc.get("tokenizer_class"), doc.get("tokenizer_class"))
@@ -150,6 +178,8 @@ def write_legacy_fields(folder: Path) -> None:
             doc["chat_template"] = template.read_text()
     patch("config.json", LEGACY_CONFIG_FIELDS)
     patch("tokenizer_config.json", LEGACY_TOKENIZER_FIELDS, tokenizer_extra)
+    if changed and manifest.has_manifest(folder):
+        manifest.update(folder, changed)
 
 
 def pretrained_folder(preset: Preset) -> Path:

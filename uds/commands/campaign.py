@@ -116,11 +116,11 @@ def measure_settings(args: argparse.Namespace, zoo):
 
 def settings_digest(setting: str, settings, recipe) -> str:
     from meta_eval.campaign import CAMPAIGN_VERSION
-    from meta_eval.campaign_files import digest_of
+    from meta_eval.campaign_files import settings_digest as digest
     from meta_eval.measure import MEASURE_VERSION, setting_recipe, stamp_settings
 
-    return digest_of([CAMPAIGN_VERSION, MEASURE_VERSION, setting, setting_recipe(setting, settings.device, recipe),
-                      stamp_settings(settings)])
+    return digest(CAMPAIGN_VERSION, MEASURE_VERSION, setting, setting_recipe(setting, settings.device, recipe),
+                  stamp_settings(settings))
 
 
 def protocol(zoo, digests: dict[str, str], settings, recipe, order) -> dict:

@@ -4,7 +4,8 @@ Builds what the zoo lacks, measures every (model, setting) it needs (cached unde
 `$UDS_HOME/meta_eval/<zoo>/`: a rerun, an added metric or an interrupted run computes only what
 is missing), then writes to --out: `meta_eval.json` (DESIGN.md), `results.json` (benchmark rows,
 a `uds leaderboard` input), `summary.md` (ranked table), `pn_histograms.png`,
-`quantization_scatter.png`, `relearning_scatter.png`.
+`quantization_scatter.png`, `relearning_scatter.png`. With `--from-campaign DIR` it measures nothing:
+the same files are assembled from a campaign folder (`meta_eval/campaign_outputs.py`).
 """
 
 from __future__ import annotations
@@ -23,18 +24,22 @@ from core.parity import MODES as PARITY_MODES, SPEC
 from core import atomic
 from core.defaults import MAX_NEW_TOKENS
 from core.errors import UdsInputError
-from core.numbers import finite_or_none
+from meta_eval.outputs import parse_keys, report_values, write_plots
 
-DEFAULT_ZOO = "tiny:small"
 DEFAULT_OUT = Path("out") / "meta_eval"
+DEFAULT_ZOO = "tiny:small"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("meta-eval", help="faithfulness and robustness of every metric on a model zoo",
                        description=__doc__.splitlines()[0])
-    p.add_argument("--zoo", default=DEFAULT_ZOO,
+    p.add_argument("--zoo", default=None,
                    help=f"tiny:<preset>[-<seed>], or ou:tofu for Open-Unlearning's TOFU checkpoints "
                         f"(default {DEFAULT_ZOO})")
+    p.add_argument("--from-campaign", metavar="DIR",
+                   help="assemble the tables from a `uds campaign` folder's committed measurement files alone "
+                        "(no model is loaded; invalid files are said and left out); takes --metrics, "
+                        "--robustness, --no-filters, --out")
     p.add_argument("--models-dir", metavar="DIR",
                    help="ou:tofu: folder of local copies, one sub-folder per registry alias (others: hub)")
     p.add_argument("--tofu-dir", metavar="DIR", help="ou:tofu: folder of the TOFU JSON files (or UDS_TOFU_DIR)")
@@ -73,19 +78,6 @@ def parse_shard(text: str) -> tuple[int, int]:
     if not (k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)):
         raise argparse.ArgumentTypeError(f"--shard wants K/N with 0 <= K < N, got {text!r}")
     return int(k), int(n)
-
-
-def parse_keys(text: str) -> list[str]:
-    from metrics.registry import META_KEYS, PROBE_META_KEYS
-
-    names = [k.strip() for k in text.split(",") if k.strip()]
-    # `all` is SPEC.md's 22 keys; it combines with named extras (`all,mem_bits`)
-    keys = list(dict.fromkeys(k for n in names for k in (META_KEYS if n == "all" else (n,))))
-    valid = META_KEYS + PROBE_META_KEYS
-    bad = [k for k in keys if k not in valid]
-    if bad or not keys:
-        raise UdsInputError(f"unknown metric {', '.join(bad) or repr(text)}; valid: all, {', '.join(valid)}")
-    return keys
 
 
 def _cache_dir(args: argparse.Namespace, zoo) -> Path:
@@ -139,42 +131,33 @@ def measure_all(measurer, jobs, executor, first=None, log=lambda s: print(s, fil
     return values, records
 
 
-def report_values(zoo, values: dict, keys: list[str]) -> tuple[dict, dict]:
-    """What `uds report` draws its P/N histograms and robustness scatters from: every member's
-    kind / method / pool, and the raw values of the judged keys per setting and model."""
-    members = {m.name: {"kind": m.kind, "method": m.method, "pool": m.pool} for m in zoo.members}
-    by_setting: dict[str, dict] = {}
-    for (setting, name), vals in values.items():
-        by_setting.setdefault(setting, {})[name] = {k: finite_or_none(vals.get(k)) for k in keys}
-    return members, by_setting
+# flags that choose what to measure or how: meaningless for files already measured (attr -> default)
+MEASURING_FLAGS = {"zoo": None, "models_dir": None, "tofu_dir": None, "built_only": False, "shard": None,
+                   "cache": None, "fluency_classifier": None, "relearn_lr": None, "parity": SPEC,
+                   "executor": "local", "address": None}
 
 
-def write_plots(out: Path, doc: dict, zoo, values: dict, keys: list[str]) -> list[Path]:
-    from meta_eval import plots
-    from meta_eval.perturb import NF4, ORIG, RELEARN
-    from meta_eval.population import POOL, RETAIN, UNLEARNED
+def check_flags(args: argparse.Namespace) -> None:
+    given = [k for k, default in MEASURING_FLAGS.items() if getattr(args, k, default) != default]
+    if given:
+        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        raise UdsInputError(f"--from-campaign assembles measured files; {flags} do(es) not apply (the campaign's "
+                            "protocol.json fixed the zoo and the settings)")
 
-    pools = {k: tuple([values.get((ORIG, m.name), {}).get(k) for m in zoo.of_kind(POOL) if m.pool == lab]
-                      for lab in ("P", "N")) for k in keys}
-    auc = {k: doc["faithfulness"][k]["auc_roc"] for k in keys}
-    paths = [plots.pn_histograms(out / "pn_histograms.png", pools, auc)]
-    retain = zoo.member(RETAIN).name
-    for setting, fname, score, title in ((NF4, "quantization_scatter.png", "quantization", "NF4 quantisation"),
-                                         (RELEARN, "relearning_scatter.png", "relearning", "relearning")):
-        points = {k: [(values.get((ORIG, m.name), {}).get(k), values.get((setting, m.name), {}).get(k),
-                       m.name in doc["robustness"][k]["kept"]) for m in zoo.of_kind(UNLEARNED)] for k in keys}
-        ret = {k: (values.get((ORIG, retain), {}).get(k), values.get((RELEARN, retain), {}).get(k))
-               for k in keys} if setting == RELEARN else None
-        qr = {k: doc["robustness"][k][score] for k in keys}
-        paths.append(plots.before_after(out / fname, f"{title}: raw value before vs after", points, qr,
-                                        "Q" if setting == NF4 else "R", ret))
-    return paths
 
 
 def run(args: argparse.Namespace) -> int:
     from uds.executor_args import check_executor_args, make_executor
     from meta_eval.population import parse_zoo
 
+    if args.from_campaign:
+        from meta_eval.campaign_outputs import run_from_campaign
+
+        check_flags(args)
+        return run_from_campaign(Path(args.from_campaign), args.metrics, args.robustness, not args.no_filters,
+                                 Path(args.out) if args.out else None, DEFAULT_OUT,
+                                 lambda line: print(line, file=sys.stderr))
+    args.zoo = args.zoo or DEFAULT_ZOO
     t0 = time.time()
     keys = parse_keys(args.metrics)
     check_executor_args(args)

@@ -27,7 +27,7 @@ MAX_DEPTH = 6
 # passed over silently rather than reported as skipped.
 COMPANIONS = {"layers.png", "summary.md", "summary_no_filters.md", "leaderboard.md", "rows.jsonl", "heatmap.png",
               "grid.csv", "traces.jsonl", "facts.jsonl", "attribution.png", "published_comparison.csv",
-              "pn_histograms.png", "quantization_scatter.png", "relearning_scatter.png",
+              "pn_histograms.png", "pn_variant_histograms.png", "quantization_scatter.png", "relearning_scatter.png",
               "leaderboard_mem_privacy.png", "zoo.json", "quality.json"}
 META_IMAGES = ("pn_histograms.png", "quantization_scatter.png", "relearning_scatter.png", "leaderboard_mem_privacy.png")
 
