@@ -54,7 +54,7 @@ def _parse_lines(text: str, path: Path) -> list:
     return values
 
 
-def _read_records(path: Path) -> list[dict]:
+def read_records(path: Path) -> list[dict]:
     """Records of a TOFU file, whichever of its layouts it uses.
 
     Accepts one JSON array (or object), several arrays one per line (`full.json`), or JSONL.
@@ -114,7 +114,7 @@ def _folder_loader(folder: Path) -> tuple[Loader, list[str]]:
     missing = [name for name in needed if not (folder / name).is_file()]
     if missing:
         raise UdsInputError(f"TOFU folder {folder} lacks {', '.join(missing)}")
-    return (lambda stem: _read_records(folder / f"{stem}.json")), _read_lines(folder / IDK_FILE)
+    return (lambda stem: read_records(folder / f"{stem}.json")), _read_lines(folder / IDK_FILE)
 
 
 def _hub_loader() -> tuple[Loader, list[str]]:

@@ -19,6 +19,7 @@ from pathlib import Path
 from meta_eval.robustness import FORMS
 from uds.executor_args import add_executor_args
 from uds.device_args import add_device_args
+from uds.split_args import add_split_arg
 from core.parity import MODES as PARITY_MODES, SPEC
 from core import atomic
 from core.defaults import MAX_NEW_TOKENS
@@ -42,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--models-dir", metavar="DIR",
                    help="ou:tofu: folder of local copies, one sub-folder per registry alias (others: hub)")
     p.add_argument("--tofu-dir", metavar="DIR", help="ou:tofu: folder of the TOFU JSON files (or UDS_TOFU_DIR)")
+    add_split_arg(p)
     p.add_argument("--built-only", action="store_true",
                    help="use only the models that exist now (tiny: built; ou:tofu: local copies) instead "
                         "of building or downloading the rest; the outputs list what was left out")
@@ -159,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.time()
     keys = parse_keys(args.metrics)
     check_executor_args(args)
-    zoo = parse_zoo(args.zoo, args.models_dir, args.tofu_dir)
+    zoo = parse_zoo(args.zoo, args.models_dir, args.tofu_dir, args.split)
     run_dir = _cache_dir(args, zoo) / "runs" / time.strftime(f"%Y%m%d-%H%M%S-{os.getpid()}")
     executor = make_executor(args, run_dir)   # Ray joined or started here: bad flags fail before any work
     try:
