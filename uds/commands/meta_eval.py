@@ -86,17 +86,9 @@ def _cache_dir(args: argparse.Namespace, zoo) -> Path:
     return Path(args.cache) if getattr(args, "cache", None) else uds_home() / "meta_eval" / zoo.slug
 
 
-def _relearn_forms(preset: str | None) -> tuple[str, ...]:
-    """The encodings a tiny world's zoo was fine-tuned in (relearning repeats them); others: both."""
-    from checkpoints.world.presets import PRESETS
-
-    return PRESETS[preset].forms if preset in PRESETS else ("chat", "raw")
-
-
 def _measurer(args: argparse.Namespace, zoo):
-    from checkpoints.methods.zoo_recipes import UNLEARN_BATCH
     from meta_eval.measure import Measurer
-    from meta_eval.perturb import RELEARN_BATCH, RELEARN_LR, relearn_config
+    from meta_eval.perturb import RELEARN_LR, zoo_relearn_config
     from meta_eval.store import MeasurementStore
     from uds.executor_args import device_for
     from metrics.context import EvalSettings
@@ -110,8 +102,7 @@ def _measurer(args: argparse.Namespace, zoo):
     settings = EvalSettings(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
                             system_prompt=zoo.system_prompt, parity=args.parity, device=device_for(args),
                             progress=False)
-    # the forget-set batch the unlearning grid uses for this preset (SPEC 5.3: effective 32 of 400)
-    recipe = relearn_config(UNLEARN_BATCH.get(zoo.preset, RELEARN_BATCH), lr, _relearn_forms(zoo.preset))
+    recipe = zoo_relearn_config(zoo.preset, lr)
     return Measurer(zoo, MeasurementStore(cache / "store"), cache / "relearned", settings, recipe,
                     args.fluency_classifier)
 
