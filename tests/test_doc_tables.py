@@ -35,7 +35,7 @@ def test_doc_block_is_what_its_file_renders(block):
 
 def test_names_unique_and_docs_covered():
     assert len({(b.doc, b.name) for b in BLOCKS}) == len(BLOCKS)
-    assert {b.doc for b in BLOCKS} == {"docs/probe.md", "docs/audit.md", "docs/mem_bits.md", "docs/smol.md",
+    assert {b.doc for b in BLOCKS} == {"docs/probe.md", "docs/audit.md", "docs/mem_bits.md", "docs/smol.md", "docs/performance.md",
                                        "docs/smol_meta_eval.md", "docs/reliability.md", "docs/spans.md", "README.md"}
 
 
@@ -722,3 +722,28 @@ def test_verify_cost_numbers_from_the_rounds():
         assert _num(cpu) == pytest.approx(med("verify_cpu_s"), abs=0.005)
         assert _num(cells[4]) == pytest.approx(med("hashed_mb"), abs=0.5)
         assert _num(cells[5].rstrip(" %")) == pytest.approx(100 * med("verify_cpu_s") / med("score_cpu_s"), abs=0.05)
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.name.startswith("measure-summary")], ids=lambda b: b.name)
+def test_measurement_speedups_from_the_per_phase_seconds(block):
+    """docs/performance.md's old / new / floor seconds per setting recomputed as sums of the
+    benchmark's per-phase seconds, their ratios from those sums; the checks line from the per-job checks."""
+    d = json.loads((ROOT / block.source).read_text())
+    rows = _rows(block.name)
+    old_all = new_all = floor_all = 0.0
+    for label in d["summary"]["settings"]:
+        old, new = d["runs"]["old"][label], d["runs"]["new"][label]
+        o, n, f = sum(old["seconds"].values()), sum(new["seconds"].values()), sum(new["floor_seconds"].values())
+        old_all, new_all, floor_all = old_all + o, new_all + n, floor_all + f
+        cells = rows[label]
+        assert [_num(c) for c in cells[1:3]] == pytest.approx([o, n], abs=1.0)
+        assert _num(cells[3]) == pytest.approx(o / n, abs=0.011)
+        assert _num(cells[5]) == pytest.approx(n / f, abs=0.011) and _num(cells[6]) == pytest.approx(o / f, abs=0.011)
+    if len(d["summary"]["settings"]) > 1:
+        total = next(c for k, c in rows.items() if k.startswith("**the "))
+        assert _num(total[3]) == pytest.approx(old_all / new_all, abs=0.011)
+        assert _num(total[6]) == pytest.approx(old_all / floor_all, abs=0.011)
+    jobs = d["checks"]["jobs"].values()
+    body = doc_body(block, ROOT)
+    assert f"token-identical: {sum(j['generations_identical'] for j in jobs)} of {sum(j['generations'] for j in jobs)}" in body
+    assert d["checks"]["ok"] and max(j["max_abs_value_diff"] for j in jobs) <= 1e-6

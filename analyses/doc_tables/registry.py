@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from analyses.doc_tables import audit, campaign, capacity, mem_bits, probe, reliability, smol, spans
+from analyses.doc_tables import audit, campaign, capacity, measure, mem_bits, probe, reliability, smol, spans
 from analyses.doc_tables.blocks import Block
 
 # the long-passage probe (issue 28): per-level, per-position and per-start tables of each source,
@@ -101,6 +101,8 @@ BLOCKS: list[Block] = [
     Block("docs/reliability.md", "verify-cost", "docs/smol/verify_cost.json", reliability.verify_cost_table,
           command="python benchmarks/bench_verify.py --out docs/smol/verify_cost.json "
                   "&& python benchmarks/doc_tables.py"),
+    Block("docs/performance.md", "measure-summary-ci", "docs/smol/bench_measure_ci.json", measure.summary_table),
+    Block("docs/performance.md", "measure-phases-ci", "docs/smol/bench_measure_ci.json", measure.phase_table),
     Block("README.md", "smol-readme", "docs/smol", smol.results_table),
     Block("README.md", "probe-ladder-small-readme", "docs/probe/ladder_small.json", probe.ladder_table),
     *CAMPAIGN_BLOCKS,
