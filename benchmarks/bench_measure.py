@@ -195,13 +195,11 @@ def make_measurers(zoo, settings, recipe, tmp: Path) -> dict:
 def main(argv=None) -> int:
     args = parse_args(argv)
     torch.set_num_threads(args.threads)
-    from checkpoints.methods.zoo_recipes import UNLEARN_BATCH
     from checkpoints.world.build import ensure_model
     from checkpoints.world.encode import qa_examples
-    from checkpoints.world.presets import get_preset
     from core.prompts import prepare_items
     from meta_eval.measure import BENCHMARK_EXTRA, Job
-    from meta_eval.perturb import RELEARN_BATCH, relearn_config
+    from meta_eval.perturb import zoo_relearn_config
     from meta_eval.population import FULL, RETAIN, UNLEARNED, tiny_zoo
     from metrics.context import EvalSettings
     from metrics.registry import META_KEYS
@@ -215,7 +213,7 @@ def main(argv=None) -> int:
         ensure_model(zoo.preset, zoo.seed, m.name, progress=True)
     settings = EvalSettings(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
                             system_prompt=zoo.system_prompt, device="cpu", progress=False)
-    recipe = relearn_config(UNLEARN_BATCH.get(zoo.preset, RELEARN_BATCH), forms=get_preset(zoo.preset).forms)
+    recipe = zoo_relearn_config(zoo.preset)
     clock = PhaseClock()
     keys, with_utility = tuple(META_KEYS), tuple(META_KEYS) + BENCHMARK_EXTRA
     jobs = [("anchors+full", Job(zoo.member(FULL), "orig", with_utility))]

@@ -11,7 +11,8 @@
 # full, retain, $UNLEARNED; read only), WORK (scratch folder), UNLEARNED, MODELS (default: full retain
 # $UNLEARNED), V5_PYTHON (a python with this project on transformers 5.x),
 # OU_SRC (the vendored OU copy), UDS_TOFU_DIR (where the build finds forget10_annotated.json),
-# VENV (reuse a venv made by step 1).
+# VENV (reuse a venv made by step 1), STEPS (which steps to run, default "1 2 3 4 5 6"; e.g. "1 2 3" sets up
+# OU's venv, the wheel and the data for benchmarks/bench_ou_eval.py).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 WORK=${WORK:-/tmp/uds_ou_integration}
@@ -23,11 +24,13 @@ OU_SRC=${OU_SRC:-$REPO/../shared/vendor/open-unlearning}
 export UDS_TOFU_DIR=${UDS_TOFU_DIR:-$REPO/../shared/data/tofu}
 VENV=${VENV:-$WORK/venv} OU=$WORK/open-unlearning HOME_OU=$WORK/uds_home CONF=$WORK/conf
 MODELS=${MODELS:-"full retain $UNLEARNED"}
+STEPS=" ${STEPS:-1 2 3 4 5 6} "
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
+want() { [[ "$STEPS" == *" $1 "* ]]; }
 mkdir -p "$WORK"
 
-log "1. venv with Open-Unlearning's pins (CPU torch 2.13.0 in place of its 2.4.1 CUDA pin)"
-if [ ! -x "$VENV/bin/python" ]; then
+if want 1 && [ ! -x "$VENV/bin/python" ]; then
+  log "1. venv with Open-Unlearning's pins (CPU torch 2.13.0 in place of its 2.4.1 CUDA pin)"
   python3.11 -m venv "$VENV"
   "$VENV/bin/pip" install -q --upgrade pip
   grep -v -e '^torch==' -e '^deepspeed==' "$OU_SRC/requirements.txt" > "$WORK/requirements.txt"
@@ -35,6 +38,7 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$VENV/bin/pip" install -q --no-build-isolation deepspeed==0.15.4 lm-eval==0.4.8   # imported by src/eval.py
 fi
 
+if want 2; then
 log "2. this project as a wheel (not editable), built from a copy of the tree"
 rm -rf "$WORK/src" "$WORK/dist" && mkdir -p "$WORK/src"
 (cd "$REPO" && { git ls-files; git ls-files --others --exclude-standard; } | sort -u \
@@ -48,15 +52,18 @@ WHEEL=$(ls "$WORK"/dist/uds-*.whl)
   --freeze "$WORK/freeze_after.txt"
 "$VENV/bin/pip" check
 (cd "$WORK" && "$VENV/bin/python" -c "import transformers, accelerate, core.paths as p; print('transformers', transformers.__version__, 'accelerate', accelerate.__version__, 'packaged annotated file:', p.packaged_file(p.ANNOTATED_FORGET10))")
+fi
 
+if want 3; then
 log "3. Open-Unlearning copy, local data (locuslab/TOFU/ from the world's splits), 4.x-readable world copy"
 rm -rf "$OU" && cp -r "$OU_SRC" "$OU"
 "$VENV/bin/python" "$REPO/benchmarks/ou_integration.py" prepare --world "$SRC_HOME/world/$PRESET-0" \
   --home "$HOME_OU" --ou "$OU" --conf "$CONF" --models "$(echo base full retain $MODELS | tr ' ' '\n' | awk '!seen[$0]++' | paste -sd,)"
+fi
 
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 UDS_HOME=$HOME_OU
 ANCHORS="full_model=tiny:$PRESET/full" RETAIN="retain_model=tiny:$PRESET/retain"
-for m in $MODELS; do
+want 4 && for m in $MODELS; do
   common=("hydra.searchpath=[pkg://uds.ou.configs,file://$CONF]" model=uds_tiny
           "model.model_args.pretrained_model_name_or_path=$HOME_OU/world/$PRESET-0/models/$m"
           "model.tokenizer_args.pretrained_model_name_or_path=$HOME_OU/world/$PRESET-0/models/$m" task_name=$m
@@ -75,12 +82,13 @@ for m in $MODELS; do
   cat "$OU/saves/eval/$m/TOFU_SUMMARY.json"
 done
 
-log "5. uds score on the same models, S1 cache off (the same work): transformers 4.45.1, then 5.x"
-for m in $MODELS; do
+want 5 && log "5. uds score on the same models, S1 cache off (the same work): transformers 4.45.1, then 5.x"
+want 5 && for m in $MODELS; do
   nice "$VENV/bin/uds" score --unlearned "tiny:$PRESET/$m" --no-s1-cache --out "$WORK/scores/t445_$m" | tail -1
   nice "$V5_PYTHON" -m uds score --unlearned "tiny:$PRESET/$m" --no-s1-cache --out "$WORK/scores/t5_$m" | tail -1
 done
 
+want 6 || exit 0
 log "6. OU's uds vs uds score"
 "$VENV/bin/python" "$REPO/benchmarks/ou_integration.py" compare --saves "$OU/saves/eval" --scores "$WORK/scores" \
   --models "${MODELS// /,}"

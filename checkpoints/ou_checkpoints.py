@@ -7,6 +7,7 @@ The grids reproduce the 150-model benchmark list and the 60 P/N pool models.
 from __future__ import annotations
 
 from dataclasses import dataclass
+import re
 from itertools import product
 
 ARCH = "Llama-3.2-1B-Instruct"
@@ -36,8 +37,8 @@ def ou_lr_token(lr: float) -> str:
     return f"{mantissa}e{int(exponent[1:])}"
 
 
-def _num_token(x: float) -> str:
-    """Coefficient spelling in aliases: 0.1 -> '01', 3.5 -> '35', 0.125 -> '0125', 10 -> '10'."""
+def num_token(x: float) -> str:
+    """Coefficient spelling in aliases (SPEC 7.2): 0.1 -> '01', 3.5 -> '35', 0.125 -> '0125', 10 -> '10'."""
     return f"{x:g}".replace(".", "")
 
 
@@ -61,7 +62,7 @@ def _nll_like(method: str, tag: str) -> list[Checkpoint]:
 
 def _simnpo() -> list[Checkpoint]:
     return [Checkpoint(
-        f"simnpo_lr{ou_lr_token(lr)}_b{_num_token(b)}_a1_d1_g{_num_token(g)}_ep{e}",
+        f"simnpo_lr{ou_lr_token(lr)}_b{num_token(b)}_a1_d1_g{num_token(g)}_ep{e}",
         f"{UNLEARN_PREFIX}SimNPO_lr{lr}_b{b}_a1_d1_g{g}_ep{e}",
         "unlearned", "simnpo", e, (("lr", lr), ("beta", b), ("alpha", 1), ("delta", 1), ("gamma", g)))
         for lr, b, g, e in product(LRS, (3.5, 4.5), (0.125, 0.25), EPOCHS)]
@@ -132,3 +133,22 @@ def hub_id_for_alias(alias: str) -> str | None:
     if alias in BY_ALIAS:
         return BY_ALIAS[alias].hub_id
     return CONVENIENCE.get(alias)
+
+
+_FULL_HUB = re.compile(r"^open-unlearning/tofu_(?P<arch>[\w.-]+)_full$")
+
+
+def retain_for(full: str, retain_split: str) -> str | None:
+    """The Open-Unlearning retain model of `retain_split` (retain99/95/90) that goes with the OU
+    full model `full` (alias or hub ID), as an alias where the registry has one: `full` +
+    retain90 -> `retain`, `full` + retain99 -> `llama32-1b_retain99`; None when `full` is no OU
+    full model (a local folder, a tiny model)."""
+    hub = hub_id_for_alias(full) or full
+    m = _FULL_HUB.match(hub)
+    if m is None:
+        return None
+    if full == "full" and retain_split == "retain90":
+        return "retain"
+    target = f"open-unlearning/tofu_{m['arch']}_{retain_split}"
+    aliases = [c.alias for c in REFERENCES if c.hub_id == target]
+    return aliases[-1] if aliases else target

@@ -151,7 +151,7 @@ def default_references(unlearned: "str | CheckpointSpec", tofu_dir: str | None =
 def default_tofu_annotated(tofu_dir: str | None = None) -> Path:
     """The annotated forget10 file in `tofu_dir`, else `$UDS_TOFU_DIR`, else the copy shipped in the
     installed package (core.paths.packaged_file), else ../shared/data/tofu of a source checkout."""
-    from core.paths import ANNOTATED_FORGET10, packaged_file
+    from core.paths import ANNOTATED_FORGET10, checkout_data, packaged_file
 
     folder = tofu_dir or os.environ.get("UDS_TOFU_DIR")
     if folder:
@@ -159,7 +159,7 @@ def default_tofu_annotated(tofu_dir: str | None = None) -> Path:
     packaged = packaged_file(ANNOTATED_FORGET10)
     if packaged is not None:
         return packaged
-    return Path(__file__).resolve().parents[2] / "shared" / "data" / "tofu" / "forget10_annotated.json"
+    return checkout_data("tofu", ANNOTATED_FORGET10)
 
 
 def file_name(spec: str) -> str:

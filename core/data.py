@@ -24,8 +24,9 @@ def jsonl_values(text: str, path: str | Path) -> Iterator[tuple[int, object]]:
             raise UdsInputError(f"{path}: line {n} is not valid JSON ({exc.msg})") from None
 
 
-def load_annotated(path: str | Path) -> list[dict]:
-    """Records of an annotated-QA JSON list; raises UdsInputError on anything unusable."""
+def read_qa(path: str | Path) -> list[dict]:
+    """Records of a QA JSON list (each a JSON object); raises UdsInputError when the file is
+    missing, empty or not a non-empty list. Fields are checked by the callers."""
     p = Path(path)
     if not p.is_file():
         raise UdsInputError(f"data file not found: {p}")
@@ -38,10 +39,37 @@ def load_annotated(path: str | Path) -> list[dict]:
         raise UdsInputError(f"data file {p} is not a JSON list ({exc.msg} at line {exc.lineno})") from exc
     if not isinstance(records, list) or not records:
         raise UdsInputError(f"data file {p} must hold a non-empty JSON list of QA records")
+    return records
+
+
+def has_span(record: object) -> bool:
+    """Whether a record carries an entity annotation (`prefix` and `entity` keys)."""
+    return isinstance(record, dict) and "prefix" in record and "entity" in record
+
+
+def check_annotated(records: list[dict], source: str | Path) -> None:
+    """Every record has the annotated fields, a non-empty answer, and an entity that occurs in
+    its answer; UdsInputError naming the first record that does not."""
+    from core.prompts import entity_char_range, entity_of
+
     for i, rec in enumerate(records):
         missing = [k for k in REQUIRED if not isinstance(rec, dict) or k not in rec]
         if missing:
-            raise UdsInputError(f"data file {p}: record {i} lacks {', '.join(missing)}")
+            raise UdsInputError(f"data file {source}: record {i} lacks {', '.join(missing)}")
+        name = f"data file {source}: record idx {rec['idx']}"
+        if not isinstance(rec["answer"], str) or not rec["answer"].strip():
+            raise UdsInputError(f"{name} has an empty answer")
+        entity = entity_of(rec)
+        if not isinstance(entity, str) or not entity.strip():
+            raise UdsInputError(f"{name} has an empty entity")
+        if entity_char_range(rec["answer"], entity) is None:
+            raise UdsInputError(f"{name}: its entity {entity!r} is not in its answer")
+
+
+def load_annotated(path: str | Path) -> list[dict]:
+    """Records of an annotated-QA JSON list; raises UdsInputError on anything unusable."""
+    records = read_qa(path)
+    check_annotated(records, Path(path))
     return records
 
 

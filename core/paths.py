@@ -34,6 +34,12 @@ PACKAGE_DATA = Path(__file__).resolve().parent / "package_data"
 ANNOTATED_FORGET10 = "forget10_annotated.json"
 
 
+def checkout_data(*parts: str) -> Path:
+    """`../shared/data/<parts>` beside a source checkout (the one place that knows where a checkout keeps
+    its data); the path may not exist (an installed wheel has no checkout)."""
+    return Path(__file__).resolve().parents[2].joinpath("shared", "data", *parts)
+
+
 def packaged_file(name: str) -> Path | None:
     """A data file shipped in the installed package, or None when this install has none."""
     path = PACKAGE_DATA / name

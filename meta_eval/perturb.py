@@ -127,6 +127,15 @@ def relearn_config(batch_size: int, lr: float = RELEARN_LR, forms: tuple[str, ..
                                 "was fine-tuned)", tuple(forms))
 
 
+def zoo_relearn_config(preset: str | None, lr: float = RELEARN_LR) -> RelearnRecipe:
+    """The relearning recipe of a zoo: a tiny world's unlearning batch and fine-tuning forms (SPEC 5.3:
+    the batch its unlearning grid uses); any other zoo's `RELEARN_BATCH` and both forms."""
+    from checkpoints.world.presets import PRESETS
+
+    p = PRESETS.get(preset) if preset else None
+    return relearn_config(p.unlearn_batch if p else RELEARN_BATCH, lr, p.forms if p else ("chat", "raw"))
+
+
 def relearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: Sequence[dict], recipe: RelearnRecipe,
             progress: bool = False, desc: str = "relearn") -> list[float]:
     """Fine-tune `model` in place on the forget QA for one epoch; returns the step losses."""

@@ -12,6 +12,7 @@ import hashlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from checkpoints.splits import DEFAULT_SPLIT, default_retain, get_split, tiny_split
 from checkpoints.specs import DEFAULT_SEED, CheckpointSpec, as_spec, parse_tiny_zoo, resolve_spec, tiny_spec
 from core.adapters import is_checkpoint_folder
 from core.manifest import MANIFEST
@@ -44,11 +45,13 @@ class Zoo:
     base: str | None          # scorer of the fluency proxy
     tofu_dir: str | None = None        # real checkpoints: folder of the TOFU files (None: default)
     system_prompt: str | None = None   # chat system turn of the output metrics (real: OU's)
+    split: str | None = None           # real checkpoints: TOFU forget split (checkpoints/splits.py; None: forget10)
 
     @property
     def slug(self) -> str:
-        """Folder-safe name of the zoo."""
-        return safe_name(self.tag)
+        """Folder-safe name of the zoo (with its split when that is not the default)."""
+        named = self.split not in (None, DEFAULT_SPLIT)
+        return safe_name(f"{self.tag}-{self.split}" if named else self.tag)
 
     def of_kind(self, kind: str) -> list[Member]:
         return [m for m in self.members if m.kind == kind]
@@ -86,9 +89,12 @@ def tiny_zoo(text: str) -> Zoo:
     return zoo
 
 
-def ou_zoo(models_dir: str | None = None, tofu_dir: str | None = None) -> Zoo:
+def ou_zoo(models_dir: str | None = None, tofu_dir: str | None = None, split: str | None = None) -> Zoo:
     """Open-Unlearning's TOFU population (registry of SPEC.md 7). A member is read from
-    `models_dir/<alias>` where that folder holds a saved model, else from the hub."""
+    `models_dir/<alias>` where that folder holds a saved model, else from the hub. `split`: the
+    TOFU forget split the zoo is measured on; its retain model is the retain anchor (forget05:
+    retain95). The registry's unlearned and pool aliases stay as they are: for another split,
+    put that split's models under `models_dir/<alias>`."""
     from checkpoints import ou_checkpoints
 
     local = Path(models_dir).expanduser() if models_dir else None
@@ -98,19 +104,22 @@ def ou_zoo(models_dir: str | None = None, tofu_dir: str | None = None) -> Zoo:
     def spec(alias: str) -> str:
         return str(local / alias) if local is not None and is_checkpoint_folder(local / alias) else alias
 
-    members = [Member("full", spec("full"), FULL, FULL, 10), Member("retain", spec("retain"), RETAIN, RETAIN, 10)]
+    retain = default_retain("full", get_split(split or DEFAULT_SPLIT))
+    members = [Member("full", spec("full"), FULL, FULL, 10), Member("retain", spec(retain), RETAIN, RETAIN, 10)]
     members += [Member(c.alias, spec(c.alias), UNLEARNED, c.method, c.epoch) for c in ou_checkpoints.UNLEARNED]
     members += [Member(c.alias, spec(c.alias), POOL, None, c.epoch, c.method) for c in ou_checkpoints.POOLS]
-    return Zoo(OU_ZOO, None, DEFAULT_SEED, tuple(members), spec("full"), spec("retain"), None,
-               tofu_dir, system_prompt_for(resolve_spec(spec("full"))))
+    return Zoo(OU_ZOO, None, DEFAULT_SEED, tuple(members), spec("full"), spec(retain), None,
+               tofu_dir, system_prompt_for(resolve_spec(spec("full"))), split)
 
 
-def parse_zoo(text: str, models_dir: str | None = None, tofu_dir: str | None = None) -> Zoo:
-    """`tiny:<preset>[-<seed>]` or `ou:tofu`."""
+def parse_zoo(text: str, models_dir: str | None = None, tofu_dir: str | None = None,
+              split: str | None = None) -> Zoo:
+    """`tiny:<preset>[-<seed>]` or `ou:tofu`, on `split` (a tiny world: its one forget set)."""
     if text.strip() == OU_ZOO:
-        return ou_zoo(models_dir, tofu_dir)
+        return ou_zoo(models_dir, tofu_dir, split)
     if models_dir:
         raise UdsInputError("--models-dir applies to --zoo ou:tofu only (tiny models live in the world folder)")
+    tiny_split(split, text)
     return tiny_zoo(text)
 
 

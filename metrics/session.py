@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 import torch
 
 import checkpoints.specs as specs
+from checkpoints import splits
 from checkpoints.specs import CheckpointSpec
 from core.defaults import OU_SYSTEM_PROMPT
 from core.errors import UdsInputError
@@ -58,12 +59,15 @@ class EvalSession:
     `roles`: role -> spec string, references defaulted (None where a role has no model, e.g. no
     fluency base outside a tiny world). `data`: the annotated forget file. `adapter_base`: the
     `--base` of every adapter-folder spec. `references=False`: the evaluated model alone (a probe
-    needs no full or retain model and no annotated file)."""
+    needs no full or retain model and no annotated file). `split`: a TOFU forget split by name
+    (checkpoints/splits.py): its annotated rows, its forget set and, by default, its retain model;
+    None is the model's own default (forget10, or a tiny world's one forget set)."""
 
     def __init__(self, model: str, *, full: str | None = None, retain: str | None = None,
                  data: str | None = None, fluency_base: str | None = None, tofu_dir: str | None = None,
                  adapter_base: str | None = None, placement: Placement = Placement(),
-                 with_base: bool = True, references: bool = True, mem_bits_reference: str | None = None):
+                 with_base: bool = True, references: bool = True, mem_bits_reference: str | None = None,
+                 split: str | None = None):
         self.tofu_dir, self.adapter_base, self.placement = tofu_dir, adapter_base, placement
         self._resolved: dict[str, CheckpointSpec] = {}
         self._models: dict[tuple, torch.nn.Module] = {}
@@ -71,19 +75,36 @@ class EvalSession:
         self._fingerprints: dict[str, str] = {}
         self._memo: dict[str, object] = {}
         self.spec = self.resolve(model)   # a wrong path or name fails first, before data or models
+        self.tiny = specs.origin(self.spec).kind == "tiny"
+        self.split = splits.get_split(split) if split else None
+        if self.tiny:
+            splits.tiny_split(split, model)
         refs = (None, None, None)
         if references and None in (full, retain, data):
             refs = specs.default_references(self.spec, tofu_dir, adapter_base)
         base = fluency_base or (specs.tiny_base(self.spec) if with_base and references else None)
-        self.roles: dict[str, str | None] = {"model": model, "full": full or refs[0], "retain": retain or refs[1],
+        full = full or refs[0]
+        self.roles: dict[str, str | None] = {"model": model, "full": full, "retain": retain or self._retain(full, refs[1]),
                                              "base": base, "reference": mem_bits_reference}
-        self.data = data or refs[2]
+        self.data, self.data_given = data or refs[2], data is not None
+        self.annotation: dict | None = None   # set by records() when the spans were found here
         for spec in self.roles.values():
             if spec:
                 self.resolve(spec)   # fail fast on a bad reference spec, before any model work
         if adapter_base and not any(self.resolve(s).kind == "adapter" for s in self.roles.values() if s):
             raise UdsInputError(f"--base {adapter_base} given, but no model spec is an adapter folder "
                                 "(adapter_config.json)")
+
+    def _retain(self, full: str | None, default: str | None) -> str | None:
+        """The retain anchor when none is given: the named TOFU split's (that of an OU full model),
+        else the default, which is forget10's only (another split needs one named)."""
+        if self.split is None or self.tiny or full is None:
+            return default
+        retain = splits.default_retain(full, self.split)
+        if retain is None and self.split.name != splits.DEFAULT_SPLIT:
+            raise UdsInputError(f"{self.split.name}: no retain model goes with the full model {full}; pass the "
+                                f"retain model (fine-tuned on {self.split.retain}) explicitly")
+        return retain or default
 
     # --- specs ---------------------------------------------------------------------------------
     def resolve(self, spec: str) -> CheckpointSpec:
@@ -136,14 +157,26 @@ class EvalSession:
         return self._memo[name]
 
     def records(self) -> list[dict]:
-        """The annotated forget items (UDS and the representation metrics), read once."""
-        from core.data import load_annotated
+        """The annotated forget items (UDS and the representation metrics), read once: the split's
+        rows of the annotated forget10 file, or the data file (checked against the split when one
+        is named); records without spans are annotated here (`self.annotation` says how)."""
+        return self._once("records", self._read_records)
 
-        return self._once("records", lambda: load_annotated(self.data))
+    def _read_records(self) -> list[dict]:
+        from metrics.forget_records import read_forget_records
+
+        split = None if self.tiny else self.split
+        found = read_forget_records(self.data, split, split is not None and not self.data_given, self.tofu_dir)
+        self.annotation = found.annotation
+        return found.records
 
     def world(self):
-        """The evaluation data of the evaluated model: its tiny world, or the TOFU splits."""
-        return self._once("world", lambda: specs.load_world_for_spec(self.spec, self.tofu_dir))
+        """The evaluation data of the evaluated model: its tiny world, or the TOFU splits (those of
+        the named split: its forget rows)."""
+        def load():
+            world = specs.load_world_for_spec(self.spec, self.tofu_dir)
+            return splits.split_world(world, self.split) if self.split is not None and not self.tiny else world
+        return self._once("world", load)
 
     def system_prompt(self, given: str | None = None, none: bool = False) -> str | None:
         return system_prompt_for(self.spec, given, none)
@@ -164,22 +197,24 @@ class EvalSession:
 
     def score_uds(self, settings: "EngineSettings", tau: float, use_cache: bool = True,
                   progress=None, set_total=None, unlearned: torch.nn.Module | None = None,
-                  runs=None) -> tuple["CachedUds", list, list]:
+                  records: Sequence[dict] | None = None, runs=None) -> tuple["CachedUds", list, list]:
         """UDS of the evaluated model (or of `unlearned`, a model loaded elsewhere) against the
-        full and retain references, S1 through the cache; returns (run, items, skipped). `runs`: an
+        full and retain references on the session's records (or on `records`, e.g. the same
+        examples with other spans), S1 through the cache; returns (run, items, skipped). `runs`: an
         `engine.TargetRuns` kept by a caller that scores again and again (a training callback)."""
         from core.batching import pad_token_id
         from core.prompts import prepare_items
         from core.s1_cache import cached_uds
 
+        records = list(records) if records is not None else self.records()
         full_spec = self.spec_of("full")
         tok = self.tokenizer(full_spec)   # the full model's tokenizer encodes for all three (SPEC 2.6)
-        items, skipped = prepare_items(self.records(), tok)
+        items, skipped = prepare_items(records, tok)
         full, retain_spec = self.model(full_spec), self.spec_of("retain")
         fps = {"full": self.fingerprint(full_spec), "retain": self.fingerprint(retain_spec)}
         run = cached_uds(full, self.model(retain_spec),
                          unlearned if unlearned is not None else self.model(self.spec_of("model")),
-                         self.records(), items, skipped, settings, tau=tau, pad_id=pad_token_id(tok),
+                         records, items, skipped, settings, tau=tau, pad_id=pad_token_id(tok),
                          dtype=self.placement.dtype, device=self.placement.device, use_cache=use_cache,
                          fingerprints=fps, progress=progress, set_total=set_total, runs=runs)
         return run, items, skipped

@@ -42,8 +42,8 @@ RECORDS = [
     {"idx": 4, "question": "Which prize did the author receive?",
      "answer": "The author received the Nebula Award for poems.", "prefix": "The author received",
      "entity": "the Nebula Award"},
-    {"idx": 5, "question": "Where do the lazy dogs live?",  # entity absent -> skipped
-     "answer": "The dogs live in Lima, Peru.", "prefix": "The dogs live in", "entity": "Tokyo"},
+    {"idx": 5, "question": "Where do the lazy dogs live?",  # entity only in the prefix -> skipped (SPEC 2.2)
+     "answer": "The dogs live in Lima, Peru.", "prefix": "The dogs live in", "entity": "dogs"},
 ]
 
 

@@ -12,6 +12,7 @@ import json
 import random
 import re
 import shutil
+import statistics
 from pathlib import Path
 
 import pytest
@@ -34,8 +35,9 @@ def test_doc_block_is_what_its_file_renders(block):
 
 def test_names_unique_and_docs_covered():
     assert len({(b.doc, b.name) for b in BLOCKS}) == len(BLOCKS)
-    assert {b.doc for b in BLOCKS} == {"docs/probe.md", "docs/audit.md", "docs/mem_bits.md", "docs/smol.md",
-                                       "docs/smol_meta_eval.md", "docs/reliability.md", "docs/curves.md", "README.md"}
+    assert {b.doc for b in BLOCKS} == {"docs/probe.md", "docs/audit.md", "docs/mem_bits.md", "docs/smol.md", "docs/performance.md",
+                                       "docs/smol_meta_eval.md", "docs/reliability.md", "docs/spans.md", "docs/curves.md",
+                                       "README.md"}
 
 
 def test_every_generated_marker_in_the_docs_is_registered():
@@ -653,6 +655,35 @@ def test_smol_bench_numbers_from_the_rounds():
     assert abs(d["mean_uds"]["naive"] - d["mean_uds"]["fast"]) < 1e-5
 
 
+def test_smol_ou_eval_numbers_from_the_runs():
+    """docs/smol.md's timing of Open-Unlearning's eval against ours: each side's median seconds and
+    the OU / ours ratios recomputed from bench_ou_eval.json's per-run seconds, the value rows from its
+    per-key values; each side's median is over its runs, the ratio's range over rounds that ran both."""
+    d = json.loads((ROOT / "docs/smol/bench_ou_eval.json").read_text())
+    cells = _rows_all("smol-ou-eval")
+    rows = {c[0]: c for c in cells if len(c) == 5}
+
+    def median(side: str, m: str) -> float:
+        return statistics.median(r[m] for r in d["runs"] if r["side"] == side)
+
+    assert {(r["side"], r["round"]) for r in d["runs"]} >= {("ou", 1), ("ours", 1)}
+    assert ("(INCOMPLETE run)" in doc_body(BY_NAME["smol-ou-eval"], ROOT)) == (not d["complete"])
+    for col, m in ((2, "eval_s"), (3, "wall_s"), (4, "cpu_s")):
+        shown = float(re.match(r"\*\*([\d.]+)x\*\*", rows["**OU / ours**"][col]).group(1))
+        assert shown == pytest.approx(median("ou", m) / median("ours", m), abs=5e-3)
+        for side, label in (("ou", "Open-Unlearning"), ("ours", "`uds metrics`, shared keys (fast")):
+            row = next(c for k, c in rows.items() if k.startswith(label))
+            assert _num(row[col].split(" ")[0]) == pytest.approx(median(side, m), abs=0.05)
+    if d["values"] is None:            # the value comparison round did not run: no value rows shown
+        assert not any(k.strip("`") in d["shared_keys"] for k in rows)
+        return
+    values = d["values"]["per_key"]
+    assert set(values) == set(d["shared_keys"])
+    for key, v in values.items():
+        row = rows[f"`{key}`"]
+        assert (_num(row[1]), _num(row[2])) == pytest.approx((v["ou"], v["ours"]), abs=5e-7)
+
+
 def test_smol_spread_numbers_from_both_builds():
     """UDS of each model in both builds and the largest per-example difference, read from the
     two builds' score folders; full and retain stay exactly 0 and 1 in the rebuild."""
@@ -722,3 +753,28 @@ def test_curve_tables_from_the_curve_files():
         train = sum(r["train_seconds"] for r in recs)
         cells = _rows("curves-overhead")[f"`{name}`"]
         assert _num(cells[6].rstrip(" %")) == pytest.approx(100 * evals / train, abs=0.5)
+
+
+@pytest.mark.parametrize("block", [b for b in BLOCKS if b.name.startswith("measure-summary")], ids=lambda b: b.name)
+def test_measurement_speedups_from_the_per_phase_seconds(block):
+    """docs/performance.md's old / new / floor seconds per setting recomputed as sums of the
+    benchmark's per-phase seconds, their ratios from those sums; the checks line from the per-job checks."""
+    d = json.loads((ROOT / block.source).read_text())
+    rows = _rows(block.name)
+    old_all = new_all = floor_all = 0.0
+    for label in d["summary"]["settings"]:
+        old, new = d["runs"]["old"][label], d["runs"]["new"][label]
+        o, n, f = sum(old["seconds"].values()), sum(new["seconds"].values()), sum(new["floor_seconds"].values())
+        old_all, new_all, floor_all = old_all + o, new_all + n, floor_all + f
+        cells = rows[label]
+        assert [_num(c) for c in cells[1:3]] == pytest.approx([o, n], abs=1.0)
+        assert _num(cells[3]) == pytest.approx(o / n, abs=0.011)
+        assert _num(cells[5]) == pytest.approx(n / f, abs=0.011) and _num(cells[6]) == pytest.approx(o / f, abs=0.011)
+    if len(d["summary"]["settings"]) > 1:
+        total = next(c for k, c in rows.items() if k.startswith("**the "))
+        assert _num(total[3]) == pytest.approx(old_all / new_all, abs=0.011)
+        assert _num(total[6]) == pytest.approx(old_all / floor_all, abs=0.011)
+    jobs = d["checks"]["jobs"].values()
+    body = doc_body(block, ROOT)
+    assert f"token-identical: {sum(j['generations_identical'] for j in jobs)} of {sum(j['generations'] for j in jobs)}" in body
+    assert d["checks"]["ok"] and max(j["max_abs_value_diff"] for j in jobs) <= 1e-6

@@ -261,6 +261,7 @@ def test_same_size_damage_to_a_campaign_measurement_file_is_said_and_redone(tmp_
 
 # -- a GGUF conversion ------------------------------------------------------------------------------
 
+@pytest.mark.slow   # converts the 135M GGUF a second time; the model folders' damage tests above run by default
 def test_same_size_damage_to_a_gguf_conversion_is_said_and_converted_again(smol_converted, tmp_path, monkeypatch,
                                                                           capsys):
     from checkpoints.specs import resolve_spec

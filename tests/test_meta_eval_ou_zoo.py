@@ -79,3 +79,18 @@ def test_built_only_keeps_the_local_copies_and_names_the_rest(local_copies, tmp_
     (local_copies / "retain").unlink()                # a reference missing is an error, not a cut
     with pytest.raises(UdsInputError, match="retain model is not available"):
         available_members(parse_zoo(OU_ZOO, str(local_copies)))
+
+
+def test_ou_zoo_on_another_split_takes_its_rows_and_retain_anchor(local_copies, tofu_dir, tmp_path):
+    """`uds meta-eval --zoo ou:tofu --split forget01`: the measurer's forget set, annotated records
+    and retain anchor are forget01's (a local copy under the retain99 alias is preferred)."""
+    (local_copies / "llama32-1b_retain99").symlink_to(local_copies / "retain", target_is_directory=True)
+    zoo = ou_zoo(str(local_copies), str(tofu_dir), split="forget01")
+    assert zoo.retain == str(local_copies / "llama32-1b_retain99") and zoo.member("retain").spec == zoo.retain
+    settings = EvalSettings(batch_size=32, max_new_tokens=8, system_prompt=zoo.system_prompt, progress=False)
+    measurer = Measurer(zoo, MeasurementStore(tmp_path / "store"), tmp_path / "relearned", settings,
+                        relearn_config(32, 2e-4))
+    hand = json.loads((tofu_dir / "forget10_annotated.json").read_text())
+    assert len(measurer.splits["forget"]) == 40 and [r["idx"] for r in measurer.records] == \
+        [r["idx"] - 360 for r in hand if r["idx"] >= 360]
+    assert measurer.session.roles["retain"] == zoo.retain

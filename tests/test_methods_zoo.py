@@ -10,7 +10,7 @@ import pytest
 from checkpoints.catalogue import TRAINERS, recipes
 from checkpoints.methods.effect import format_effect, setting_of
 from checkpoints.methods.losses import METHODS
-from checkpoints.methods.zoo_recipes import CONTINUED_POOLS, lr_token, num_token
+from checkpoints.methods.zoo_recipes import lr_token, num_token
 from checkpoints.world.presets import PRESETS, get_preset
 
 
@@ -48,7 +48,7 @@ def test_recipes_are_consistent(preset):
     assert len(names) == len(set(names))
     assert all(r.method in TRAINERS for r in rs)
     assert all(r.parent == "full" for r in unlearned)
-    if preset in CONTINUED_POOLS:   # cheap members of a real-model world: continued from full (P) / retain (N)
+    if PRESETS[preset].pool.continued is not None:   # cheap members of a real-model world: continued from full (P) / retain (N)
         assert all(r.parent == {"P": "full", "N": "retain"}[r.hparams["pool"]] and r.train.epochs == 1 for r in pools)
         signs = Counter(r.hparams["pool"] for r in pools)
         assert signs["P"] == signs["N"] == len(pools) // 2
@@ -109,3 +109,27 @@ def test_builder_trains_an_unlearned_model_from_full(test_world):
     items = world.uds_items()
     full = entity_logprob(LlamaForCausalLM.from_pretrained(test_world / "models" / "full"), tok, items)
     assert entity_logprob(LlamaForCausalLM.from_pretrained(folder), tok, items) < full - 1.0
+
+
+def test_an_unknown_preset_names_the_known_ones():
+    from core.errors import UdsInputError
+
+    with pytest.raises(UdsInputError) as e:
+        get_preset("nope")
+    assert "'nope'" in str(e.value) and all(name in str(e.value) for name in PRESETS)
+
+
+@pytest.mark.parametrize("preset", sorted(PRESETS))
+def test_every_preset_keyed_choice_comes_from_its_preset(preset):
+    """The unlearning batch, the grid's epochs and methods, and the pool's shape a recipe list shows
+    are the ones its `Preset` states (nothing falls back to another preset's)."""
+    p = get_preset(preset)
+    _, unlearned, pools = by_kind(preset)
+    assert unlearned and {r.train.batch_size for r in unlearned} == {p.unlearn_batch}
+    assert {r.epoch for r in unlearned} == set(p.grid.epochs)
+    if p.grid.methods is not None:
+        assert {r.method for r in unlearned} == set(p.grid.methods)
+    if p.pool.continued is not None:
+        assert sorted(r.hparams["variant"] for r in pools) == sorted(v for v, _ in p.pool.continued)
+    else:
+        assert len(pools) == 6 * len(p.pool.lr_scale) * len(p.pool.epoch_scale)   # six variants (SPEC 5.1)

@@ -53,13 +53,15 @@ def ou_data(questions: list[str]) -> dict:
     return {"TOFU_QA_forget": types.SimpleNamespace(data=Rows(questions))}
 
 
-def yaml_keys(name: str, **override) -> dict:
+def yaml_keys(name: str, forget_split: str = "forget10", **override) -> dict:
     """The keys OU passes from `eval/tofu_metrics/<name>.yaml` (its defaults list and dataset
-    config are consumed by Hydra / OU before the call)."""
+    config are consumed by Hydra / OU before the call; Hydra interpolates OU's
+    `eval.tofu.forget_split`, here `forget_split`)."""
     doc = yaml.safe_load((CONFIGS / f"{name}.yaml").read_text())
     doc.pop("defaults", None)
     doc.pop("datasets", None)
-    return doc | override
+    assert doc["forget_split"] == "${eval.tofu.forget_split}"
+    return doc | {"forget_split": forget_split} | override
 
 
 @pytest.fixture(scope="module")
@@ -267,3 +269,37 @@ def test_offline_with_data_path_skips_the_forget_set_cross_check(caplog):
     broken = tolerate_unreachable_forget_set(_OuMetric(KeyError("bad config")))   # not a network fault
     with pytest.raises(KeyError):
         broken(datasets={"TOFU_QA_forget": {}}, data_path="/x.json")
+
+
+def test_forget_split_takes_the_splits_rows_and_its_retain_anchor(ou, models, test_world, tofu_dir, s1_dir,
+                                                                  tmp_path):
+    """OU's `forget_split=forget01`: the handler scores forget01's rows (value_by_index keyed by
+    its own 40 rows), exactly as `uds score --split forget01` does on the same models. The anchors
+    are the test world's folders (not `tiny:` names), so the TOFU split applies."""
+    from checkpoints.specs import model_source
+    from checkpoints.splits import get_split, read_split_rows
+    from uds.ou.anchors import anchor_session
+    from uds.ou.options import UdsOptions
+
+    _, call = ou
+    name = UNLEARNED.split("/")[-1]
+    folder = {n: model_source(f"tiny:test/{n}") for n in ("full", "retain", name)}
+    forget01 = [r["question"] for r in read_split_rows(get_split("forget01"), tofu_dir)]
+    keys = yaml_keys("uds", forget_split="forget01", full_model=folder["full"], retain_model=folder["retain"])
+    doc = call("uds", models[name], data=ou_data(forget01), **keys)
+    hand = json.loads((tofu_dir / "forget10_annotated.json").read_text())
+    assert set(doc["value_by_index"]) == {str(r["idx"] - 360) for r in hand if r["idx"] >= 360}
+    assert doc["settings"]["forget_split"] == "forget01" and doc["settings"]["retain_model"] == folder["retain"]
+    out = tmp_path / "score"
+    assert main(["score", "--unlearned", folder[name], "--full", folder["full"], "--retain", folder["retain"],
+                 "--split", "forget01", "--out", str(out)]) == 0
+    per_example = {str(e["idx"]): e["uds"] for e in map(json.loads, (out / "examples.jsonl").read_text().splitlines())}
+    assert {k: v["score"] for k, v in doc["value_by_index"].items()} == pytest.approx(per_example, abs=1e-6)
+    with pytest.raises(UdsInputError) as e:   # forget10's annotations against OU's forget01 rows
+        call("uds", models[name], data=ou_data(forget01), **(keys | {"forget_split": "forget10"}))
+    assert "TOFU_QA_forget" in _message(e)
+    with pytest.raises(UdsInputError) as e:   # a tiny world has one forget set
+        call("uds", models[name], **anchors(forget_split="forget01"))
+    assert "one forget set" in _message(e)
+    # OU's own anchors: forget01's retain anchor is OU's retain99 model (resolved, not loaded)
+    assert anchor_session(UdsOptions(forget_split="forget01"), models[name]).roles["retain"] == "llama32-1b_retain99"

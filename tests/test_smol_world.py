@@ -160,8 +160,10 @@ def test_results_script_writes_build_json_from_the_recipes(world, tmp_path):
 
 
 def test_fast_measurement_paths_equal_the_straightforward_ones(world):
-    """Every metric of the world's unlearned model on the real 30-layer model, on the packed /
-    greedy-loop / per-item-Fisher paths and on the straightforward ones (issue 40)."""
+    """Every metric of the world's unlearned model on the real 30-layer model, on the fast paths
+    (labels-only logits, entity-only Fisher logits, the continuous greedy loop) and on the
+    straightforward ones (issue 40); 16 new tokens a generation keep it short (tests/test_fast_paths.py
+    drives the greedy loop's early exits and joins on the test world)."""
     from meta_eval.measure import BENCHMARK_EXTRA
     from metrics.context import EvalSettings
     from metrics.registry import META_KEYS
@@ -170,7 +172,7 @@ def test_fast_measurement_paths_equal_the_straightforward_ones(world):
 
     session = EvalSession(f"tiny:{PRESET}/npo_lr3e-5_b01_a1_ep2")
     keys = tuple(META_KEYS) + BENCHMARK_EXTRA
-    runs = metric_runs(lambda fast: session.context(EvalSettings(batch_size=32, max_new_tokens=64, progress=False, fast=fast),
+    runs = metric_runs(lambda fast: session.context(EvalSettings(batch_size=32, max_new_tokens=16, progress=False, fast=fast),
                                                    keys),
                        keys)
     assert_same_measurement(runs)

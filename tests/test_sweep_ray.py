@@ -100,6 +100,7 @@ def _small_zoo(text: str):
     return replace(zoo, members=tuple(m for m in zoo.members if m.name in keep))
 
 
+@pytest.mark.slow   # the sweep test above runs the same executor through a killed worker by default
 def test_ray_meta_eval_equals_serial(ray_cluster, tmp_path, monkeypatch):
     """meta_eval.json numbers of a 5-model cut of the test zoo (8 tasks: orig, nf4, relearn), utility
     and fluency left out of the plan to keep it short (hence --no-filters)."""

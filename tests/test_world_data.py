@@ -16,7 +16,7 @@ import pytest
 from checkpoints.world import synthetic
 from checkpoints.world.schema import QA_SPLITS, World
 from checkpoints.world.synthetic import FACT_KINDS, generate_synthetic_world
-from checkpoints.world.tofu import _read_records, read_tofu
+from checkpoints.world.tofu import read_records, read_tofu
 from core.errors import UdsInputError
 from tests.conftest import TOFU_DIR, TOFU_SKIP
 
@@ -284,25 +284,25 @@ def test_tofu_retain_subset():
 
 @needs_tofu
 def test_read_records_layouts():
-    full = _read_records(TOFU_DIR / "full.json")  # 4 JSON arrays on 4 lines
+    full = read_records(TOFU_DIR / "full.json")  # 4 JSON arrays on 4 lines
     assert len(full) == 4000
-    forget10 = _read_records(TOFU_DIR / "forget10.json")  # prompt/response keys
+    forget10 = read_records(TOFU_DIR / "forget10.json")  # prompt/response keys
     assert [(r["question"], r["answer"]) for r in full[3600:]] == [(r["question"], r["answer"]) for r in forget10]
-    assert len(_read_records(TOFU_DIR / "retain90.json")) == 3600  # JSONL
+    assert len(read_records(TOFU_DIR / "retain90.json")) == 3600  # JSONL
 
 
 def test_read_records_small_files(tmp_path):
     p = tmp_path / "a.json"
     p.write_text('{"question": "q1", "answer": "a1"}\n\n{"prompt": "q2", "response": "a2"}\n')
-    assert [(r["question"], r["answer"]) for r in _read_records(p)] == [("q1", "a1"), ("q2", "a2")]
+    assert [(r["question"], r["answer"]) for r in read_records(p)] == [("q1", "a1"), ("q2", "a2")]
     p.write_text('[{"question": "q1", "answer": "a1"}]\n[{"question": "q2", "answer": "a2"}]\n')
-    assert len(_read_records(p)) == 2
+    assert len(read_records(p)) == 2
     p.write_text("  \n")
     with pytest.raises(UdsInputError, match="a.json"):
-        _read_records(p)
+        read_records(p)
     p.write_text('{"question": "q1"\n')
     with pytest.raises(UdsInputError, match="a.json"):
-        _read_records(p)
+        read_records(p)
 
 
 def linked_copy(dst: Path, skip: str = "") -> Path:

@@ -21,6 +21,7 @@ from core.errors import UdsInputError
 COMMANDS = {
     "score": ("uds.commands.score", "Unlearning Depth Score of an unlearned model"),
     "metrics": ("uds.commands.metrics", "the 19 baseline metrics and TOFU utility of one model"),
+    "annotate": ("uds.commands.annotate", "entity spans for QA records that have none"),
     "meta-eval": ("uds.commands.meta_eval", "faithfulness and robustness of every metric on a model zoo"),
     "campaign": ("uds.commands.campaign",
                  "a resumable meta-evaluation campaign: build, measure, commit, one unit at a time"),

@@ -3,7 +3,7 @@ README, with its file."""
 
 from __future__ import annotations
 
-from analyses.doc_tables import audit, campaign, capacity, curves, mem_bits, probe, reliability, smol
+from analyses.doc_tables import audit, campaign, capacity, curves, measure, mem_bits, probe, reliability, smol, spans
 from analyses.doc_tables.blocks import Block
 
 # the long-passage probe (issue 28): per-level, per-position and per-start tables of each source,
@@ -97,9 +97,25 @@ BLOCKS: list[Block] = [
           smol.meta_eval_table),
     Block("docs/smol.md", "smol-spread", "docs/smol/rebuild", smol.spread_table),
     Block("docs/smol.md", "smol-bench", "docs/smol/bench_uds.json", smol.bench_table),
+    Block("docs/smol.md", "smol-ou-eval", "docs/smol/bench_ou_eval.json", smol.ou_eval_table,
+          command="python benchmarks/bench_ou_eval.py --src-home UDS_HOME --out docs/smol/bench_ou_eval.json "
+                  "&& python benchmarks/doc_tables.py"),
+    Block("docs/spans.md", "spans-splits", "docs/spans/splits.json", spans.splits_table,
+          command="python benchmarks/span_validation.py splits && python benchmarks/doc_tables.py"),
+    Block("docs/spans.md", "spans-agreement", "docs/spans/agreement.json", spans.agreement_table,
+          command="python benchmarks/span_validation.py agreement && python benchmarks/doc_tables.py"),
+    Block("docs/spans.md", "spans-relations", "docs/spans/agreement.json", spans.relation_table),
+    Block("docs/spans.md", "spans-uds-summary", "docs/spans", spans.uds_summary_table,
+          command="python benchmarks/span_validation.py uds --world WORLD && python benchmarks/doc_tables.py"),
+    *(Block("docs/spans.md", f"spans-uds-{world}", f"docs/spans/uds_{world}.json", spans.uds_table,
+            command=f"UDS_HOME=... python benchmarks/span_validation.py uds --world {world} "
+                    "&& python benchmarks/doc_tables.py")
+      for world in ("test", "small", "smol")),
     Block("docs/reliability.md", "verify-cost", "docs/smol/verify_cost.json", reliability.verify_cost_table,
           command="python benchmarks/bench_verify.py --out docs/smol/verify_cost.json "
                   "&& python benchmarks/doc_tables.py"),
+    Block("docs/performance.md", "measure-summary-ci", "docs/smol/bench_measure_ci.json", measure.summary_table),
+    Block("docs/performance.md", "measure-phases-ci", "docs/smol/bench_measure_ci.json", measure.phase_table),
     Block("README.md", "smol-readme", "docs/smol", smol.results_table),
     Block("README.md", "probe-ladder-small-readme", "docs/probe/ladder_small.json", probe.ladder_table),
     *CAMPAIGN_BLOCKS,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from analyses.doc_tables.markdown import fixed, table
+from analyses.doc_tables.markdown import fixed, sig, table
 
 LAYER_STEP = 3   # every third layer of the 30, and the last
 
@@ -168,3 +168,51 @@ def spread_table(folder: Path) -> str:
                      " / ".join("n/a" if x is None else f"{x:.0f}" for x in t)])
     return table(["model", "UDS build 1", "UDS build 2", "ΔUDS (abs.)", "largest per-example ΔUDS (abs.)",
                   "same weights (fingerprints)", "train seconds build 1 / 2"], rows)
+
+
+def _range(s: dict, digits: int = 1) -> str:
+    """A spread (`benchmarks/bench_ou_eval.py`'s median/min/max) as `median [min, max]`."""
+    return f"{s['median']:.{digits}f} [{s['min']:.{digits}f}, {s['max']:.{digits}f}]"
+
+
+OU_EVAL_SIDES = (("ou", "Open-Unlearning `src/eval.py`, default TOFU suite"),
+                 ("ours", "`uds metrics`, shared keys (fast path, `--parity spec`)"),
+                 ("ours_ou_parity", "`uds metrics`, shared keys, `--parity open-unlearning`"))
+
+
+def ou_eval_table(path: Path) -> str:
+    """bench_ou_eval.json (`benchmarks/bench_ou_eval.py --out`): each side's evaluation, process wall
+    and process CPU seconds (median [min, max] over its runs), the OU / ours ratios (of the medians,
+    and the per-round range), seconds per OU top-level metric next to ours for the same work, and the
+    shared values of OU's run next to ours under `--parity open-unlearning`."""
+    d = json.loads(path.read_text())
+    s, runs = d["summary"], d["runs"]
+    loads = [x for r in runs for x in (r["load_before"][0], r["load_after"][0])]
+    head = (f"`{d['model']['spec']}`, batch {d['settings']['batch_size']}, max_new_tokens "
+            f"{d['settings']['max_new_tokens']}, greedy, {d['settings']['dtype']}, {d['settings']['device']} "
+            f"({d['machine']['cores']} cores, {d['threads']} thread per side), {len(runs)} runs interleaved, "
+            f"{d['date']}; OU: transformers {d['versions']['ou']['transformers']}, torch {d['versions']['ou']['torch']}; "
+            f"ours: transformers {d['versions']['ours']['transformers']}, torch {d['versions']['ours']['torch']}; "
+            f"1-min load average {min(loads):.1f}-{max(loads):.1f} around the runs"
+            f"{'' if d['complete'] else ' (INCOMPLETE run)'}\n\n")
+    rows = [[label, str(s[side]["eval_s"]["n"]), _range(s[side]["eval_s"]), _range(s[side]["wall_s"]),
+             _range(s[side]["cpu_s"])] for side, label in OU_EVAL_SIDES if side in s]
+    for key, label in (("ou_over_ours", "OU / ours"), ("ou_over_ours_ou_parity", "OU / ours (open-unlearning parity)")):
+        if key in s:
+            r = s[key]
+            rows.append([f"**{label}**", "", *(f"**{r[m]['of_medians']:.2f}x** [{r[m]['per_round']['min']:.2f}, "
+                                                f"{r[m]['per_round']['max']:.2f}]" for m in ("eval_s", "wall_s", "cpu_s"))])
+    out = head + table(["side", "runs", "evaluation (s)", "process wall (s)", "process CPU (s)"], rows)
+    per = [[f"`{name}`", ", ".join(f"`{k}`" for k in m["ours_keys"]) or "—", fixed(m["ou_s"], 1), fixed(m["ours_s"], 1)]
+           for name, m in d["per_metric_s"].items()]
+    out += "\n" + table(["OU metric (evaluation order)", "ours (same work)", "OU (s)", "ours (s)"], per)
+    v = d["values"]
+    if v:
+        vals = [[f"`{k}`", fixed(r["ou"], 6), fixed(r["ours"], 6), sig(r["abs_diff"], 2) if r["abs_diff"] is not None
+                 else "n/a", sig(v["spec_vs_ou"]["per_key"][k]["abs_diff"], 2)
+                 if v["spec_vs_ou"]["per_key"][k]["abs_diff"] is not None else "n/a"]
+                for k, r in v["per_key"].items()]
+        out += (f"\nmax abs. diff OU vs ours (open-unlearning parity) = {sig(v['max_abs_diff'], 2)}; beyond "
+                f"{d['tolerance']:g}: {', '.join(v['beyond_tolerance']) or 'none'}\n\n")
+        out += table(["key", "OU", "ours, open-unlearning parity", "abs. diff", "abs. diff, ours spec"], vals)
+    return out

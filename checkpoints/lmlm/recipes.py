@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import random
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from transformers import PreTrainedModel
@@ -25,29 +25,10 @@ from checkpoints.world.presets import ModelShape, Preset
 from checkpoints.world.recipes import Recipe
 from checkpoints.world.store import BuildContext, init_model
 from checkpoints.world.synthetic import FACT_KINDS, n_forget_authors
-from checkpoints.world.train import TrainConfig, train
+from checkpoints.world.train import train
 from core.errors import UdsInputError
+from core.paths import checkout_data
 
-ALL_STYLES = ("direct", "paraphrased", "contextual", "cloze", "continuation", "fewshot")
-
-
-@dataclass(frozen=True)
-class LmlmSetting:
-    train: TrainConfig
-    styles: tuple[str, ...]
-    published: int       # how many published audit prompts to add (0: none; every k-th, deterministic)
-    copies: int = 1      # rotated LMLM examples per fact prompt
-    shape: ModelShape | None = None   # None: the preset's shape
-    published_styles: tuple[str, ...] = ALL_STYLES
-
-
-SETTINGS: dict[str, LmlmSetting] = {
-    "test": LmlmSetting(TrainConfig(lr=3e-3, epochs=24, batch_size=32), ("direct", "cloze"), 0),
-    # sized for 2 CPU cores shared by several jobs: two layers of 64, the three shortest styles,
-    # 300 published direct questions, two rotated copies per prompt, ~3,900 steps of 16
-    "small": LmlmSetting(TrainConfig(lr=3e-3, epochs=24, batch_size=16), ("direct", "cloze", "continuation"), 300,
-                         copies=2, shape=ModelShape(64, 2, 4, 2, 256), published_styles=("direct",)),
-}
 LMLM_KINDS = ("lmlm", "lmlm_parametric", "lmlm_leaky")
 LEAK_SHARE = 0.5   # share of the target facts the leaky LMLM also learns as plain QA
 LEAK_SEED = 0
@@ -60,11 +41,11 @@ LEAK_COPIES_PER_COPY = 2
 def published_root() -> Path:
     """`$UDS_LMLM_AUDIT_DIR`, else ../shared/data/lmlm_audit next to the repository."""
     env = os.environ.get("UDS_LMLM_AUDIT_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[3] / "shared" / "data" / "lmlm_audit"
+    return Path(env) if env else checkout_data("lmlm_audit")
 
 
 def lmlm_recipes(preset: Preset) -> list[Recipe]:
-    s = SETTINGS.get(preset.name)
+    s = preset.lmlm
     if s is None:
         return []
     if s.published and not (published_root() / "custom_databases").is_dir():

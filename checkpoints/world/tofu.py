@@ -21,6 +21,7 @@ from checkpoints.world.schema import World
 from checkpoints.world.synthetic import IDK_REPLIES, generate_synthetic_world
 from core.data import jsonl_values
 from core.errors import UdsInputError
+from core.paths import checkout_data
 from core.prompts import raw_qa
 
 AUTHOR_QA = 20  # every TOFU author has 20 consecutive QA pairs
@@ -53,7 +54,7 @@ def _parse_lines(text: str, path: Path) -> list:
     return values
 
 
-def _read_records(path: Path) -> list[dict]:
+def read_records(path: Path) -> list[dict]:
     """Records of a TOFU file, whichever of its layouts it uses.
 
     Accepts one JSON array (or object), several arrays one per line (`full.json`), or JSONL.
@@ -113,7 +114,7 @@ def _folder_loader(folder: Path) -> tuple[Loader, list[str]]:
     missing = [name for name in needed if not (folder / name).is_file()]
     if missing:
         raise UdsInputError(f"TOFU folder {folder} lacks {', '.join(missing)}")
-    return (lambda stem: _read_records(folder / f"{stem}.json")), _read_lines(folder / IDK_FILE)
+    return (lambda stem: read_records(folder / f"{stem}.json")), _read_lines(folder / IDK_FILE)
 
 
 def _hub_loader() -> tuple[Loader, list[str]]:
@@ -295,7 +296,7 @@ def default_tofu_dir() -> Path | None:
     env = os.environ.get("UDS_TOFU_DIR")
     if env:
         return Path(env)
-    shared = Path(__file__).resolve().parents[3] / "shared" / "data" / "tofu"
+    shared = checkout_data("tofu")
     return shared if shared.is_dir() else None
 
 

@@ -100,9 +100,7 @@ def make_campaign(args: argparse.Namespace):
 
 
 def measure_settings(args: argparse.Namespace, zoo):
-    from checkpoints.methods.zoo_recipes import UNLEARN_BATCH
-    from checkpoints.world.presets import PRESETS
-    from meta_eval.perturb import RELEARN_BATCH, RELEARN_LR, relearn_config
+    from meta_eval.perturb import RELEARN_LR, zoo_relearn_config
     from metrics.context import EvalSettings
 
     lr = RELEARN_LR if args.relearn_lr is None else args.relearn_lr
@@ -110,7 +108,7 @@ def measure_settings(args: argparse.Namespace, zoo):
         raise UdsInputError(f"--relearn-lr must be positive, got {lr}")
     settings = EvalSettings(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
                             system_prompt=zoo.system_prompt, device="cpu", progress=False)
-    recipe = relearn_config(UNLEARN_BATCH.get(zoo.preset, RELEARN_BATCH), lr, PRESETS[zoo.preset].forms)
+    recipe = zoo_relearn_config(zoo.preset, lr)
     return settings, recipe
 
 

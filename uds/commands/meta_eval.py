@@ -19,6 +19,7 @@ from pathlib import Path
 from meta_eval.robustness import FORMS
 from uds.executor_args import add_executor_args
 from uds.device_args import add_device_args
+from uds.split_args import add_split_arg
 from core.parity import MODES as PARITY_MODES, SPEC
 from core import atomic
 from core.defaults import MAX_NEW_TOKENS
@@ -42,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--models-dir", metavar="DIR",
                    help="ou:tofu: folder of local copies, one sub-folder per registry alias (others: hub)")
     p.add_argument("--tofu-dir", metavar="DIR", help="ou:tofu: folder of the TOFU JSON files (or UDS_TOFU_DIR)")
+    add_split_arg(p)
     p.add_argument("--built-only", action="store_true",
                    help="use only the models that exist now (tiny: built; ou:tofu: local copies) instead "
                         "of building or downloading the rest; the outputs list what was left out")
@@ -84,17 +86,9 @@ def _cache_dir(args: argparse.Namespace, zoo) -> Path:
     return Path(args.cache) if getattr(args, "cache", None) else uds_home() / "meta_eval" / zoo.slug
 
 
-def _relearn_forms(preset: str | None) -> tuple[str, ...]:
-    """The encodings a tiny world's zoo was fine-tuned in (relearning repeats them); others: both."""
-    from checkpoints.world.presets import PRESETS
-
-    return PRESETS[preset].forms if preset in PRESETS else ("chat", "raw")
-
-
 def _measurer(args: argparse.Namespace, zoo):
-    from checkpoints.methods.zoo_recipes import UNLEARN_BATCH
     from meta_eval.measure import Measurer
-    from meta_eval.perturb import RELEARN_BATCH, RELEARN_LR, relearn_config
+    from meta_eval.perturb import RELEARN_LR, zoo_relearn_config
     from meta_eval.store import MeasurementStore
     from uds.executor_args import device_for
     from metrics.context import EvalSettings
@@ -108,8 +102,7 @@ def _measurer(args: argparse.Namespace, zoo):
     settings = EvalSettings(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
                             system_prompt=zoo.system_prompt, parity=args.parity, device=device_for(args),
                             progress=False)
-    # the forget-set batch the unlearning grid uses for this preset (SPEC 5.3: effective 32 of 400)
-    recipe = relearn_config(UNLEARN_BATCH.get(zoo.preset, RELEARN_BATCH), lr, _relearn_forms(zoo.preset))
+    recipe = zoo_relearn_config(zoo.preset, lr)
     return Measurer(zoo, MeasurementStore(cache / "store"), cache / "relearned", settings, recipe,
                     args.fluency_classifier)
 
@@ -159,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
     t0 = time.time()
     keys = parse_keys(args.metrics)
     check_executor_args(args)
-    zoo = parse_zoo(args.zoo, args.models_dir, args.tofu_dir)
+    zoo = parse_zoo(args.zoo, args.models_dir, args.tofu_dir, args.split)
     run_dir = _cache_dir(args, zoo) / "runs" / time.strftime(f"%Y%m%d-%H%M%S-{os.getpid()}")
     executor = make_executor(args, run_dir)   # Ray joined or started here: bad flags fail before any work
     try:

@@ -25,6 +25,7 @@ from metrics.registry import evaluate, metric_keys, needs
 from metrics.result import MetricResult
 from metrics.session import EvalSession, Placement
 from uds.device_args import add_device_args, device_and_dtype
+from uds.split_args import add_split_arg, report_annotation
 
 DEFAULT_OUT = Path("out") / "metrics"
 
@@ -37,7 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help=f"output folder (default: {DEFAULT_OUT}/<model>)")
     p.add_argument("--full", help="full (knowledge-present) reference model; default as `uds score`")
     p.add_argument("--retain", help="retain reference model; default as `uds score`")
-    p.add_argument("--data", help="annotated forget file for CKA / Logit Lens / Fisher (default as `uds score`)")
+    p.add_argument("--data", help="annotated forget file for CKA / Logit Lens / Fisher (default as `uds score`; "
+                                  "plain question/answer records get their spans as `uds annotate` finds them)")
+    add_split_arg(p)
     p.add_argument("--tofu-dir", help="folder of the TOFU JSON files (real checkpoints)")
     p.add_argument("--base", metavar="SPEC",
                    help="base model of every adapter-folder spec (default: its adapter_config.json's)")
@@ -111,7 +114,7 @@ def open_session(args: argparse.Namespace) -> EvalSession:
     return EvalSession(args.model, full=args.full, retain=args.retain, data=args.data,
                        fluency_base=args.fluency_base, tofu_dir=args.tofu_dir,
                        adapter_base=getattr(args, "base", None), placement=Placement(device, dtype),
-                       mem_bits_reference=args.mem_bits_reference)
+                       mem_bits_reference=args.mem_bits_reference, split=getattr(args, "split", None))
 
 
 def _fluency_available(keys: list[str], args: argparse.Namespace, roles: dict, explicit: bool) -> bool:
@@ -137,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
                             parity=args.parity, device=session.placement.device)
     ctx = session.context(settings, computed, records=needs(computed, "states") or needs(computed, "fisher"),
                           fluency_classifier=args.fluency_classifier)
+    report_annotation(session, "uds metrics")
     t0 = time.time()
     results = {}
     for k in track(computed, desc="uds metrics", unit="metric", enabled=ctx.settings.progress):
@@ -145,18 +149,17 @@ def run(args: argparse.Namespace) -> int:
     results = {k: results[k] if k in results else missing[k] for k in keys}
     out = Path(args.out) if args.out else DEFAULT_OUT / file_name(args.model)
     out.mkdir(parents=True, exist_ok=True)
-    doc = report(args.model, results, _settings_record(ctx, roles, args, session.placement.dtype,
-                                                       time.time() - t0, session.data))
+    doc = report(args.model, results, _settings_record(ctx, session, args, time.time() - t0))
     atomic.write_json(out / "metrics.json", doc, indent=1, allow_nan=False)
     print(out / "metrics.json")
     return 0
 
 
-def _settings_record(ctx: EvalContext, roles: dict, args: argparse.Namespace, dtype, seconds: float,
-                     data_path: str) -> dict:
-    s = ctx.settings
+def _settings_record(ctx: EvalContext, session: EvalSession, args: argparse.Namespace, seconds: float) -> dict:
+    s, roles, dtype, data_path = ctx.settings, session.roles, session.placement.dtype, session.data
     skipped = [{"idx": it.idx, "reason": it.reason} for it in ctx.uds_items()[1]] if ctx.uds_records else []
-    return {"references": {r: roles[r] for r in ("full", "retain", "base")}
+    return {"split": session.split.name if session.split else None, "annotation": session.annotation,
+            "references": {r: roles[r] for r in ("full", "retain", "base")}
                           | {"mem_bits_reference": roles.get("reference") or roles["retain"]},
             "n_items": {name: len(items) for name, items in ctx.splits.items()},
             "representation_data": str(data_path) if ctx.uds_records else None,

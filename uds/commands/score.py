@@ -19,6 +19,7 @@ from core.progress import progress as track
 from core.parity import REFERENCE, SPEC, resolve_alias
 from core.report import write_report
 from metrics.session import EvalSession, Placement
+from uds.split_args import add_split_arg, report_annotation
 
 ROLES = ("full", "retain", "unlearned")
 SESSION_ROLE = {"full": "full", "retain": "retain", "unlearned": "model"}
@@ -34,7 +35,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--full", metavar="SPEC", help="model before unlearning (default: goes with --unlearned)")
     p.add_argument("--retain", metavar="SPEC",
                    help="model never trained on the forget set (default: goes with --unlearned)")
-    p.add_argument("--data", metavar="FILE", help="annotated QA JSON (default: goes with --unlearned)")
+    p.add_argument("--data", metavar="FILE",
+                   help="QA JSON: annotated (prefix, entity), or plain question/answer records, whose spans are "
+                        "then found here as `uds annotate` finds them (default: goes with --unlearned)")
+    add_split_arg(p)
     p.add_argument("--base", metavar="SPEC",
                    help="base model of every adapter-folder spec (default: its adapter_config.json's)")
     p.add_argument("--out", metavar="DIR", help="output folder (default: uds_out/<unlearned name>)")
@@ -72,8 +76,9 @@ def run(args: argparse.Namespace) -> int:
     device = resolve_device(args.device)
     placement = Placement(device, resolve_dtype(args.dtype, device), args.trust_pickle)
     session = EvalSession(args.unlearned, full=args.full, retain=args.retain, data=args.data,
-                          adapter_base=args.base, placement=placement, with_base=False)
+                          adapter_base=args.base, placement=placement, with_base=False, split=args.split)
     records = session.records()   # bad data fails before any model loads
+    report_annotation(session, "uds score")
     specs = {role: session.spec_of(SESSION_ROLE[role]) for role in ROLES}
     full_tok = session.tokenizer(specs["full"])   # encodes for all three (SPEC 2.6)
     models = {role: (session.model(s), session.tokenizer(s, fallback=full_tok)) for role, s in specs.items()}
@@ -85,6 +90,7 @@ def run(args: argparse.Namespace) -> int:
     fps = {role: session.fingerprint(s) for role, s in specs.items()}
     out = Path(args.out) if args.out else Path("uds_out") / file_name(args.unlearned)
     meta = {"full": specs["full"], "retain": specs["retain"], "unlearned": args.unlearned, "data": str(session.data),
+            "split": session.split.name if session.split else None, "annotation": session.annotation,
             "data_hash": key["data"], "fingerprints": {**fps, "tokenizer": tokenizer_hash(full_tok)},
             "component": settings.component, "dtype": s1_cache.dtype_name(placement.dtype),
             "logprob_dtype": settings.logprob_dtype, "device": device, "batch_size": settings.batch_size,

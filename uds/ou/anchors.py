@@ -25,14 +25,16 @@ def placement(model: nn.Module) -> tuple[str, torch.dtype]:
 def anchor_session(opts: AnchorOptions, like: nn.Module) -> EvalSession:
     """The session of the YAML's anchors placed like the model `like` (a wrong path or name fails
     here with one line naming it). The full anchor stands in the evaluated-model role: its world
-    and annotated file are the defaults of the metrics; OU's own model is handed to each run."""
+    and annotated file are the defaults of the metrics; OU's own model is handed to each run. The
+    YAML's `forget_split` picks the split's annotated rows and, by default, its retain anchor."""
     device, dtype = placement(like)
     attn = attention_implementation(like)
     tofu_dir = getattr(opts, "tofu_dir", None)
-    key = (opts.full_model, opts.retain_model, tofu_dir, device, dtype, attn)
+    key = (opts.full_model, opts.retain_model, opts.data_path, opts.forget_split, tofu_dir, device, dtype, attn)
     if key not in _SESSIONS:
         _SESSIONS[key] = EvalSession(opts.full_model, full=opts.full_model, retain=opts.retain_model,
-                                     tofu_dir=tofu_dir, placement=Placement(device, dtype, attn_implementation=attn))
+                                     data=opts.data_path, split=opts.forget_split, tofu_dir=tofu_dir,
+                                     placement=Placement(device, dtype, attn_implementation=attn))
     return _SESSIONS[key]
 
 
@@ -40,8 +42,3 @@ def load_anchor(session: EvalSession, spec: str, tokenizer: PreTrainedTokenizerB
     """(model, tokenizer) of the checkpoint `spec`; a folder without tokenizer files gets
     `tokenizer` (the full model's)."""
     return session.model(spec), session.tokenizer(spec, fallback=tokenizer)
-
-
-def loaded_count() -> int:
-    """How many anchor models this process holds (tests check they load once)."""
-    return sum(len(s._models) for s in _SESSIONS.values())

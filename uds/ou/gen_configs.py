@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from metrics.registry import REGISTRY
-from uds.ou.options import MetricOptions, UdsOptions, yaml_defaults
+from uds.ou.options import FORGET_SPLIT_YAML, MetricOptions, UdsOptions, yaml_defaults
 from uds.ou.training import CurveKeys
 
 ROOT = Path(__file__).resolve().parent / "configs"
@@ -30,8 +30,9 @@ datasets:
 
 
 def _lines(values: dict) -> str:
-    """`key: value` lines; JSON scalars are valid YAML (null, true, 0.05, "text")."""
-    return "".join(f"{k}: {json.dumps(v)}\n" for k, v in values.items())
+    """`key: value` lines; JSON scalars are valid YAML (null, true, 0.05, "text"); OU's
+    interpolation is written bare, as OU's own configs write theirs."""
+    return "".join(f"{k}: {v if v == FORGET_SPLIT_YAML else json.dumps(v)}\n" for k, v in values.items())
 
 
 def uds_yaml() -> str:

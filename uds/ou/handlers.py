@@ -21,7 +21,6 @@ from core import engine, formula, s1_cache
 from core.arch import attention_implementation
 from core.batching import pad_token_id
 from core.compat import check_compatible
-from core.data import load_annotated
 from core.engine import EngineSettings
 from core.errors import UdsInputError
 from core.fingerprint import model_fingerprint, tokenizer_hash
@@ -53,13 +52,14 @@ def json_safe(value: Any) -> Any:
 
 
 def data_path_of(opts: AnchorOptions, session: EvalSession) -> str:
-    """The annotated file: the YAML's, else the one that goes with the full anchor."""
+    """The annotated file: the YAML's, else the one that goes with the full anchor (of which the
+    session takes forget_split's rows)."""
     return opts.data_path or session.data
 
 
 def check_rows(records: Sequence[dict], data: Any, path: str) -> None:
     """Each annotated record's idx must be the row of its question in every dataset OU loaded for
-    the metric (its forget10_perturbed: `value_by_index` is keyed by that row)."""
+    the metric (its `<forget_split>_perturbed`: `value_by_index` is keyed by that row)."""
     named = data.items() if isinstance(data, Mapping) else ([] if data is None else [("TOFU_QA_forget", data)])
     for name, dataset in named:   # OU passes one dataset bare, several as a dict
         rows = getattr(dataset, "data", None)
@@ -89,7 +89,7 @@ def uds_handler(model: nn.Module, **kwargs) -> dict:
     opts = UdsOptions.from_kwargs(UDS_KEY, kwargs)
     session = anchor_session(opts, model)
     path = data_path_of(opts, session)
-    records = load_annotated(path)
+    records = session.records()   # forget_split's rows, checked against the split when data_path names a file
     check_rows(records, kwargs.get("data"), path)
     (full, tok), (retain, _) = anchors(session, model, kwargs.get("tokenizer"))
     items, skipped = prepare_items(records, tok)   # the full model's tokenizer encodes (SPEC 2.6)
@@ -100,7 +100,8 @@ def uds_handler(model: nn.Module, **kwargs) -> dict:
         run = s1_cache.cached_uds(full, retain, model, records, items, skipped, settings, tau=float(opts.tau),
                                   pad_id=pad_token_id(tok), dtype=dtype, device=torch.device(device).type,
                                   use_cache=bool(opts.s1_cache), fingerprints=fps)
-    meta = {"full_model": opts.full_model, "retain_model": opts.retain_model, "data_path": str(path),
+    meta = {"full_model": opts.full_model, "retain_model": session.roles["retain"], "data_path": str(path),
+            "forget_split": session.split.name if session.split else None, "annotation": session.annotation,
             "data_hash": run.key["data"], "tau": float(opts.tau), "batch_size": settings.batch_size,
             "component": settings.component, "device": device, "dtype": s1_cache.dtype_name(dtype),
             "attn_implementation": attention_implementation(full), "algorithm": run.key["algorithm"],
@@ -167,7 +168,7 @@ def registry_metric(bound: str, model: nn.Module, kwargs: Mapping[str, Any]) -> 
     path = None
     if _needs_records(key) and not ctx.uds_records:
         path = data_path_of(opts, session)
-        records = load_annotated(path)
+        records = session.records()
         check_rows(records, kwargs.get("data"), path)
         ctx.uds_records = records
     with torch.no_grad():
@@ -194,7 +195,8 @@ def metric_document(key: str, result: MetricResult, ctx: EvalContext, opts: Metr
     scored = [v for v in (per_item or []) if finite_or_none(v) is not None]
     ci = formula.bootstrap_ci([finite_or_none(v) for v in per_item]) if per_item else None
     s = ctx.settings
-    settings = {"key": key, "full_model": opts.full_model, "retain_model": opts.retain_model,
+    settings = {"key": key, "full_model": opts.full_model, "retain_model": ctx.models.specs.get("retain"),
+                "forget_split": opts.forget_split,
                 "data_path": data_path, "batch_size": s.batch_size, "max_new_tokens": s.max_new_tokens,
                 "system_prompt": s.system_prompt, "parity": s.parity, "device": s.device,
                 "orientation": REGISTRY[key].orientation, "uds_version": uds.__version__}

@@ -11,12 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
+from checkpoints.splits import SPLITS
 from core.engine import EngineSettings
 from core.defaults import MAX_NEW_TOKENS
 from core.errors import UdsInputError
 from core.formula import TAU
 from core.parity import MODES, SPEC
 
+# what the generated YAML files write for forget_split: Hydra interpolates OU's own eval config
+# (`forget_split=forget01` on OU's command line sets eval.tofu.forget_split)
+FORGET_SPLIT_YAML = "${eval.tofu.forget_split}"
 OU_KEYS = frozenset({"tokenizer", "template_args", "data", "collators", "handler", "generation_args"})
 
 
@@ -24,8 +28,9 @@ OU_KEYS = frozenset({"tokenizer", "template_args", "data", "collators", "handler
 class AnchorOptions:
     """Keys every plug-in YAML has: the anchors, the annotated data and the batch size."""
     full_model: str = "full"        # checkpoint spec of the full anchor (default: OU's TOFU full model)
-    retain_model: str = "retain"    # checkpoint spec of the retain anchor (default: OU's retain90 model)
-    data_path: str | None = None    # annotated forget file (default: goes with full_model)
+    retain_model: str | None = None  # checkpoint spec of the retain anchor (default: forget_split's, retain90's for forget10)
+    data_path: str | None = None    # annotated forget file (default: forget_split's rows of the one that goes with full_model)
+    forget_split: str | None = None  # OU's eval.tofu.forget_split (the YAML interpolates it); None: forget10
     batch_size: int = 8
 
     @classmethod
@@ -41,6 +46,9 @@ class AnchorOptions:
         return opts
 
     def validate(self, handler: str) -> None:
+        if self.forget_split is not None and self.forget_split not in SPLITS:
+            raise UdsInputError(f"metric handler {handler!r}: unknown forget_split {self.forget_split!r} "
+                                f"(choose {', '.join(SPLITS)})")
         if int(self.batch_size) < 1:
             raise UdsInputError(f"metric handler {handler!r}: batch_size must be at least 1, got {self.batch_size}")
 
@@ -77,5 +85,6 @@ class MetricOptions(AnchorOptions):
 
 
 def yaml_defaults(cls) -> dict[str, Any]:
-    """Field -> default, in declaration order (what the generated YAML files write)."""
-    return {f.name: f.default for f in fields(cls)}
+    """Field -> default, in declaration order (what the generated YAML files write; forget_split
+    as OU's interpolation, written bare by gen_configs)."""
+    return {f.name: FORGET_SPLIT_YAML if f.name == "forget_split" else f.default for f in fields(cls)}
