@@ -2,7 +2,7 @@
 
 A family registers its metrics when its module is imported (`metrics.spec.register`). This module
 imports every module of `metrics.families` and every module named by an entry point of the group
-`uds.metrics` (families of other packages, e.g. the probe's in `analyses.probe.metric`), so adding
+`uds.metrics` (families of other packages, e.g. the probe's in `uds_analyses.probe.metric`), so adding
 a metric is one new file, with no list or branch to edit here. Each metric is a small function
 `EvalContext -> MetricResult` combining the context's shared work with pure formulas; orientation
 and groups are documented in `metrics.spec`.
@@ -16,7 +16,7 @@ from importlib.metadata import entry_points
 from typing import Sequence
 
 import metrics.families
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 from metrics.context import EvalContext
 from metrics.result import MetricResult
 from metrics.spec import MetricSpec, registered

@@ -1,5 +1,5 @@
-"""Content digests: sealed JSON documents (`core.sealed`), folder manifests (`core.manifest`) and
-the per-process memory of file digests (`core.digests`). The fault tests that damage real cached
+"""Content digests: sealed JSON documents (`uds_core.sealed`), folder manifests (`uds_core.manifest`) and
+the per-process memory of file digests (`uds_core.digests`). The fault tests that damage real cached
 files are in tests/test_faults_content.py."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 import xxhash
 from safetensors.torch import save_file
 
-from core import digests, manifest, sealed
+from uds_core import digests, manifest, sealed
 
 REPO = Path(__file__).resolve().parents[1]
 CAMPAIGN = REPO / "docs" / "smol" / "campaign"
@@ -53,7 +53,7 @@ def test_committed_campaign_files_keep_their_digests():
         body = {k: v for k, v in doc.items() if k != sealed.DIGEST}
         text = json.dumps(sealed.seal(body), indent=1, allow_nan=False, sort_keys=True) + "\n"
         assert text == path.read_text(), path
-        # the digest is the sha256 of the body's canonical JSON, computed here without core.sealed
+        # the digest is the sha256 of the body's canonical JSON, computed here without uds_core.sealed
         canon = json.dumps(body, sort_keys=True, allow_nan=False).encode()
         assert doc[sealed.DIGEST] == hashlib.sha256(canon).hexdigest()
 

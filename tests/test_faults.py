@@ -15,8 +15,8 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from core import atomic
-from core.errors import UdsInputError
+from uds_core import atomic
+from uds_core.errors import UdsInputError
 from tests.engine_fixtures import saved_score_models
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 KILLED_WRITER = """
 import sys, time
-from core import atomic
+from uds_core import atomic
 with atomic.atomic_file(sys.argv[1]) as tmp:
     with open(tmp, "wb") as fh:
         fh.write(b"N" * 1_000_000)
@@ -224,7 +224,7 @@ def test_a_second_world_builder_waits_for_the_first_and_reuses_its_data(tmp_path
     import time
 
     from checkpoints.world.store import build_lock
-    from core.paths import world_dir
+    from uds_core.paths import world_dir
 
     monkeypatch.setenv("UDS_HOME", str(tmp_path / "home"))
     folder = world_dir("test", 0) / "data"

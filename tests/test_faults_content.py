@@ -15,7 +15,7 @@ import pytest
 import torch
 from safetensors.torch import load, load_file
 
-from core import manifest
+from uds_core import manifest
 from tests.test_digests import flip_digit_near_middle, flip_middle_byte
 from tests.test_faults import _score_args, folders  # noqa: F401 (the saved score models fixture)
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from checkpoints.world.train import TrainConfig
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ from typing import Callable, Sequence
 import torch
 from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 
-from core.batching import right_padded
-from core.progress import progress as track
+from uds_core.batching import right_padded
+from uds_core.progress import progress as track
 
 IGNORE = -100
 Batch = dict[str, torch.Tensor]

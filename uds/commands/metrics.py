@@ -12,13 +12,13 @@ import time
 from pathlib import Path
 
 from checkpoints.specs import file_name
-from core import atomic
-from core.chat import DATE_STRING
-from core.defaults import MAX_NEW_TOKENS, OU_SYSTEM_PROMPT
-from core.errors import UdsInputError
-from core.numbers import finite_or_none
-from core.progress import progress as track
-from core.parity import MODES, OPEN_UNLEARNING, resolve_alias
+from uds_core import atomic
+from uds_core.chat import DATE_STRING
+from uds_core.defaults import MAX_NEW_TOKENS, OU_SYSTEM_PROMPT
+from uds_core.errors import UdsInputError
+from uds_core.numbers import finite_or_none
+from uds_core.progress import progress as track
+from uds_core.parity import MODES, OPEN_UNLEARNING, resolve_alias
 from metrics.context import EvalContext, EvalSettings
 from metrics.mia import MIN_K
 from metrics.registry import evaluate, metric_keys, needs

@@ -30,7 +30,7 @@ def run_build(args: argparse.Namespace) -> int:
     t0 = time.time()
     ensure_world_data(args.preset, args.seed, args.tofu_dir)
     names = args.models.split(",") if args.models else None
-    from core.loading import resolve_device
+    from uds_core.loading import resolve_device
 
     root = build_world(args.preset, args.seed, names=names, device=resolve_device(args.device))
     print(f"world {args.preset} (seed {args.seed}) built in {time.time() - t0:.0f} s: {root}")

@@ -2,7 +2,7 @@
 
 `uds_handler`: UDS with OU's loaded model as the unlearned model (S2 source) and the full/retain
 anchors of the YAML; S1 comes from the S1 cache of `uds score` (same key function,
-`core.s1_cache.s1_key`). `metric_handler(key)`: any registry metric (metrics/registry.py) with OU's
+`uds_core.s1_cache.s1_key`). `metric_handler(key)`: any registry metric (metrics/registry.py) with OU's
 model in the "model" role. Both return JSON-safe dicts: `agg_value` (float, or None when nothing
 was scored), `value_by_index` keyed by dataset row index (str, as JSON writes it), counts, a 95%
 bootstrap interval and the settings. Bad input raises UdsInputError with one line naming the key
@@ -17,16 +17,16 @@ import torch
 import torch.nn as nn
 
 import uds
-from core import engine, formula, s1_cache
-from core.arch import attention_implementation
-from core.batching import pad_token_id
-from core.compat import check_compatible
-from core.engine import EngineSettings
-from core.errors import UdsInputError
-from core.fingerprint import model_fingerprint, tokenizer_hash
-from core.numbers import finite_or_none
-from core.prompts import prepare_items
-from core.report import example_records, summary_fields
+from uds_core import engine, formula, s1_cache
+from uds_core.arch import attention_implementation
+from uds_core.batching import pad_token_id
+from uds_core.compat import check_compatible
+from uds_core.engine import EngineSettings
+from uds_core.errors import UdsInputError
+from uds_core.fingerprint import model_fingerprint, tokenizer_hash
+from uds_core.numbers import finite_or_none
+from uds_core.prompts import prepare_items
+from uds_core.report import example_records, summary_fields
 from metrics.context import EvalContext, EvalSettings
 from metrics.registry import REGISTRY, evaluate
 from metrics.result import MetricResult

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 from meta_eval.leaderboard_inputs import is_ou_summary, published_record, summary_values
 from uds.site.model import AuditRun, MetaEval, MetricsRun, ProbeRun, Results, RowsFile, ScoreRun
 
