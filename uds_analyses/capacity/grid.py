@@ -60,7 +60,7 @@ GRIDS = {
     "quick": Grid(SIZES[:2], (0.5, 2.0, 8.0), budget=TrainBudget(max_steps=600, eval_every=100,
                                                                  plateau_window=300)),
     # constant LR tail and denser dataset sizes above the expected capacity (from 1.5x, where the
-    # data holds 5.4 bits/param, above the published 3.83), each budget also finished by a
+    # data holds more bits per parameter than the published capacity), each budget also finished by a
     # cooldown of a fifth of its steps: the GPU-sized run to the plateau
     "plateau": Grid(SIZES, (0.5, 1.0, 1.5, 2.0, 3.0, 4.0),
                     budget=TrainBudget(max_steps=64000, eval_every=1000, plateau_window=8000, schedule="constant",
