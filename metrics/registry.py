@@ -97,6 +97,14 @@ def needs(keys: Sequence[str], kind: str) -> bool:
     return any(u.kind == kind for k in with_dependencies(keys) for u in REGISTRY[k].uses)
 
 
+RECORD_KINDS = ("states", "fisher", "uds")   # shared work that reads the annotated forget records' spans
+
+
+def needs_records(keys: Sequence[str]) -> bool:
+    """Whether any of `keys` (or what they depend on) reads the annotated forget records."""
+    return any(needs(keys, kind) for kind in RECORD_KINDS)
+
+
 def evaluate(ctx: EvalContext, keys: Sequence[str]) -> dict[str, MetricResult]:
     """Compute `keys` (dependencies too, shared work once via `ctx`); returns only `keys`."""
     for k in with_dependencies(keys):

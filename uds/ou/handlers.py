@@ -28,7 +28,7 @@ from uds_core.numbers import finite_or_none
 from uds_core.prompts import prepare_items
 from uds_core.report import example_records, summary_fields
 from metrics.context import EvalContext, EvalSettings
-from metrics.registry import REGISTRY, evaluate
+from metrics.registry import REGISTRY, evaluate, needs_records
 from metrics.result import MetricResult
 from metrics.session import EvalSession
 from uds.ou.anchors import anchor_session, load_anchor, placement
@@ -148,10 +148,6 @@ def _context(model: nn.Module, tokenizer, template_args: Mapping | None, opts: M
     return _CONTEXTS[ckey]
 
 
-def _needs_records(key: str) -> bool:
-    return any(u.kind in ("states", "fisher", "uds") for u in REGISTRY[key].uses)
-
-
 def registry_metric(bound: str, model: nn.Module, kwargs: Mapping[str, Any]) -> dict:
     """Registry metric `bound` (or the YAML's `key`, which must agree) of OU's model."""
     handler = f"uds_{bound}"
@@ -166,7 +162,7 @@ def registry_metric(bound: str, model: nn.Module, kwargs: Mapping[str, Any]) -> 
         raise UdsInputError(f"metric handler {handler!r} computes {bound!r}, but its YAML says key: {key!r}")
     ctx = _context(model, kwargs.get("tokenizer"), kwargs.get("template_args"), opts)
     path = None
-    if _needs_records(key) and not ctx.uds_records:
+    if needs_records([key]) and not ctx.uds_records:
         path = data_path_of(opts, session)
         records = session.records()
         check_rows(records, kwargs.get("data"), path)
