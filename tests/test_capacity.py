@@ -16,7 +16,7 @@ from uds_analyses.capacity.models import (ModelSize, TrainBudget, _plateaued, bu
 from metrics import mem_bits as mb
 from uds_analyses.capacity.grid import GRIDS, run_cell, summarise
 from uds_analyses.capacity.fit import best_threshold_f1, fit_capacity, fit_sigmoid_law, sigmoid_law
-from tests.test_cli_errors import assert_one_line_error
+from tests.checks import assert_one_line_error
 
 
 def test_fit_recovers_an_exact_line():

@@ -17,7 +17,7 @@ from uds_analyses.capacity.grid import is_capped, summarise
 from uds_analyses.capacity.models import (ModelSize, TrainBudget, build_model, constant_lr_factor, make_scheduler,
                                       sequence_nll_nats, train_to_plateau, uniform_sequences, with_bos)
 from uds_analyses.capacity.steps import alpha_vs_steps, budgets_of, capacities_at, grid_at_plateau, mem_at
-from tests.test_cli_errors import assert_one_line_error
+from tests.checks import assert_one_line_error
 
 
 def _lrs(schedule: str) -> list[float]:

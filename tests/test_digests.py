@@ -15,29 +15,11 @@ import torch
 import xxhash
 from safetensors.torch import save_file
 
+from tests.checks import flip_digit_near_middle, flip_middle_byte
 from uds_core import digests, manifest, sealed
 
 REPO = Path(__file__).resolve().parents[1]
 CAMPAIGN = REPO / "docs" / "smol" / "campaign"
-
-
-def flip_digit_near_middle(path: Path) -> int:
-    """Flip the low bit of the first ASCII digit at or after the file's middle (a digit stays a
-    digit, so JSON stays valid and the size unchanged); returns its offset."""
-    data = bytearray(path.read_bytes())
-    at = next(i for i in range(len(data) // 2, len(data)) if 0x30 <= data[i] <= 0x39)
-    data[at] ^= 0x01
-    path.write_bytes(bytes(data))
-    return at
-
-
-def flip_middle_byte(path: Path) -> None:
-    """Every bit of the middle byte flipped, in place (size unchanged)."""
-    with open(path, "r+b") as fh:
-        fh.seek(os.path.getsize(path) // 2)
-        byte = fh.read(1)
-        fh.seek(-1, os.SEEK_CUR)
-        fh.write(bytes([byte[0] ^ 0xFF]))
 
 
 # -- sealed documents -------------------------------------------------------------------------------

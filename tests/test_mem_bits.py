@@ -19,7 +19,7 @@ from metrics.encoding import encode_qa
 from metrics.registry import REGISTRY, evaluate
 from tests.metrics_fixtures import tiny_splits, tiny_tokenizer
 from tests.metrics_fixtures import zoo as trained_zoo
-from tests.test_cli_errors import assert_one_line_error
+from tests.checks import assert_one_line_error
 from tests.test_metrics_pipeline import make_ctx
 
 KEYS = ["mem_bits", "mem_bits_per_token", "mem_bits_erased", "mem_bits_tfidf"]

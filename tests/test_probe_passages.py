@@ -13,7 +13,7 @@ from uds_analyses.probe.passage_summary import passages_summary, rate_by, split_
 from uds_analyses.probe.passages import (attach_facts, bio_passages, chunks, cuts, document_passages, spans_of,
                                      split_sentences)
 from uds_core.errors import UdsInputError
-from tests.test_cli_errors import assert_one_line_error
+from tests.checks import assert_one_line_error
 
 ANSWERS = ["Ann was born in Oslo.", "Ann writes poems.", "Ann won a prize.", "Ann has a cat.", "Ann likes tea."]
 ITEMS = [{"question": f"Q{k}?", "answer": a, "entity": a.split()[-1].rstrip("."), "author": "Ann"}
