@@ -3,7 +3,7 @@ forget10 file inside the wheel.
 
 The annotated file is not kept in this repository (it lives in ../shared/data/tofu, or in
 `$UDS_TOFU_DIR`); `build_py` copies it into the built package as
-core/package_data/forget10_annotated.json, where `core.paths.packaged_file` finds it at run time.
+uds_core/package_data/forget10_annotated.json, where `uds_core.paths.packaged_file` finds it at run time.
 A build where neither place holds it warns and ships no data (a source checkout still falls back
 to ../shared/data/tofu at run time).
 """
@@ -17,8 +17,8 @@ from setuptools import setup
 from setuptools.command.build_py import build_py
 
 HERE = Path(__file__).resolve().parent
-NAME = "forget10_annotated.json"          # core.paths.ANNOTATED_FORGET10
-TARGET = Path("core") / "package_data"    # core.paths.PACKAGE_DATA, relative to the build folder
+NAME = "forget10_annotated.json"          # uds_core.paths.ANNOTATED_FORGET10
+TARGET = Path("uds_core") / "package_data"    # uds_core.paths.PACKAGE_DATA, relative to the build folder
 
 
 def annotated_source() -> Path | None:

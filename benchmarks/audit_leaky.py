@@ -5,10 +5,10 @@
     python benchmarks/audit_leaky.py --runs RUNS [--preset test] [--out docs/audit/leaky_test]
     python benchmarks/audit_leaky.py --chance-only [--preset test]           # chance.json alone, no runs
 
-Copies each run's summary.json and grid.csv, and writes facts.csv (`analyses.audit.leaky`:
+Copies each run's summary.json and grid.csv, and writes facts.csv (`uds_analyses.audit.leaky`:
 one compact row per model, variant, style and fact, with the leaked-subset flag), subset.json
 (the leaky recipe's subset and digest) and chance.json (per variant, the chance level of the
-audit's rates, `analyses.audit.chance`). The chance level needs the world's audit database, which
+audit's rates, `uds_analyses.audit.chance`). The chance level needs the world's audit database, which
 the run folders do not hold: it is rebuilt from the preset's world data, generated in memory and
 written to a temporary folder (deterministic from the seed; no model, nothing written to the
 world's cache), and where a run's summary.json carries `chance` the two must agree.
@@ -25,9 +25,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from analyses.audit.chance import set_chances
-from analyses.audit.leaky import compact_rows, write_rows
-from analyses.audit.sources import resolve_sets
+from uds_analyses.audit.chance import set_chances
+from uds_analyses.audit.leaky import compact_rows, write_rows
+from uds_analyses.audit.sources import resolve_sets
 from checkpoints.catalogue import find_recipe
 from checkpoints.lmlm.prompts import STYLES
 from checkpoints.lmlm.world_db import AUDIT_DATA_VERSION, write_world_audit
@@ -59,7 +59,7 @@ def world_chance(preset: str, seed: int = 0) -> dict:
         for k in ("chance", "chance_uniform"):
             v[k] = round(v[k] / v["n_prompts"], 6)
     return {"preset": preset, "seed": seed, "audit_data_version": AUDIT_DATA_VERSION,
-            "definition": "analyses/audit/chance.py (chance: majority value of the relation after the "
+            "definition": "uds_analyses/audit/chance.py (chance: majority value of the relation after the "
                           "target's deletion; chance_uniform: a uniform draw over its distinct values)",
             "variants": variants}
 

@@ -4,9 +4,9 @@
 
 Reads `published_outputs/{per_state,cross_state}_metrics.csv` of the published audit data
 (`$UDS_LMLM_AUDIT_DIR`, else ../shared/data/lmlm_audit) and writes the per-cell checks
-(`analyses.audit.published.published_claims`) as JSON, then prints the doc's sentences
+(`uds_analyses.audit.published.published_claims`) as JSON, then prints the doc's sentences
 (`claims_markdown`), which docs/audit.md carries between its `published-claims` markers. It also
-writes each cell's chance level (`analyses.audit.chance`), computed from the cell's prompt file and
+writes each cell's chance level (`uds_analyses.audit.chance`), computed from the cell's prompt file and
 database as `uds audit` opens them (`chance`: one row per cell; docs/audit.md's `published-chance`
 table). No model: about 10 s on one busy core, most of it imports.
 """
@@ -17,9 +17,9 @@ import argparse
 import json
 from pathlib import Path
 
-from analyses.audit.chance import set_chances
-from analyses.audit.published import cell_name, claims_markdown, published_cells, published_claims, read_cross
-from analyses.audit.sources import resolve_sets
+from uds_analyses.audit.chance import set_chances
+from uds_analyses.audit.published import cell_name, claims_markdown, published_cells, published_claims, read_cross
+from uds_analyses.audit.sources import resolve_sets
 from checkpoints.lmlm.prompts import STYLES
 from checkpoints.lmlm.recipes import published_root
 
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
                                            "(+ per_state_metrics.csv for DEL-ON EM)",
                                  "claims": claims, "cells": cells,
                                  "chance_source": "the cells' prompt files and databases in data/lmlm_audit "
-                                                  "(analyses/audit/chance.py)",
+                                                  "(uds_analyses/audit/chance.py)",
                                  "chance": chance_cells(data, cells)}, indent=1) + "\n")
     print(claims_markdown(claims))
     return 0

@@ -26,12 +26,12 @@ import numpy as np
 
 from checkpoints.specs import load_model, load_tokenizer, tiny_spec, tiny_tag
 from checkpoints.world.store import load_world
-from analyses.audit.link import agreement, fact_rows, model_summary
-from analyses.audit.report import write_csv
-from analyses.audit.run import AuditSettings, run_audit
-from analyses.audit.sources import resolve_sets
+from uds_analyses.audit.link import agreement, fact_rows, model_summary
+from uds_analyses.audit.report import write_csv
+from uds_analyses.audit.run import AuditSettings, run_audit
+from uds_analyses.audit.sources import resolve_sets
 from uds.cli import main as uds_main
-from core.data import jsonl_values
+from uds_core.data import jsonl_values
 
 
 def del_off_correct(spec: str, preset: str, seed: int, styles: list[str], golds: list[str]) -> list[float]:

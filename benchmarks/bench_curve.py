@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from core.curves import read_curve  # noqa: E402
+from uds_core.curves import read_curve  # noqa: E402
 
 
 def model_overhead(curve_path: Path, wall_s: float) -> dict:
@@ -77,7 +77,7 @@ def update(out: Path, name: str, fields: dict) -> None:
 def record(out: Path, name: str, entry: dict) -> None:
     """Put one model's entry into `out/overhead.json` (several runs may fill one file, each under
     the file's lock)."""
-    from core.atomic import file_lock, write_json
+    from uds_core.atomic import file_lock, write_json
 
     path = out / "overhead.json"
     with file_lock(path):

@@ -83,7 +83,7 @@ def rates(model, batch_size: int, repeats: int = 3) -> dict[str, float]:
     hidden = torch.randn(1024, model.config.hidden_size)
     head = model.get_output_embeddings()
     head_s = _median_seconds(lambda: torch.log_softmax(head(hidden).float(), -1), repeats)
-    from core.greedy import new_cache
+    from uds_core.greedy import new_cache
 
     prompt = torch.randint(10, vocab - 10, (batch_size, 128))
     cache = new_cache(model)
@@ -197,7 +197,7 @@ def main(argv=None) -> int:
     torch.set_num_threads(args.threads)
     from checkpoints.world.build import ensure_model
     from checkpoints.world.encode import qa_examples
-    from core.prompts import prepare_items
+    from uds_core.prompts import prepare_items
     from meta_eval.measure import BENCHMARK_EXTRA, Job
     from meta_eval.perturb import zoo_relearn_config
     from meta_eval.population import FULL, RETAIN, UNLEARNED, tiny_zoo

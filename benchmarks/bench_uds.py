@@ -41,9 +41,9 @@ import torch.nn as nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core import capture, engine, suffix  # noqa: E402
-from core.engine import EngineSettings, TargetRuns, UdsResult, compute_uds  # noqa: E402
-from core.prompts import PreparedItem, prepare_items  # noqa: E402
+from uds_core import capture, engine, suffix  # noqa: E402
+from uds_core.engine import EngineSettings, TargetRuns, UdsResult, compute_uds  # noqa: E402
+from uds_core.prompts import PreparedItem, prepare_items  # noqa: E402
 
 ALGORITHMS = ("naive", "fast")
 RUN_KINDS = ("full", "s2_only", "s2_kept")   # the three timed runs of a round, in run_rounds' tuple order
@@ -331,7 +331,7 @@ def measured_floor(setup: Setup, s: Shape, batch_size: int, device: str, repeats
     (`lower_bound_flops`: one capture pass per model, patched windows only through the blocks
     above each layer) at the rate this machine runs plain forward passes of the full model over the
     same items (median of `repeats` timings, batches padded as the engine pads them)."""
-    from core.engine import chunks, make_batch
+    from uds_core.engine import chunks, make_batch
 
     def one_pass() -> float:
         if device == "cuda":

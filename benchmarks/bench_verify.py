@@ -5,8 +5,8 @@ Each round runs `uds score --unlearned SPEC` (a tiny-world spec) in fresh interp
 remembered from an earlier run), in rotating order, once per variant:
 - `xxh3_128` and `sha256`: the world's digest manifests recorded in that hash beforehand (outside
   the timing); the child times every outermost call of the manifest checks
-  (`core.manifest.verify`, `verify_or_record`) and counts the bytes they hashed;
-- `off`: `core.manifest.verify` patched to pass without reading a byte (a size-only check).
+  (`uds_core.manifest.verify`, `verify_or_record`) and counts the bytes they hashed;
+- `off`: `uds_core.manifest.verify` patched to pass without reading a byte (a size-only check).
 Every variant with the S1 cache hit (a warm-up run fills it: the shorter score, so the larger
 share) and with `--no-s1-cache`. CPU seconds (the child's process time; one torch thread) are
 the figure that load on a shared machine disturbs least; wall seconds are printed beside them.
@@ -43,7 +43,7 @@ S1_MODES = ("s1_hit", "s1_off")
 # print one JSON line.
 CHILD = """
 import json, os, sys, time
-from core import digests, manifest
+from uds_core import digests, manifest
 state = {"wall": 0.0, "cpu": 0.0, "bytes": 0, "depth": 0}
 def timed(fn):
     def wrapper(*a, **k):
@@ -87,7 +87,7 @@ def run_child(args: list[str], verify: str, env: dict) -> dict:
 
 def record_manifests(world: Path, hash_name: str) -> None:
     """Record every manifest of the world's folders in `hash_name` (untimed)."""
-    from core import manifest
+    from uds_core import manifest
 
     manifest.HASH = hash_name
     for path in sorted(world.rglob(manifest.MANIFEST)):
@@ -97,7 +97,7 @@ def record_manifests(world: Path, hash_name: str) -> None:
 
 def hash_rates(path: Path) -> dict:
     """MiB/s of each hash over `path`, read from the page cache."""
-    from core.digests import HASHES
+    from uds_core.digests import HASHES
 
     out = {}
     for name, make in HASHES.items():
@@ -139,7 +139,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, help="write the measurements as JSON")
     a = ap.parse_args()
     from checkpoints.specs import model_source, parse_tiny
-    from core.paths import world_dir
+    from uds_core.paths import world_dir
     from meta_eval.campaign import cpu_name
 
     world = world_dir(*parse_tiny(a.spec)[:2])

@@ -107,7 +107,7 @@ def _timed(clock: PhaseClock, phase: str, fn: Callable, count_models: bool = Fal
 @contextmanager
 def instrument(clock: PhaseClock) -> Iterator[PhaseClock]:
     """Patch the measurement's shared paths to report into `clock` (see the module docstring)."""
-    from core import generation
+    from uds_core import generation
     from meta_eval import measure
     from metrics import forward, hidden
     from metrics.families import uds as uds_family

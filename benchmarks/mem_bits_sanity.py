@@ -1,6 +1,6 @@
 """Sanity of the memorisation-in-bits metrics on a tiny-world preset (SPEC-probes 1.1): mem_bits
 of full (large), retain (exactly 0), the other built models, and the weight interpolation
-full -> retain (core.sanity's alpha grid; expected monotone), plus the TF-IDF Spearman diagnostic.
+full -> retain (uds_core.sanity's alpha grid; expected monotone), plus the TF-IDF Spearman diagnostic.
 
     UDS_HOME=... python benchmarks/mem_bits_sanity.py --preset small [--out mem_bits_small.json]
 
@@ -17,12 +17,12 @@ import numpy as np
 
 from checkpoints.specs import load_model, load_tokenizer, resolve_spec
 from checkpoints.world.store import load_world
-from core.paths import world_dir
+from uds_core.paths import world_dir
 from metrics.context import EvalSettings, eval_splits
 from metrics.registry import evaluate
 from metrics.session import build_context
 from metrics.work import WorkCache
-from core.sanity import ALPHAS, interpolate_weights
+from uds_core.sanity import ALPHAS, interpolate_weights
 
 KEYS = ["mem_bits", "mem_bits_per_token", "mem_bits_erased"]
 

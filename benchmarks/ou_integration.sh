@@ -51,7 +51,7 @@ WHEEL=$(ls "$WORK"/dist/uds-*.whl)
 "$VENV/bin/python" "$REPO/benchmarks/ou_integration.py" pins --requirements "$OU_SRC/requirements.txt" \
   --freeze "$WORK/freeze_after.txt"
 "$VENV/bin/pip" check
-(cd "$WORK" && "$VENV/bin/python" -c "import transformers, accelerate, core.paths as p; print('transformers', transformers.__version__, 'accelerate', accelerate.__version__, 'packaged annotated file:', p.packaged_file(p.ANNOTATED_FORGET10))")
+(cd "$WORK" && "$VENV/bin/python" -c "import transformers, accelerate, uds_core.paths as p; print('transformers', transformers.__version__, 'accelerate', accelerate.__version__, 'packaged annotated file:', p.packaged_file(p.ANNOTATED_FORGET10))")
 fi
 
 if want 3; then

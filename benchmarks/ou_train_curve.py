@@ -67,7 +67,7 @@ def _error_line(log: Path) -> str | None:
 
 
 def check(args: argparse.Namespace) -> int:
-    from core.curves import read_curve
+    from uds_core.curves import read_curve
 
     work, out = Path(args.work), Path(args.out)
     saves = work / "open-unlearning" / "saves" / "unlearn"

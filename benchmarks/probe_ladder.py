@@ -22,7 +22,7 @@ import json
 import sys
 from pathlib import Path
 
-from analyses.doc_tables.probe import passages_level_table, passages_position_table, passages_start_table
+from uds_analyses.doc_tables.probe import passages_level_table, passages_position_table, passages_start_table
 from uds.cli import main as uds_main
 
 

@@ -28,11 +28,11 @@ from checkpoints.specs import load_model, load_tokenizer, tiny_spec
 from checkpoints.world.encode import encode_text
 from checkpoints.world.store import load_world
 from checkpoints.world.train import TrainConfig, collate, train
-from analyses.doc_tables.probe import repetition_runs, seed_bands
-from analyses.probe.corpus import Passage, check_corpus
-from analyses.probe.refusal import RefusalDetector, default_phrases
-from analyses.probe.run import ProbeSettings, probe_model
-from core.batching import pad_token_id
+from uds_analyses.doc_tables.probe import repetition_runs, seed_bands
+from uds_analyses.probe.corpus import Passage, check_corpus
+from uds_analyses.probe.refusal import RefusalDetector, default_phrases
+from uds_analyses.probe.run import ProbeSettings, probe_model
+from uds_core.batching import pad_token_id
 
 COUNTS = (0, 1, 2, 4, 8, 16)
 

@@ -102,7 +102,7 @@ def stage_metrics(out: Path, device: str, max_new_tokens: int, preset: str = PRE
 
 
 def _write_json(path: Path, doc: dict) -> None:
-    from core import atomic
+    from uds_core import atomic
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic.write_json(path, doc, indent=1, allow_nan=False)

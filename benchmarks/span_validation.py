@@ -1,4 +1,4 @@
-"""Automatic entity spans (core/spans, `uds annotate`) checked against given ones; writes docs/spans/.
+"""Automatic entity spans (uds_core/spans, `uds annotate`) checked against given ones; writes docs/spans/.
 
     python benchmarks/span_validation.py splits [--out docs/spans/splits.json]
     python benchmarks/span_validation.py agreement [--out docs/spans/agreement.json]
@@ -21,9 +21,9 @@ import json
 import time
 from pathlib import Path
 
-from analyses.spans.agreement import agreement
-from core import atomic
-from core.spans.annotate import annotate_records
+from uds_analyses.spans.agreement import agreement
+from uds_core import atomic
+from uds_core.spans.annotate import annotate_records
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "spans"
@@ -50,7 +50,7 @@ def tofu_forget10() -> tuple[list[dict], list[dict]]:
     """(forget10_perturbed rows with idx, the 367 hand annotations)."""
     from checkpoints.specs import default_tofu_annotated
     from checkpoints.world.tofu import default_tofu_dir, read_records
-    from core.data import load_annotated
+    from uds_core.data import load_annotated
 
     rows = read_records(default_tofu_dir() / "forget10_perturbed.json")
     return [{"idx": i, **r} for i, r in enumerate(rows)], load_annotated(default_tofu_annotated())
@@ -72,7 +72,7 @@ def run_agreement(out: Path) -> dict:
     for preset in ("test", "small"):
         forget, given = world_forget(preset)
         sets[f"{preset}_world"] = agreement(auto_spans(forget, preset), given)
-    doc = {"sets": sets, "settings": {"span_methods": "core/spans (polar, perturbation, question)",
+    doc = {"sets": sets, "settings": {"span_methods": "uds_core/spans (polar, perturbation, question)",
                                       "token_f1": "ROUGE-1 F (rouge_score, no stemming)"}}
     atomic.write_json(out, doc, indent=1, ensure_ascii=False)
     return doc
@@ -82,7 +82,7 @@ def run_splits(out: Path) -> dict:
     from checkpoints import splits
     from checkpoints.specs import default_tofu_annotated
     from checkpoints.world.tofu import default_tofu_dir, read_records
-    from core.data import load_annotated
+    from uds_core.data import load_annotated
 
     folder = default_tofu_dir()
     full, forget10 = read_records(folder / "full.json"), read_records(folder / "forget10.json")
@@ -101,9 +101,9 @@ def run_splits(out: Path) -> dict:
 
 
 def run_uds(preset: str, out: Path, names: list[str] | None) -> dict:
-    from analyses.spans.uds_compare import compare_models, rank_agreement
-    from core.engine import EngineSettings
-    from core.formula import TAU
+    from uds_analyses.spans.uds_compare import compare_models, rank_agreement
+    from uds_core.engine import EngineSettings
+    from uds_core.formula import TAU
     from meta_eval.population import FULL, RETAIN, UNLEARNED, available_members, tiny_zoo
     from metrics.session import EvalSession
 

@@ -15,10 +15,10 @@ from transformers import AutoTokenizer, LlamaForCausalLM
 from checkpoints.world.build import build_world
 from checkpoints.world.quality import alignment
 from checkpoints.world.store import load_world
-from core.data import load_annotated
-from core.engine import EngineSettings, compute_uds
-from core.prompts import prepare_items
-from core.sanity import ALPHAS, interpolation_curve
+from uds_core.data import load_annotated
+from uds_core.engine import EngineSettings, compute_uds
+from uds_core.prompts import prepare_items
+from uds_core.sanity import ALPHAS, interpolation_curve
 
 
 def main() -> None:

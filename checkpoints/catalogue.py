@@ -22,7 +22,7 @@ from checkpoints.world.core_trainers import finetune, pretrain, pretrained
 from checkpoints.world.presets import Preset
 from checkpoints.world.recipes import Recipe, core_recipes
 from checkpoints.world.store import BuildContext
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 
 @dataclass(frozen=True)

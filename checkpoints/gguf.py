@@ -6,7 +6,7 @@ conversion builds a fresh model from the config without that entry, copies the s
 saves it with the tokenizer (chat template included) under `$UDS_HOME/gguf/<sha256[:16]>/`, keyed
 by the file's content so a renamed copy reuses the folder and a changed file gets a new one.
 Written atomically (a temporary folder, then renamed): an interrupted conversion leaves no folder
-that looks finished. The folder records the sha256 of each of its files (`core.manifest`), checked
+that looks finished. The folder records the sha256 of each of its files (`uds_core.manifest`), checked
 before every use: a damaged conversion is said in one line, removed and converted again.
 """
 
@@ -21,11 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from core import manifest
-from core.atomic import file_lock
-from core.digests import file_sha256
-from core.errors import UdsInputError
-from core.paths import uds_home
+from uds_core import manifest
+from uds_core.atomic import file_lock
+from uds_core.digests import file_sha256
+from uds_core.errors import UdsInputError
+from uds_core.paths import uds_home
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -108,7 +108,7 @@ def ensure_converted(spec: str) -> Path:
 def _is_whole(folder: Path, quiet: bool = False) -> bool:
     """A finished conversion whose files match its manifest. `quiet` (before the lock) says and
     writes nothing; otherwise a damaged folder is said in one line, and a folder converted
-    before manifests gets one recorded (`core.manifest.verify_or_record`)."""
+    before manifests gets one recorded (`uds_core.manifest.verify_or_record`)."""
     if not is_converted(folder):
         return False
     if quiet:

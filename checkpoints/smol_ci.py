@@ -3,7 +3,7 @@ few TOFU forget10 QA through its own chat template (issue 26; the whole `smol` w
 
 With that model as full and the pretrained model as retain, `uds score` runs on a 30-layer model
 with a 49k-token vocabulary and subword entity spans (re-derived for this tokenizer from the
-annotated entity text at scoring time, core/prompts.py).
+annotated entity text at scoring time, uds_core/prompts.py).
 
     python -m checkpoints.smol_ci --out DIR [--examples 8] [--epochs 4] [--lr 3e-4]
 """
@@ -20,9 +20,9 @@ import torch
 
 from checkpoints.specs import default_tofu_annotated, load_model, load_tokenizer
 from checkpoints.world.train import TrainConfig, collate, train
-from core.chat import encode_chat
-from core.data import load_annotated
-from core.errors import UdsInputError
+from uds_core.chat import encode_chat
+from uds_core.data import load_annotated
+from uds_core.errors import UdsInputError
 
 BASE = "smollm2-135m-instruct"
 

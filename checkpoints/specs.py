@@ -3,7 +3,7 @@
 - `tiny:<preset>/<model>` or `tiny:<model>` (preset `small`): a tiny-world model, built on first use;
 - a local folder saved with `save_pretrained`, or a PEFT adapter folder (`adapter_config.json`),
   loaded on its base model (the adapter config's `base_model_name_or_path`, itself any spec, or
-  the `base` argument, a command's `--base SPEC`) and merged (core/adapters.py);
+  the `base` argument, a command's `--base SPEC`) and merged (uds_core/adapters.py);
 - a registry alias of an Open-Unlearning TOFU checkpoint (`full`, `retain`, `npo_lr5e5_b01_a2_ep10`);
 - a `.gguf` file, or the alias of an installed one (`smollm2-135m-instruct`): converted once into a
   safetensors folder under `$UDS_HOME/gguf/` (checkpoints/gguf.py) and treated as that local folder;
@@ -22,10 +22,10 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints import gguf, ou_checkpoints
-from core import adapters
-from core.errors import UdsInputError
-from core.paths import safe_name
-from core.loading import check_folder, has_tokenizer, load_model_from, load_tokenizer_from
+from uds_core import adapters
+from uds_core.errors import UdsInputError
+from uds_core.paths import safe_name
+from uds_core.loading import check_folder, has_tokenizer, load_model_from, load_tokenizer_from
 
 DEFAULT_PRESET = "small"
 DEFAULT_SEED = 0
@@ -88,7 +88,7 @@ def resolve_spec(spec: str, base: str | None = None) -> CheckpointSpec:
     if not spec:
         raise UdsInputError("empty checkpoint spec")
     if spec.startswith("tiny:"):
-        from core.paths import world_dir
+        from uds_core.paths import world_dir
 
         preset, seed, name = parse_tiny(spec)
         return CheckpointSpec(spec, "tiny", str(world_dir(preset, seed) / "models" / name), preset, name, seed)
@@ -150,8 +150,8 @@ def default_references(unlearned: "str | CheckpointSpec", tofu_dir: str | None =
 
 def default_tofu_annotated(tofu_dir: str | None = None) -> Path:
     """The annotated forget10 file in `tofu_dir`, else `$UDS_TOFU_DIR`, else the copy shipped in the
-    installed package (core.paths.packaged_file), else ../shared/data/tofu of a source checkout."""
-    from core.paths import ANNOTATED_FORGET10, checkout_data, packaged_file
+    installed package (uds_core.paths.packaged_file), else ../shared/data/tofu of a source checkout."""
+    from uds_core.paths import ANNOTATED_FORGET10, checkout_data, packaged_file
 
     folder = tofu_dir or os.environ.get("UDS_TOFU_DIR")
     if folder:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Mapping, Sequence
 
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 FULL_ROWS = 4000      # TOFU's full.json: 200 authors x 20 QA pairs
 FORGET10_ROWS = 400

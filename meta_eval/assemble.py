@@ -14,7 +14,7 @@ from meta_eval.faithfulness import Faithfulness, classified_absent, faithfulness
 from meta_eval.perturb import NF4, ORIG, RELEARN
 from meta_eval.robustness import Robustness, hm_pair, passes_utility, robustness
 from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member
-from core.parity import SPEC
+from uds_core.parity import SPEC
 from metrics.families.mia import ATTACKS
 from metrics.registry import REGISTRY
 

@@ -15,7 +15,7 @@ import re
 from typing import Callable, Mapping, Sequence
 
 from metrics.aggregate import HM_EPS, harmonic_mean, harmonic_mean_eps, harmonic_mean_limit
-from core.parity import OPEN_UNLEARNING, SPEC, check_mode
+from uds_core.parity import OPEN_UNLEARNING, SPEC, check_mode
 from metrics.utility import UTILITY_KEYS, model_utility
 
 MEM_KEYS = ("es", "em", "paraprob", "truth_ratio")
@@ -108,7 +108,7 @@ def benchmark_rows(records: Sequence[Row], full_utility: Mapping[str, float] | N
                    parity: str = SPEC) -> list[dict]:
     """Each record with its aggregates filled in. `full_utility` (epoch group -> U_full) defaults
     to the full records' own utility per group; a group without one gets utility_rel None.
-    `parity` "open-unlearning": model utility with OU's mean (core.parity)."""
+    `parity` "open-unlearning": model utility with OU's mean (uds_core.parity)."""
     rows = [_without_relative(r, parity) for r in records]
     u_full = {**full_utilities(rows), **dict(full_utility or {})}
     for row in rows:

@@ -29,7 +29,7 @@ from meta_eval.campaign_files import CampaignFiles, digest_of
 from meta_eval.measure import Job, Measurer, plan_jobs
 from meta_eval.perturb import NF4, ORIG, RELEARN
 from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member, Zoo
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 CAMPAIGN_VERSION = 1
 SPREAD_MODELS = 2   # measured models re-scored with rebuilt anchors

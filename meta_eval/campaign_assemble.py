@@ -23,7 +23,7 @@ from meta_eval.pool_variants import confused_pair, knowledge_by_variant, knowled
 from meta_eval.faithfulness import MIN_POOL
 from meta_eval.published import PUBLISHED, SOURCE
 from metrics.ranking import spearman
-from core.numbers import finite_or_none
+from uds_core.numbers import finite_or_none
 
 MIN_RANKED = 3           # metrics ranked in both rankings below which rho is not stated
 # our field of the document -> the published field it is ranked against

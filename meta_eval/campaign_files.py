@@ -10,7 +10,7 @@ A campaign folder (for example docs/smol/campaign) holds small JSON files only:
 - `anchors/<fingerprint>.json`: each build of full / retain / base the campaign measured with;
 - `spread/<fingerprint>.json`: when the anchors were rebuilt, UDS of measured models re-scored;
 - `alternates.json`: AltPO's alternate answers, generated once.
-Every file carries a `digest` of its own content (`core.sealed.seal`); a file whose digest does
+Every file carries a `digest` of its own content (`uds_core.sealed.seal`); a file whose digest does
 not match, that does not parse, or that was made under another recipe or setting is reported and
 redone.
 """
@@ -23,9 +23,9 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-from core import atomic
-from core.paths import safe_name
-from core.sealed import read_sealed, seal
+from uds_core import atomic
+from uds_core.paths import safe_name
+from uds_core.sealed import read_sealed, seal
 
 
 class CampaignFiles:

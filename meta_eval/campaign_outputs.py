@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from core import atomic
-from core.errors import UdsInputError
-from core.parity import SPEC
+from uds_core import atomic
+from uds_core.errors import UdsInputError
+from uds_core.parity import SPEC
 from meta_eval.outputs import parse_keys, report_values, write_plots
 
 

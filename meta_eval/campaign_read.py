@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Callable
 
 from checkpoints.specs import tiny_spec
-from core.errors import UdsInputError
-from core.sealed import DIGEST, read_sealed
+from uds_core.errors import UdsInputError
+from uds_core.sealed import DIGEST, read_sealed
 from meta_eval.campaign_files import CampaignFiles, digest_of, measurement_problem, settings_digest
 from meta_eval.population import FULL, RETAIN, Member, Zoo
 

@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 from meta_eval.perturb import NF4, ORIG, RELEARN
 from meta_eval.pool_variants import pool_needs
 from meta_eval.population import POOL, RETAIN, UNLEARNED, Member
-from core.numbers import finite_or_none
+from uds_core.numbers import finite_or_none
 
 Values = Mapping[tuple[str, str], Mapping[str, float | None]]
 SETTINGS = (ORIG, NF4, RELEARN)

@@ -14,7 +14,7 @@ from typing import Sequence
 import numpy as np
 
 from metrics.ranking import roc_auc, roc_auc_rows
-from core.numbers import finite_or_none
+from uds_core.numbers import finite_or_none
 
 MIN_POOL = 2          # models per pool below which the AUC is N/A (SPEC 5.2)
 N_BOOT = 2000

@@ -22,7 +22,7 @@ from meta_eval.leaderboard_rows import REFERENCES, decimals_of, display_number
 from metrics.registry import META_KEYS, REGISTRY
 from metrics.spec import KNOWLEDGE
 from metrics.utility import UTILITY_KEYS
-from core.numbers import finite_or_none
+from uds_core.numbers import finite_or_none
 
 SHOWN = ("overall",) + tuple(k for k in AGGREGATE_KEYS if k != "overall") + ("uds", "model_utility", "fluency",
                                                                               "overall_no_uds")
@@ -178,7 +178,7 @@ def mem_privacy_scatter(path: Path, rows: Sequence[Mapping]) -> Path:
     ax.set_title("Mem vs Privacy per model")
     ax.legend(fontsize=7, loc="best")
     fig.tight_layout()
-    from core import atomic
+    from uds_core import atomic
 
     with atomic.atomic_file(path) as tmp:
         fig.savefig(tmp, dpi=110, format=Path(path).suffix.lstrip(".") or "png")

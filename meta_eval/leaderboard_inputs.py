@@ -33,7 +33,7 @@ import json
 import re
 from pathlib import Path
 from meta_eval.leaderboard_rows import fill_s_mia
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 MODEL_FILES = ("metrics.json", "summary.json", "TOFU_SUMMARY.json", "TOFU_EVAL.json")
 MAX_DEPTH = 3

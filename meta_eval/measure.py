@@ -25,11 +25,11 @@ from meta_eval.perturb import NF4, ORIG, RELEARN, RelearnRecipe, ensure_relearne
 from meta_eval.store import MeasurementStore
 from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member, Zoo, model_identity
 from metrics.context import EvalSettings, eval_splits
-from core.parity import SPEC
+from uds_core.parity import SPEC
 from metrics.registry import evaluate
 from metrics.session import EvalSession, Placement, build_context
 from metrics.work import WorkCache
-from core.numbers import finite_or_none
+from uds_core.numbers import finite_or_none
 
 BENCHMARK_EXTRA = ("model_utility", "fluency")   # what the utility filter and the benchmark need
 MEASURE_VERSION = 1   # bump when a change here alters measured values

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from core.errors import UdsInputError
-from core.numbers import finite_or_none
+from uds_core.errors import UdsInputError
+from uds_core.numbers import finite_or_none
 
 
 def parse_keys(text: str) -> list[str]:

@@ -28,9 +28,9 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints.world.encode import qa_examples
 from checkpoints.world.train import TrainConfig, collate, train
-from core import manifest
-from core.batching import pad_token_id
-from core.errors import UdsInputError
+from uds_core import manifest
+from uds_core.batching import pad_token_id
+from uds_core.errors import UdsInputError
 
 ORIG, NF4, RELEARN = "orig", "nf4", "relearn"   # the settings a model is measured in
 NF4_BLOCK = 64  # bitsandbytes' default block size, the reference's
@@ -148,7 +148,7 @@ def ensure_relearned(spec: str, folder: Path, stamp: str, tok: PreTrainedTokeniz
                      recipe: RelearnRecipe, device: str = "cpu", progress: bool = False) -> Path:
     """Folder of the relearned copy of `spec`, trained and saved (atomically) unless a copy made
     from the same parent stamp and recipe is already there, whole (its files as its digest
-    manifest records them, `core.manifest`)."""
+    manifest records them, `uds_core.manifest`)."""
     from checkpoints.specs import load_model
 
     meta = {"parent": spec, "parent_stamp": stamp, "recipe": recipe.to_dict()}

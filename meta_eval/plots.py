@@ -15,7 +15,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from core.numbers import finite_or_none  # noqa: E402
+from uds_core.numbers import finite_or_none  # noqa: E402
 
 P_COLOR, N_COLOR, KEPT, DROPPED, RETAIN = "#1f77b4", "#ff7f0e", "#2ca02c", "#bbbbbb", "#d62728"
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from checkpoints.splits import DEFAULT_SPLIT, default_retain, get_split, tiny_split
 from checkpoints.specs import DEFAULT_SEED, CheckpointSpec, as_spec, parse_tiny_zoo, resolve_spec, tiny_spec
-from core.adapters import is_checkpoint_folder
-from core.manifest import MANIFEST
-from core.paths import safe_name
+from uds_core.adapters import is_checkpoint_folder
+from uds_core.manifest import MANIFEST
+from uds_core.paths import safe_name
 from metrics.session import system_prompt_for
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 UNLEARNED, POOL, FULL, RETAIN = "unlearned", "pool", "full", "retain"
 OU_ZOO = "ou:tofu"
@@ -173,7 +173,7 @@ def model_identity(spec: "str | CheckpointSpec") -> str:
 def folder_stamp(folder: Path) -> str:
     """Identity of a saved model folder: names, sizes and modification times of its files (cheap;
     a rebuilt model gets a new stamp, so its cached measurements are recomputed). The digest
-    manifest is left out: recording one in a folder built before manifests (`core.manifest`)
+    manifest is left out: recording one in a folder built before manifests (`uds_core.manifest`)
     keeps the folder's stamp, and its cached measurements."""
     h = hashlib.sha256()
     for f in sorted(folder.iterdir()):

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from meta_eval.tasks import DONE, ERROR, Task, TaskRecord, attempt_path, run_task
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 ENV_PREFIXES = ("UDS_", "HF_", "TRANSFORMERS_", "TOKENIZERS_", "PYTHONHASHSEED", "CUBLAS_")
 CONNECT_TIMEOUT_S = 5.0

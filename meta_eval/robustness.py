@@ -14,7 +14,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 
 from metrics.aggregate import harmonic_mean
-from core.numbers import finite_or_none
+from uds_core.numbers import finite_or_none
 
 EPS = 1e-12               # SPEC 5.4 / 11: the value is not published; 0/0 then gives 1
 UTILITY_REL_MIN = 0.8     # SPEC 5.5 rule 1

@@ -4,7 +4,7 @@ An entry is valid for one stamp (the model's identity plus the setting's recipe 
 evaluation settings); a different stamp discards it. Values are written after every metric
 (atomically), so an interrupted run resumes at the first missing (model, setting, metric).
 A metric that failed is recorded under "errors", not as a value, so a rerun retries it.
-Each entry is sealed with the digest of its content (`core.sealed`): an entry changed on disk,
+Each entry is sealed with the digest of its content (`uds_core.sealed`): an entry changed on disk,
 even by one byte that keeps it valid JSON, is said in one line and measured again, never used.
 An entry written before digests (no `digest`, the older keys exactly) is sealed as it is when
 first read (said once per store and process).
@@ -15,8 +15,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from core import atomic, sealed
-from core.paths import safe_name
+from uds_core import atomic, sealed
+from uds_core.paths import safe_name
 
 LEGACY_KEYS = frozenset({"stamp", "values", "info", "errors"})   # an entry written before digests
 

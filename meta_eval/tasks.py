@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Protocol, Sequence
 
-from core.paths import safe_name
+from uds_core.paths import safe_name
 from meta_eval.measure import Job, Measurer, MeasurerSpec
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 DONE, INPUT_ERROR, ERROR, METRIC_ERRORS = "done", "input_error", "error", "metric_errors"
 

@@ -9,7 +9,7 @@ that carries no information is 0.5 whatever the balance.
 
 from __future__ import annotations
 
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 
 def positive_share(n_positive: int, n_negative: int) -> float:

@@ -20,17 +20,17 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from metrics import encoding, forward, hidden
-from core.parity import OPEN_UNLEARNING, REFERENCE, SPEC
+from uds_core.parity import OPEN_UNLEARNING, REFERENCE, SPEC
 from metrics.representation import FisherMask, fisher_mask, linear_cka
 from metrics.stats import TokenStats
 from metrics.utility import mean_token_prob
 from metrics.work import WorkCache, WorkKey
-from core import generation
-from core.greedy import greedy_loop_problem
-from core.batching import pad_token_id
-from core.defaults import MAX_NEW_TOKENS
-from core.errors import UdsInputError
-from core.prompts import PreparedItem, SkippedItem, prepare_items
+from uds_core import generation
+from uds_core.greedy import greedy_loop_problem
+from uds_core.batching import pad_token_id
+from uds_core.defaults import MAX_NEW_TOKENS
+from uds_core.errors import UdsInputError
+from uds_core.prompts import PreparedItem, SkippedItem, prepare_items
 
 SPLITS = ("forget", "holdout", "retain_eval", "real_authors", "world_facts")
 VARIANTS = ("answer", "paraphrased", "perturbed")
@@ -48,7 +48,7 @@ class EvalSettings:
     system_prompt: str | None = None       # None: no system turn (tiny world); real: OU's prompt
     max_length: int = encoding.MAX_LENGTH
     fisher_batch_size: int = 4             # SPEC 4.5: items share a forward of batch 4
-    parity: str = SPEC                     # spec | reference | open-unlearning (core.parity)
+    parity: str = SPEC                     # spec | reference | open-unlearning (uds_core.parity)
     device: str = "cpu"
     progress: bool = True
     # False: the straightforward passes (padded teacher forcing, transformers' `generate`), the

@@ -1,6 +1,6 @@
 """Chat encoding of QA records for the output-level metrics (SPEC.md 3.1, 4.2).
 
-The template work is `core.chat` (shared with training, date pinned); this module adds what the
+The template work is `uds_core.chat` (shared with training, date pinned); this module adds what the
 metrics need on top: the reference's left truncation, the jailbreak prompt, the base-LM scoring
 form for the fluency proxy and the decoded ground truth.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from transformers import PreTrainedTokenizerBase
 
-from core.chat import IGNORE, chat_prompt_ids, encode_chat
+from uds_core.chat import IGNORE, chat_prompt_ids, encode_chat
 
 JAILBREAK_PREFIX = "Sure, here is the answer:"
 MAX_LENGTH = 512  # reference: keep the last 512 tokens (never triggers on TOFU)

@@ -12,9 +12,9 @@ from typing import Sequence
 
 import torch
 
-from core.batching import batches
+from uds_core.batching import batches
 from metrics.utility import clean_class_prob
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 CLASSIFIER_MAX_TOKENS = 32
 CLASSIFIER_BATCH = 32

@@ -2,7 +2,7 @@
 
 A named TOFU split without a data file: the split's rows of the annotated forget10 file (idx
 renumbered to the split's rows). A data file: its records, checked against the split when one
-is named; records without spans get automatic ones (core/spans), and `annotation` says how many
+is named; records without spans get automatic ones (uds_core/spans), and `annotation` says how many
 by which rule and which were left out. Hand spans are never replaced.
 """
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 from checkpoints import splits
 from checkpoints.specs import default_tofu_annotated
-from core.data import check_annotated, has_span, load_annotated, read_qa
-from core.errors import UdsInputError
+from uds_core.data import check_annotated, has_span, load_annotated, read_qa
+from uds_core.errors import UdsInputError
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def read_forget_records(path: str | Path, split: splits.Split | None, derive: bo
 
 def annotate(raw: list, path: str | Path) -> ForgetRecords:
     """Automatic spans for the records that have none; bad input when none is found at all."""
-    from core.spans.annotate import annotate_records
+    from uds_core.spans.annotate import annotate_records
 
     records, without = annotate_records(raw, str(path))
     if not records:

@@ -18,9 +18,9 @@ from typing import Sequence
 
 import torch
 
-from core.arch import LOGITS_KWARGS, keyword_of, transformers_major
-from core.batching import attention_mask, batches, right_padded
-from core.progress import progress as track
+from uds_core.arch import LOGITS_KWARGS, keyword_of, transformers_major
+from uds_core.batching import attention_mask, batches, right_padded
+from uds_core.progress import progress as track
 from metrics.encoding import Encoded
 from metrics.stats import IGNORE, TokenStats, batch_token_stats, label_stats
 

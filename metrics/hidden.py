@@ -14,12 +14,12 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from core.progress import progress as track
-from core.batching import batches, right_padded
-from core.arch import LOGITS_KWARGS, decoder_layers, final_norm, keyword_of, transformers_major
-from core.hooks import at_positions, capture_outputs
-from core.prompts import PreparedItem
-from core.logprobs import token_logprobs
+from uds_core.progress import progress as track
+from uds_core.batching import batches, right_padded
+from uds_core.arch import LOGITS_KWARGS, decoder_layers, final_norm, keyword_of, transformers_major
+from uds_core.hooks import at_positions, capture_outputs
+from uds_core.prompts import PreparedItem
+from uds_core.logprobs import token_logprobs
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,8 @@ from transformers import PreTrainedTokenizerBase
 from checkpoints.specs import has_own_tokenizer, load_tokenizer
 from metrics.context import EvalContext
 from metrics.work import WorkKey
-from core.errors import UdsInputError
-from core.fingerprint import tokenizer_hash
+from uds_core.errors import UdsInputError
+from uds_core.fingerprint import tokenizer_hash
 
 
 def own_tokenizer(spec: str) -> PreTrainedTokenizerBase | None:

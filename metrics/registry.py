@@ -2,7 +2,7 @@
 
 A family registers its metrics when its module is imported (`metrics.spec.register`). This module
 imports every module of `metrics.families` and every module named by an entry point of the group
-`uds.metrics` (families of other packages, e.g. the probe's in `analyses.probe.metric`), so adding
+`uds.metrics` (families of other packages, e.g. the probe's in `uds_analyses.probe.metric`), so adding
 a metric is one new file, with no list or branch to edit here. Each metric is a small function
 `EvalContext -> MetricResult` combining the context's shared work with pure formulas; orientation
 and groups are documented in `metrics.spec`.
@@ -16,7 +16,7 @@ from importlib.metadata import entry_points
 from typing import Sequence
 
 import metrics.families
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 from metrics.context import EvalContext
 from metrics.result import MetricResult
 from metrics.spec import MetricSpec, registered
@@ -95,6 +95,14 @@ def generation_plan(keys: Sequence[str]) -> set[tuple[str, str, str]]:
 def needs(keys: Sequence[str], kind: str) -> bool:
     """Whether any of `keys` (or what they depend on) uses shared work of `kind`."""
     return any(u.kind == kind for k in with_dependencies(keys) for u in REGISTRY[k].uses)
+
+
+RECORD_KINDS = ("states", "fisher", "uds")   # shared work that reads the annotated forget records' spans
+
+
+def needs_records(keys: Sequence[str]) -> bool:
+    """Whether any of `keys` (or what they depend on) reads the annotated forget records."""
+    return any(needs(keys, kind) for kind in RECORD_KINDS)
 
 
 def evaluate(ctx: EvalContext, keys: Sequence[str]) -> dict[str, MetricResult]:

@@ -22,12 +22,12 @@ import torch
 import checkpoints.specs as specs
 from checkpoints import splits
 from checkpoints.specs import CheckpointSpec
-from core.defaults import OU_SYSTEM_PROMPT
-from core.errors import UdsInputError
+from uds_core.defaults import OU_SYSTEM_PROMPT
+from uds_core.errors import UdsInputError
 
 if TYPE_CHECKING:
-    from core.engine import EngineSettings
-    from core.s1_cache import CachedUds
+    from uds_core.engine import EngineSettings
+    from uds_core.s1_cache import CachedUds
     from metrics.context import EvalContext, EvalSettings
     from metrics.work import WorkCache
 
@@ -145,7 +145,7 @@ class EvalSession:
         return self._tokenizers[spec]
 
     def fingerprint(self, spec: str) -> str:
-        from core.fingerprint import model_fingerprint
+        from uds_core.fingerprint import model_fingerprint
 
         if spec not in self._fingerprints:
             self._fingerprints[spec] = model_fingerprint(self.model(spec))
@@ -202,9 +202,9 @@ class EvalSession:
         full and retain references on the session's records (or on `records`, e.g. the same
         examples with other spans), S1 through the cache; returns (run, items, skipped). `runs`: an
         `engine.TargetRuns` kept by a caller that scores again and again (a training callback)."""
-        from core.batching import pad_token_id
-        from core.prompts import prepare_items
-        from core.s1_cache import cached_uds
+        from uds_core.batching import pad_token_id
+        from uds_core.prompts import prepare_items
+        from uds_core.s1_cache import cached_uds
 
         records = list(records) if records is not None else self.records()
         full_spec = self.spec_of("full")

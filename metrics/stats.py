@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from core.logprobs import gather_targets
+from uds_core.logprobs import gather_targets
 
 IGNORE = -100
 MINKPP_VAR_FLOOR = 1e-6  # SPEC 4.3: sigma^2 = max(E[l^2] - mu^2, 1e-6)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from core.sealed import seal
+from uds_core.sealed import seal
 from meta_eval.campaign_files import digest_of, settings_digest
 from meta_eval.measure import MEASURE_VERSION
 

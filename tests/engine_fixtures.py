@@ -8,6 +8,7 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+import pytest
 import torch
 import transformers as T
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
@@ -161,3 +162,15 @@ def saved_score_models(root: Path, extra: dict[str, T.PreTrainedModel] | None = 
     (root / "data.json").write_text(json.dumps(RECORDS))
     paths["data"] = str(root / "data.json")
     return paths
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    """full / retain / half-way unlearned tiny models saved as folders, and a data file."""
+    return saved_score_models(tmp_path_factory.mktemp("fault_models"))
+
+
+def score_args(folders: dict[str, str], out: Path, *extra: str) -> list[str]:
+    """`uds score` arguments on the saved score models (`folders`), batch 2 on the CPU, into `out`."""
+    return ["score", "--unlearned", folders["half"], "--full", folders["full"], "--retain", folders["retain"],
+            "--data", folders["data"], "--device", "cpu", "--batch-size", "2", "--out", str(out), *extra]

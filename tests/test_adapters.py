@@ -18,7 +18,7 @@ from checkpoints.world.store import load_world
 from checkpoints.world.train import TrainConfig
 from tests.engine_fixtures import make_tokenizer, tiny_model, world_examples_file
 from uds.cli import main
-from core.fingerprint import model_fingerprint
+from uds_core.fingerprint import model_fingerprint
 
 N_EXAMPLES = 8
 

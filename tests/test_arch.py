@@ -6,12 +6,12 @@ import torch
 import torch.nn as nn
 
 from tests.engine_fixtures import RECORDS, make_tokenizer, perturbed, tiny_model
-from core import arch
-from core.engine import EngineSettings, score_pair
-from core.errors import UdsInputError
+from uds_core import arch
+from uds_core.engine import EngineSettings, score_pair
+from uds_core.errors import UdsInputError
 from tests.hook_fixtures import count_calls
-from core.hooks import capture_outputs, replace_output
-from core.prompts import prepare_items
+from uds_core.hooks import capture_outputs, replace_output
+from uds_core.prompts import prepare_items
 
 FAMILIES = ["llama", "qwen2", "mistral", "gemma", "gemma2", "phi3", "gpt2", "gpt_neox", "qwen3", "olmo",
             "falcon", "bloom"]

@@ -1,4 +1,4 @@
-"""The audit's chance level (analyses/audit/chance.py) against numbers worked out by hand, on
+"""The audit's chance level (uds_analyses/audit/chance.py) against numbers worked out by hand, on
 plain lists and on a small hand-made database; and its committed result files."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from analyses.audit.chance import chance_rate, chance_summary, majority_hit, prompt_chances, uniform_hit
+from uds_analyses.audit.chance import chance_rate, chance_summary, majority_hit, prompt_chances, uniform_hit
 from checkpoints.lmlm.db import FactDB
 from checkpoints.lmlm.prompts import PromptRow, alias_groups
 from checkpoints.lmlm.recipes import published_root
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -103,9 +103,9 @@ def test_hand_made_database():
 
 def test_rates_carry_the_chance_level():
     """variant_summary and the grid's cross-state rates average the per-fact chance like every rate."""
-    from analyses.audit.protocol import STATES, FactResult
-    from analyses.audit.rates import cells, variant_summary
-    from analyses.audit.scoring import score_answer
+    from uds_analyses.audit.protocol import STATES, FactResult
+    from uds_analyses.audit.rates import cells, variant_summary
+    from uds_analyses.audit.scoring import score_answer
 
     facts = []
     for i, (style, ch) in enumerate((("direct", 0.5), ("direct", 0.0), ("cloze", 1.0))):
@@ -121,7 +121,7 @@ def test_rates_carry_the_chance_level():
 
 
 def test_attribution_figure_with_chance(tmp_path):
-    from analyses.audit.report import plot_attribution
+    from uds_analyses.audit.report import plot_attribution
 
     parts = {"base": {"parametric": 0.1, "near_miss_evidence": 0.0, "other_retrieval": 0.0}}
     plot_attribution(tmp_path / "a.png", parts, "t", {"base": 0.4})
@@ -143,7 +143,7 @@ def test_leaky_chance_file_is_the_rebuilt_worlds():
 
 @pytest.mark.skipif(not (published_root() / "published_outputs").is_dir(), reason="published audit data absent")
 def test_published_chance_is_the_shared_datas():
-    from analyses.audit.published import published_cells
+    from uds_analyses.audit.published import published_cells
     from benchmarks.audit_published_claims import chance_cells
 
     data = json.loads((ROOT / "docs/audit/published_claims.json").read_text())

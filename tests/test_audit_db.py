@@ -12,7 +12,7 @@ from checkpoints.lmlm.db import UNKNOWN, FactDB
 from checkpoints.lmlm.markup import pending_call, strip_markup
 from checkpoints.lmlm.world_db import VARIANTS, build_variant
 from checkpoints.world.synthetic import generate_synthetic_world
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 TRIPLES = [("France", "Capital", "Paris"), ("France", "Currency", "Euro"), ("Germany", "Capital", "Berlin"),
            ("Government of France", "Seat of Government", "Paris"), ("Frankreich", "Capital", "Paris")]

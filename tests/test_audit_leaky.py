@@ -16,8 +16,8 @@ from checkpoints.lmlm import recipes as lmlm_recipes_mod
 from checkpoints.lmlm.recipes import leaked_targets
 from checkpoints.world.build import recipe_digest
 from checkpoints.world.presets import get_preset
-from core.chat import IGNORE
-from core.errors import UdsInputError
+from uds_core.chat import IGNORE
+from uds_core.errors import UdsInputError
 
 # forget authors x 10 fact kinds: test has 30 train authors x forget fraction 0.1 = 3 forget
 # authors, small 100 x 0.1 = 10 (presets.py)

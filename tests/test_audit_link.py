@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from analyses.audit.link import agreement, fact_rows, model_summary
+from uds_analyses.audit.link import agreement, fact_rows, model_summary
 
 
 def _rows():

@@ -6,9 +6,9 @@ import pytest
 
 from checkpoints.lmlm.db import FactDB
 from checkpoints.lmlm.prompts import PromptRow
-from analyses.audit.protocol import audit_rows
-from analyses.audit.rates import attribution, cross_state, variant_summary
-from analyses.audit.scoring import token_text, score_answer
+from uds_analyses.audit.protocol import audit_rows
+from uds_analyses.audit.rates import attribution, cross_state, variant_summary
+from uds_analyses.audit.scoring import token_text, score_answer
 from tests.audit_fixtures import ScriptedLM, random_llama
 
 
@@ -106,7 +106,7 @@ def test_artefact_ignores_del_off(tok):
 
 def test_artefact_flag_truth_table():
     """3.3 as a table: DEL-ON correct and no gold-equivalent retained candidate, nothing else."""
-    from analyses.audit.protocol import artefact_flag
+    from uds_analyses.audit.protocol import artefact_flag
 
     assert [artefact_flag(on, eq) for on, eq in ((True, False), (True, True), (False, False), (False, True))] \
         == [1, 0, 0, 0]
@@ -115,7 +115,7 @@ def test_artefact_flag_truth_table():
 def test_splice_loop_without_calls_is_plain_greedy(tok):
     """With no lookup written, the cached lockstep loop gives what `greedy_generate` gives."""
     from checkpoints.lmlm.generate import splice_generate
-    from core.generation import greedy_generate
+    from uds_core.generation import greedy_generate
 
     model = random_llama(tok, seed=1)
     prompts = [tok.encode(t, add_special_tokens=True) for t in ("Where was Ada born?", "Hi", "Name a river in Ostmere.")]
@@ -126,7 +126,7 @@ def test_splice_loop_without_calls_is_plain_greedy(tok):
 
 
 def test_limit_spreads_rows_over_the_file():
-    from analyses.audit.run import spaced
+    from uds_analyses.audit.run import spaced
 
     assert spaced(list(range(10)), 3) == [0, 3, 6] and spaced(list(range(4)), None) == [0, 1, 2, 3]
     assert spaced(list(range(4)), 9) == [0, 1, 2, 3]

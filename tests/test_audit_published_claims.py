@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from analyses.audit.published import claims_markdown, published_cells, published_claims
+from uds_analyses.audit.published import claims_markdown, published_cells, published_claims
 from checkpoints.lmlm.recipes import published_root
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,7 +13,7 @@ from checkpoints.lmlm.markup import call_text, value_text
 from checkpoints.lmlm.recipes import LMLM_KINDS, lmlm_recipes
 from checkpoints.world.build import recipe_digest
 from checkpoints.world.presets import get_preset
-from core.chat import IGNORE
+from uds_core.chat import IGNORE
 
 
 @pytest.mark.parametrize("preset", ["test", "small"])

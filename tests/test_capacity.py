@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from analyses.capacity.models import (ModelSize, TrainBudget, _plateaued, build_model, n_params, sequence_nll_nats,
+from uds_analyses.capacity.models import (ModelSize, TrainBudget, _plateaued, build_model, n_params, sequence_nll_nats,
                                   train_to_plateau, uniform_sequences)
 from metrics import mem_bits as mb
-from analyses.capacity.grid import GRIDS, run_cell, summarise
-from analyses.capacity.fit import best_threshold_f1, fit_capacity, fit_sigmoid_law, sigmoid_law
-from tests.test_cli_errors import assert_one_line_error
+from uds_analyses.capacity.grid import GRIDS, run_cell, summarise
+from uds_analyses.capacity.fit import best_threshold_f1, fit_capacity, fit_sigmoid_law, sigmoid_law
+from tests.checks import assert_one_line_error
 
 
 def test_fit_recovers_an_exact_line():

@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-from analyses.capacity.fit import fit_alpha_ci
-from analyses.capacity.grid import is_capped, summarise
-from analyses.capacity.models import (ModelSize, TrainBudget, build_model, constant_lr_factor, make_scheduler,
+from uds_analyses.capacity.fit import fit_alpha_ci
+from uds_analyses.capacity.grid import is_capped, summarise
+from uds_analyses.capacity.models import (ModelSize, TrainBudget, build_model, constant_lr_factor, make_scheduler,
                                       sequence_nll_nats, train_to_plateau, uniform_sequences, with_bos)
-from analyses.capacity.steps import alpha_vs_steps, budgets_of, capacities_at, grid_at_plateau, mem_at
-from tests.test_cli_errors import assert_one_line_error
+from uds_analyses.capacity.steps import alpha_vs_steps, budgets_of, capacities_at, grid_at_plateau, mem_at
+from tests.checks import assert_one_line_error
 
 
 def _lrs(schedule: str) -> list[float]:
@@ -134,7 +134,7 @@ def _args(**kw) -> argparse.Namespace:
 
 
 def test_committed_grids_keep_the_cosine_default():
-    from analyses.capacity.models import SCHEDULES
+    from uds_analyses.capacity.models import SCHEDULES
     from uds.commands.capacity import SCHEDULES as CLI_SCHEDULES, make_grid
 
     assert CLI_SCHEDULES == SCHEDULES      # the command spells them without importing torch

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.checks import assert_one_line_error
 from tests.conftest import TOFU_DIR, TOFU_SKIP
 
 
@@ -25,15 +26,6 @@ def test_real_process_exits_2_without_traceback():
     proc = subprocess.run([sys.executable, "-m", "uds", "score", "--unlearned", "./no/such/model"],
                           capture_output=True, text=True, cwd=REPO, timeout=120)
     assert_one_line_error(proc, "no/such/model")
-
-
-def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> None:
-    assert proc.returncode == 2, proc.stderr
-    lines = [l for l in proc.stderr.splitlines() if l.strip()]
-    assert "Traceback" not in proc.stderr
-    assert len(lines) == 1 and lines[0].startswith("uds "), proc.stderr
-    for n in needles:
-        assert n in lines[0]
 
 
 def test_unknown_alias(tmp_path, uds):

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from checkpoints.world.build import ensure_model
-from core.curves import read_curve
-from core.errors import UdsInputError
+from uds_core.curves import read_curve
+from uds_core.errors import UdsInputError
 from tests.conftest import TEST_HOME
 from tests.curve_fixtures import (FULL, NPO, RETAIN, full_model, recipe_unlearn, scratch_home, short_unlearn,
                                   weights_equal)

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from core.curves import append_record, read_curve, start_curve
-from core.errors import UdsInputError
+from uds_core.curves import append_record, read_curve, start_curve
+from uds_core.errors import UdsInputError
 from uds.callbacks.best import BestRule
 
 ORIENTATION = {"uds": "erasure", "prob": "knowledge", "retain_q_prob": "utility"}

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from core.curves import append_record, start_curve
+from uds_core.curves import append_record, start_curve
 from tests import browser
 from uds.callbacks.best import BestRule
 from uds.cli import main

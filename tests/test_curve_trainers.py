@@ -12,8 +12,8 @@ from transformers import Trainer, TrainingArguments
 
 from checkpoints.world.store import ensure_tokenizer, load_world, model_dir
 from checkpoints.world.train import collate
-from core.chat import encode_chat
-from core.curves import read_curve
+from uds_core.chat import encode_chat
+from uds_core.curves import read_curve
 from tests.curve_fixtures import FULL, RETAIN, full_model, weights_equal
 from uds.callbacks import UdsCallback
 from uds.ou.training import UdsCurve

@@ -1,5 +1,5 @@
-"""Content digests: sealed JSON documents (`core.sealed`), folder manifests (`core.manifest`) and
-the per-process memory of file digests (`core.digests`). The fault tests that damage real cached
+"""Content digests: sealed JSON documents (`uds_core.sealed`), folder manifests (`uds_core.manifest`) and
+the per-process memory of file digests (`uds_core.digests`). The fault tests that damage real cached
 files are in tests/test_faults_content.py."""
 
 from __future__ import annotations
@@ -15,29 +15,11 @@ import torch
 import xxhash
 from safetensors.torch import save_file
 
-from core import digests, manifest, sealed
+from tests.checks import flip_digit_near_middle, flip_middle_byte
+from uds_core import digests, manifest, sealed
 
 REPO = Path(__file__).resolve().parents[1]
 CAMPAIGN = REPO / "docs" / "smol" / "campaign"
-
-
-def flip_digit_near_middle(path: Path) -> int:
-    """Flip the low bit of the first ASCII digit at or after the file's middle (a digit stays a
-    digit, so JSON stays valid and the size unchanged); returns its offset."""
-    data = bytearray(path.read_bytes())
-    at = next(i for i in range(len(data) // 2, len(data)) if 0x30 <= data[i] <= 0x39)
-    data[at] ^= 0x01
-    path.write_bytes(bytes(data))
-    return at
-
-
-def flip_middle_byte(path: Path) -> None:
-    """Every bit of the middle byte flipped, in place (size unchanged)."""
-    with open(path, "r+b") as fh:
-        fh.seek(os.path.getsize(path) // 2)
-        byte = fh.read(1)
-        fh.seek(-1, os.SEEK_CUR)
-        fh.write(bytes([byte[0] ^ 0xFF]))
 
 
 # -- sealed documents -------------------------------------------------------------------------------
@@ -53,7 +35,7 @@ def test_committed_campaign_files_keep_their_digests():
         body = {k: v for k, v in doc.items() if k != sealed.DIGEST}
         text = json.dumps(sealed.seal(body), indent=1, allow_nan=False, sort_keys=True) + "\n"
         assert text == path.read_text(), path
-        # the digest is the sha256 of the body's canonical JSON, computed here without core.sealed
+        # the digest is the sha256 of the body's canonical JSON, computed here without uds_core.sealed
         canon = json.dumps(body, sort_keys=True, allow_nan=False).encode()
         assert doc[sealed.DIGEST] == hashlib.sha256(canon).hexdigest()
 

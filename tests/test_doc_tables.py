@@ -1,6 +1,6 @@
 """Every generated table of the docs (probe, audit, mem_bits, smol) and the README against its committed result file.
 
-Two readings: the block must equal what its file renders (`analyses.doc_tables`), and, independently
+Two readings: the block must equal what its file renders (`uds_analyses.doc_tables`), and, independently
 of the renderers, the numbers in the doc's table rows must equal the file's values read here with
 csv / json. A copy with one number changed, in the doc or in the file, must be reported stale.
 """
@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from analyses.audit.published import cell_name
-from analyses.doc_tables.blocks import Block, doc_body, rendered, stale, write
-from analyses.doc_tables.markdown import table
-from analyses.doc_tables.registry import BLOCKS
+from uds_analyses.audit.published import cell_name
+from uds_analyses.doc_tables.blocks import Block, doc_body, rendered, stale, write
+from uds_analyses.doc_tables.markdown import table
+from uds_analyses.doc_tables.registry import BLOCKS
 from checkpoints.lmlm.recipes import published_root
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 ROOT = Path(__file__).resolve().parents[1]
 BY_NAME = {b.name: b for b in BLOCKS}
@@ -264,7 +264,7 @@ def test_probe_repetition_numbers_from_the_runs(world: str):
         # the effect the table documents: never-trained chunks (its chance level) far below 16 exposures
         assert max(r["verbatim_rate"]["0"] for r in rs) < min(r["verbatim_rate"]["16"] for r in rs)
         # the figure's points and bands are the table's cells
-        from analyses.doc_tables.probe import seed_bands
+        from uds_analyses.doc_tables.probe import seed_bands
         for times, (mean, lo, hi) in seed_bands(rs).items():
             cell = cells[1 + head.index(str(times))]
             assert [float(x) for x in re.findall(r"[\d.]+", cell)] == pytest.approx([mean, lo, hi], abs=6e-3)

@@ -7,10 +7,10 @@ import pytest
 import torch
 
 from tests.engine_fixtures import RECORDS, interpolate, make_tokenizer, memorise, perturbed, tiny_model
-from core import arch
-from core.engine import EngineSettings, compute_uds, make_batch, score_pair
-from core.errors import UdsInputError
-from core.prompts import prepare_items
+from uds_core import arch
+from uds_core.engine import EngineSettings, compute_uds, make_batch, score_pair
+from uds_core.errors import UdsInputError
+from uds_core.prompts import prepare_items
 
 
 @pytest.fixture(scope="module")

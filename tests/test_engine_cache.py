@@ -7,13 +7,13 @@ import pytest
 import transformers as T
 
 from tests.engine_fixtures import RECORDS, make_tokenizer, perturbed, tiny_model
-from core import s1_cache
-from core.compat import check_compatible
-from core.engine import EngineSettings, compute_uds
-from core.errors import UdsInputError
-from core.fingerprint import model_fingerprint, tokenizer_hash
+from uds_core import s1_cache
+from uds_core.compat import check_compatible
+from uds_core.engine import EngineSettings, compute_uds
+from uds_core.errors import UdsInputError
+from uds_core.fingerprint import model_fingerprint, tokenizer_hash
 from tests.hook_fixtures import count_calls
-from core.prompts import prepare_items
+from uds_core.prompts import prepare_items
 
 
 @pytest.fixture(scope="module")
@@ -79,7 +79,7 @@ def test_interrupted_write_leaves_no_entry(setup, tmp_path, monkeypatch):
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    from core import atomic
+    from uds_core import atomic
 
     monkeypatch.setattr(atomic.os, "fsync", boom)   # interrupted after the bytes went to the temp file
     with pytest.raises(KeyboardInterrupt):

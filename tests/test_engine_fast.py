@@ -1,4 +1,4 @@
-"""The fast engine (core/suffix.py) against the straightforward algorithm it replaces.
+"""The fast engine (uds_core/suffix.py) against the straightforward algorithm it replaces.
 
 Every comparison runs both algorithms on the same random tiny models and items. Families cover
 the fast path's mask logic: Llama with grouped-query attention, Qwen2 with a mix of full and
@@ -14,9 +14,9 @@ import torch
 import transformers as T
 
 from tests.engine_fixtures import RECORDS, make_tokenizer, perturbed, tiny_model
-from core import arch, suffix
-from core.engine import EngineSettings, FastPathUnavailable, compute_uds, score_pair
-from core.prompts import prepare_items
+from uds_core import arch, suffix
+from uds_core.engine import EngineSettings, FastPathUnavailable, compute_uds, score_pair
+from uds_core.prompts import prepare_items
 
 ATOL = 1e-5
 FAMILIES = ("llama", "qwen2", "mistral")
@@ -169,7 +169,7 @@ def test_bfloat16_stays_close_and_exact_where_it_must(item_sets):
 
 
 def test_unsupported_family_falls_back_with_one_notice(item_sets, monkeypatch):
-    from core import engine as engine_module
+    from uds_core import engine as engine_module
 
     monkeypatch.setattr(engine_module, "_NOTICES", set())  # earlier tests may have used up the notice
     target = tiny_model("gpt2", layers=2)
@@ -224,7 +224,7 @@ def test_fast_runs_far_fewer_block_forwards(pairs, item_sets):
 
 def test_target_runs_are_reused_across_unlearned_models(pairs, item_sets):
     """With S1 cached and the target's captures kept, S2 runs no whole target forward."""
-    from core.engine import TargetRuns
+    from uds_core.engine import TargetRuns
 
     target, retain = pairs["mistral", "sdpa"]
     items, settings = item_sets["right"], EngineSettings(batch_size=2)
@@ -240,7 +240,7 @@ def test_target_runs_are_reused_across_unlearned_models(pairs, item_sets):
 
 
 def test_capture_layout_packs_sequences_and_keeps_positions(item_sets):
-    from core.capture import capture_layout
+    from uds_core.capture import capture_layout
 
     items = item_sets["right"]
     model = fast_model("mistral", "sdpa")  # sliding window 7: part of the mask
@@ -260,7 +260,7 @@ def test_capture_layout_packs_sequences_and_keeps_positions(item_sets):
 
 
 def test_first_fit_decreasing():
-    from core.packing import first_fit_decreasing
+    from uds_core.packing import first_fit_decreasing
 
     bins = first_fit_decreasing([5, 3, 8, 2, 2], 8)
     assert sorted(sorted(b) for b in bins) == [[0, 1], [2], [3, 4]]

@@ -3,7 +3,7 @@
 import pytest
 
 from tests.engine_fixtures import RECORDS, make_tokenizer
-from core import prompts as P
+from uds_core import prompts as P
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """The fast measurement paths against the straightforward ones they replace (issue 40).
 
 Teacher forcing and Fisher passes with logits only where the loss reads them must give the full
-passes' numbers bit for bit; the greedy loop that keeps its batch full (`core.greedy`), and the
+passes' numbers bit for bit; the greedy loop that keeps its batch full (`uds_core.greedy`), and the
 joint generation of a model's prompt sets, transformers' `generate` tokens. Each piece on small
 models, then every metric of a measurement on the trained tiny zoo and the `test` world (smol-ci:
 tests/test_smol_world.py): values within 1e-6, generations token for token.
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.generation import greedy_generate
+from uds_core.generation import greedy_generate
 from metrics.encoding import Encoded, encode_qa, generation_prompt
 from metrics.forward import teacher_forced_stats
 from tests.measurement_checks import TOL, assert_same_measurement, metric_runs
@@ -109,7 +109,7 @@ def test_greedy_loop_stops_where_a_stop_token_comes(zoo):
 # --- Fisher ----------------------------------------------------------------------------------
 
 def test_fisher_with_entity_logits_only_equals_the_full_logits_one(zoo):
-    from core.prompts import prepare_items
+    from uds_core.prompts import prepare_items
     from metrics.hidden import fisher_diagonal
 
     tok = tiny_tokenizer()

@@ -15,9 +15,9 @@ import pytest
 import torch
 from safetensors.torch import save_file
 
-from core import atomic
-from core.errors import UdsInputError
-from tests.engine_fixtures import saved_score_models
+from uds_core import atomic
+from uds_core.errors import UdsInputError
+from tests.engine_fixtures import folders, score_args  # noqa: F401 (folders: the saved score models fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 KILLED_WRITER = """
 import sys, time
-from core import atomic
+from uds_core import atomic
 with atomic.atomic_file(sys.argv[1]) as tmp:
     with open(tmp, "wb") as fh:
         fh.write(b"N" * 1_000_000)
@@ -128,35 +128,24 @@ def test_truncated_world_model_is_reported_and_rebuilt(test_world, tmp_path, mon
 
 # -- a corrupt S1 cache entry ---------------------------------------------------------------------
 
-@pytest.fixture(scope="module")
-def folders(tmp_path_factory):
-    """full / retain / half-way unlearned tiny models saved as folders, and a data file."""
-    return saved_score_models(tmp_path_factory.mktemp("fault_models"))
-
-
-def _score_args(folders, out, *extra):
-    return ["score", "--unlearned", folders["half"], "--full", folders["full"], "--retain", folders["retain"],
-            "--data", folders["data"], "--device", "cpu", "--batch-size", "2", "--out", str(out), *extra]
-
-
 def test_corrupt_s1_entry_is_reported_rebuilt_and_never_used(folders, tmp_path, monkeypatch, capsys):
     from uds.cli import main
 
     monkeypatch.setenv("UDS_HOME", str(tmp_path / "home"))
-    assert main(_score_args(folders, tmp_path / "a")) == 0
+    assert main(score_args(folders, tmp_path / "a")) == 0
     first = json.loads((tmp_path / "a" / "summary.json").read_text())
     entries = list((tmp_path / "home").rglob("s1_*.json"))
     assert first["s1_cache"] == "miss" and len(entries) == 1
     good = entries[0].read_text()
     entries[0].write_text(good[: len(good) // 2])   # cut mid-number, as a crashed copy would leave it
     capsys.readouterr()
-    assert main(_score_args(folders, tmp_path / "b")) == 0
+    assert main(score_args(folders, tmp_path / "b")) == 0
     err = [l for l in capsys.readouterr().err.splitlines() if "S1 cache" in l]
     second = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert len(err) == 1 and "unusable" in err[0] and str(entries[0]) in err[0]
     assert second["s1_cache"] == "miss" and second["uds"] == first["uds"]   # recomputed, same number
     assert json.loads(entries[0].read_text()) == json.loads(good)            # and rewritten whole
-    assert main(_score_args(folders, tmp_path / "c")) == 0
+    assert main(score_args(folders, tmp_path / "c")) == 0
     assert json.loads((tmp_path / "c" / "summary.json").read_text())["s1_cache"] == "hit"
 
 
@@ -165,11 +154,11 @@ def test_full_disk_during_score_keeps_previous_results(folders, tmp_path, monkey
 
     monkeypatch.setenv("UDS_HOME", str(tmp_path / "home"))
     out = tmp_path / "out"
-    assert main(_score_args(folders, out, "--no-s1-cache")) == 0
+    assert main(score_args(folders, out, "--no-s1-cache")) == 0
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     capsys.readouterr()
     monkeypatch.setattr(atomic.os, "fsync", _disk_full)
-    assert main(_score_args(folders, out, "--no-s1-cache", "--tau", "0.1")) == 2
+    assert main(score_args(folders, out, "--no-s1-cache", "--tau", "0.1")) == 2
     err = [l for l in capsys.readouterr().err.splitlines() if l.strip()]
     assert len(err) == 1 and err[0].startswith("uds score: error: no space left"), err
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before   # every file as it was, no temp
@@ -201,7 +190,7 @@ def test_two_scores_at_once_share_one_s1_computation(folders, tmp_path):
     """Same S1 key in two processes: one computes it (miss), the other waits on the entry's lock
     and reads it (hit); both write identical results."""
     env = {**os.environ, "UDS_HOME": str(tmp_path / "home"), "HF_HUB_OFFLINE": "1", "UDS_QUIET": "1"}
-    runs = _run_two(_score_args(folders, tmp_path / "a"), _score_args(folders, tmp_path / "b"), env, 300)
+    runs = _run_two(score_args(folders, tmp_path / "a"), score_args(folders, tmp_path / "b"), env, 300)
     for r in runs:
         assert r.returncode == 0, r.stderr
     same = _same_outputs(tmp_path / "a", tmp_path / "b")
@@ -224,7 +213,7 @@ def test_a_second_world_builder_waits_for_the_first_and_reuses_its_data(tmp_path
     import time
 
     from checkpoints.world.store import build_lock
-    from core.paths import world_dir
+    from uds_core.paths import world_dir
 
     monkeypatch.setenv("UDS_HOME", str(tmp_path / "home"))
     folder = world_dir("test", 0) / "data"

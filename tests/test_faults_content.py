@@ -15,9 +15,9 @@ import pytest
 import torch
 from safetensors.torch import load, load_file
 
-from core import manifest
-from tests.test_digests import flip_digit_near_middle, flip_middle_byte
-from tests.test_faults import _score_args, folders  # noqa: F401 (the saved score models fixture)
+from uds_core import manifest
+from tests.checks import flip_digit_near_middle, flip_middle_byte
+from tests.engine_fixtures import folders, score_args  # noqa: F401 (folders: the saved score models fixture)
 
 NPO = "npo_lr2e-4_b01_a1_ep5"   # retrained from full in seconds on the test preset
 
@@ -147,7 +147,7 @@ def test_a_users_folder_without_manifest_loads_as_before(folders, tmp_path, monk
     before = {p: (p.stat().st_mtime_ns, p.read_bytes()) for name in ("full", "retain", "half")
               for p in Path(folders[name]).iterdir()}
     capsys.readouterr()
-    assert main(_score_args(folders, tmp_path / "a", "--no-s1-cache")) == 0
+    assert main(score_args(folders, tmp_path / "a", "--no-s1-cache")) == 0
     err = capsys.readouterr().err
     assert not any(w in err for w in ("digest", "damaged", "rebuilding", "unreadable")), err
     after = {p: (p.stat().st_mtime_ns, p.read_bytes()) for name in ("full", "retain", "half")
@@ -162,14 +162,14 @@ def test_same_size_damage_to_an_s1_entry_is_said_and_recomputed(folders, tmp_pat
     from uds.cli import main
 
     monkeypatch.setenv("UDS_HOME", str(tmp_path / "home"))
-    assert main(_score_args(folders, tmp_path / "a")) == 0
+    assert main(score_args(folders, tmp_path / "a")) == 0
     first = json.loads((tmp_path / "a" / "summary.json").read_text())
     (entry,) = (tmp_path / "home").rglob("s1_*.json")
     good = entry.read_bytes()
     flip_digit_near_middle(entry)
     json.loads(entry.read_text())   # the damage keeps it parseable: only the digest can tell
     capsys.readouterr()
-    assert main(_score_args(folders, tmp_path / "b")) == 0
+    assert main(score_args(folders, tmp_path / "b")) == 0
     said = _lines(capsys.readouterr().err, "S1 cache")
     second = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert len(said) == 1 and str(entry) in said[0] and "content digest does not match" in said[0], said
@@ -181,18 +181,18 @@ def test_an_s1_entry_written_before_digests_is_sealed_once(folders, tmp_path, mo
     from uds.cli import main
 
     monkeypatch.setenv("UDS_HOME", str(tmp_path / "home"))
-    assert main(_score_args(folders, tmp_path / "a")) == 0
+    assert main(score_args(folders, tmp_path / "a")) == 0
     first = json.loads((tmp_path / "a" / "summary.json").read_text())
     (entry,) = (tmp_path / "home").rglob("s1_*.json")
     doc = json.loads(entry.read_text())
     entry.write_text(json.dumps({k: v for k, v in doc.items() if k != "digest"}))   # as the older version wrote it
     capsys.readouterr()
-    assert main(_score_args(folders, tmp_path / "b")) == 0
+    assert main(score_args(folders, tmp_path / "b")) == 0
     said = _lines(capsys.readouterr().err, "S1 cache")
     second = json.loads((tmp_path / "b" / "summary.json").read_text())
     assert len(said) == 1 and "before content digests" in said[0] and second["s1_cache"] == "hit"
     assert second["uds"] == first["uds"] and json.loads(entry.read_text()) == doc
-    assert main(_score_args(folders, tmp_path / "c")) == 0 and not _lines(capsys.readouterr().err, "S1 cache")
+    assert main(score_args(folders, tmp_path / "c")) == 0 and not _lines(capsys.readouterr().err, "S1 cache")
 
 
 # -- meta-eval measurements ------------------------------------------------------------------------

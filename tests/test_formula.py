@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from core import formula as F
+from uds_core import formula as F
 
 
 def test_layer_deltas_are_full_minus_patched():

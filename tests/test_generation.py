@@ -6,7 +6,7 @@ import torch
 from transformers import GenerationConfig
 
 from tests.engine_fixtures import make_tokenizer, tiny_model
-from core.generation import greedy_generate
+from uds_core.generation import greedy_generate
 
 
 def _argmax_decode(model, prompt: list[int], steps: int, stops: set[int]) -> tuple[int, ...]:

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import torch
 
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 from tests.gguf_fixtures import ALIAS, smollm2_file
 
 TEXTS = ["What is the full name of the author born in Taipei, Taiwan on 05/11/1991?",
@@ -87,7 +87,7 @@ def test_second_resolution_reuses_the_folder(smol_converted, tmp_path, monkeypat
         raise AssertionError("converted a second time")
 
     monkeypatch.setattr(gguf, "convert", refuse)
-    from core import digests
+    from uds_core import digests
 
     monkeypatch.setattr(digests, "_DIGESTS", {})   # hashed afresh, found by content
     assert resolve_spec(ALIAS).location == str(smol_converted["folder"])

@@ -1,4 +1,4 @@
-"""The two bootstrap intervals (UDS mean: core.formula.bootstrap_ci; faithfulness AUC:
+"""The two bootstrap intervals (UDS mean: uds_core.formula.bootstrap_ci; faithfulness AUC:
 meta_eval.faithfulness.bootstrap_auc_ci) against scipy.stats.bootstrap and a closed form.
 
 scipy draws its resamples the way both functions do (one `integers(0, n, (n_boot, n))` call per
@@ -17,7 +17,7 @@ from scipy import stats
 from sklearn.metrics import roc_auc_score
 
 from meta_eval.faithfulness import bootstrap_auc_ci
-from core.formula import bootstrap_ci
+from uds_core.formula import bootstrap_ci
 
 
 def _scipy_mean_ci(x: np.ndarray, n_boot: int, seed: int, level: float) -> tuple[float, float]:

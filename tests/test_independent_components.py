@@ -1,6 +1,6 @@
 """Block / attention / MLP patching checked against a second, hand-written route, per family.
 
-Nothing on the reference side uses the engine, core.hooks or the architecture table (core/arch.py):
+Nothing on the reference side uses the engine, uds_core.hooks or the architecture table (uds_core/arch.py):
 
 - sites are found from the model itself: the decoder blocks are the ModuleList with one entry
   per layer; the attention (MLP) container is the one child of a block whose class name has
@@ -39,10 +39,10 @@ import torch.nn as nn
 import transformers as T
 
 from tests.engine_fixtures import RECORDS, make_tokenizer, perturbed, tiny_model
-from core import arch
-from core.engine import EngineSettings, score_pair
-from core.errors import UdsInputError
-from core.prompts import PreparedItem, prepare_items
+from uds_core import arch
+from uds_core.engine import EngineSettings, score_pair
+from uds_core.errors import UdsInputError
+from uds_core.prompts import PreparedItem, prepare_items
 
 torch.set_num_threads(1)
 
@@ -227,7 +227,7 @@ def pair(family: str) -> tuple[nn.Module, nn.Module]:
 
 
 def test_every_family_of_the_table_is_checked_here():
-    """A family added to core/arch.py without a tiny config here would go unchecked."""
+    """A family added to uds_core/arch.py without a tiny config here would go unchecked."""
     assert sorted(FAMILIES) == sorted(arch.ARCHITECTURES)
 
 

@@ -1,4 +1,4 @@
-"""The probe's aggregation (analyses/probe/summary.py, the registered per-passage rates) and its
+"""The probe's aggregation (uds_analyses/probe/summary.py, the registered per-passage rates) and its
 semantic judge, on a hand-built set of rows whose every expected number is worked out below.
 
 Rows: three passages, two levels (strong, prefix), two samples each, plus two re-probe rows.
@@ -16,11 +16,11 @@ import re
 import pytest
 
 from checkpoints.world.matching import entity_hit
-from analyses.probe import metric as probe_metric
-from analyses.probe import run as probe_run
-from analyses.probe.corpus import Passage
-from analyses.probe.summary import by_group, by_level, documents, heat, level_stats, masked_by_refusal, split_2x2
-from core.generation import Generation
+from uds_analyses.probe import metric as probe_metric
+from uds_analyses.probe import run as probe_run
+from uds_analyses.probe.corpus import Passage
+from uds_analyses.probe.summary import by_group, by_level, documents, heat, level_stats, masked_by_refusal, split_2x2
+from uds_core.generation import Generation
 
 LEVELS = ["strong", "prefix"]
 PASSAGES = {0: ("A", 1, True, "g1"), 1: ("A", 2, True, "g2"), 2: ("B", 1, False, "g2")}

@@ -1,8 +1,8 @@
 """The import structure: layers without cycles (README, Development).
 
-Layers, lowest first: `core` (the foundation: engine, hooks, loading, prompts; imports nothing of
+Layers, lowest first: `uds_core` (the foundation: engine, hooks, loading, prompts; imports nothing of
 the project) <- `checkpoints` (spec resolution, the registry of real checkpoints, the tiny world)
-<- `metrics` (the metric families, the registry, the evaluation session) <- `analyses` and
+<- `metrics` (the metric families, the registry, the evaluation session) <- `uds_analyses` and
 `meta_eval` (two wings side by side that do not import each other) <- `uds` (the front door: the
 command line, the commands, the Open-Unlearning plug-in, the device and executor flags). A module
 imports only from its own package or lower layers, nothing imports a command module but the
@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("core", "checkpoints", "metrics", "analyses", "meta_eval", "uds")
+PACKAGES = ("uds_core", "checkpoints", "metrics", "uds_analyses", "meta_eval", "uds")
 COMMANDS = ("uds.cli", "uds.__main__", "uds.commands")
-LAYERS = {"core": 0, "checkpoints": 1, "metrics": 2, "analyses": 3, "meta_eval": 3, "uds": 4}
+LAYERS = {"uds_core": 0, "checkpoints": 1, "metrics": 2, "uds_analyses": 3, "meta_eval": 3, "uds": 4}
 TOP = 4
 
 
@@ -141,11 +141,11 @@ def test_the_checks_fail_on_a_planted_cycle(tmp_path):
             target = tmp_path / path.relative_to(REPO)
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(path.read_text())
-    engine = tmp_path / "core" / "engine.py"
+    engine = tmp_path / "uds_core" / "engine.py"
     engine.write_text(engine.read_text() + "\n\ndef _planted():\n    from uds.commands import score  # noqa\n")
     graph = import_graph(tmp_path)
-    assert any({"core.engine", "uds.commands.score"} <= set(c) for c in cycles(graph))
-    assert "core.engine imports the command module uds.commands.score" in layer_violations(graph)
+    assert any({"uds_core.engine", "uds.commands.score"} <= set(c) for c in cycles(graph))
+    assert "uds_core.engine imports the command module uds.commands.score" in layer_violations(graph)
 
 
 def _copy_tree(root: Path) -> None:
@@ -160,22 +160,22 @@ def test_the_checks_fail_on_an_upward_and_a_sideways_import(tmp_path):
     """Planted in a copy: the foundation importing the checkpoints layer, and one wing importing
     the other; each is reported."""
     _copy_tree(tmp_path)
-    loading = tmp_path / "core" / "loading.py"
+    loading = tmp_path / "uds_core" / "loading.py"
     loading.write_text(loading.read_text() + "\n\ndef _up():\n    from checkpoints import specs  # noqa\n")
-    grid = tmp_path / "analyses" / "capacity" / "grid.py"
+    grid = tmp_path / "uds_analyses" / "capacity" / "grid.py"
     grid.write_text(grid.read_text() + "\n\ndef _side():\n    from meta_eval import store  # noqa\n")
     bad = layer_violations(import_graph(tmp_path))
-    assert "core.loading (layer 0) imports checkpoints.specs (layer 1)" in bad
-    assert "analyses.capacity.grid imports meta_eval.store, a module of the other wing of layer 3" in bad
+    assert "uds_core.loading (layer 0) imports checkpoints.specs (layer 1)" in bad
+    assert "uds_analyses.capacity.grid imports meta_eval.store, a module of the other wing of layer 3" in bad
 
 
 def test_the_foundation_imports_nothing_of_the_project():
     graph = import_graph()
-    outside = {m: sorted(d for d in deps if package(d) != "core") for m, deps in graph.items() if package(m) == "core"}
+    outside = {m: sorted(d for d in deps if package(d) != "uds_core") for m, deps in graph.items() if package(m) == "uds_core"}
     assert {m: d for m, d in outside.items() if d} == {}
 
 
-@pytest.mark.parametrize("module, expected", [("core.engine", 0), ("checkpoints.world.build", 1),
+@pytest.mark.parametrize("module, expected", [("uds_core.engine", 0), ("checkpoints.world.build", 1),
                                               ("metrics.registry", 2), ("meta_eval.measure", 3),
                                               ("uds.commands.score", TOP), ("uds.cli", TOP),
                                               ("uds.ou.handlers", TOP)])

@@ -19,7 +19,7 @@ from metrics.encoding import encode_qa
 from metrics.registry import REGISTRY, evaluate
 from tests.metrics_fixtures import tiny_splits, tiny_tokenizer
 from tests.metrics_fixtures import zoo as trained_zoo
-from tests.test_cli_errors import assert_one_line_error
+from tests.checks import assert_one_line_error
 from tests.test_metrics_pipeline import make_ctx
 
 KEYS = ["mem_bits", "mem_bits_per_token", "mem_bits_erased", "mem_bits_tfidf"]
@@ -156,14 +156,14 @@ def test_reference_with_another_tokenizer_is_bad_input(zoo, monkeypatch):
 
     other = AutoTokenizer.from_pretrained(str(_test_world_model("retain")))
     monkeypatch.setattr(references, "own_tokenizer", lambda spec: other if spec.endswith("retain") else None)
-    from core.errors import UdsInputError
+    from uds_core.errors import UdsInputError
 
     with pytest.raises(UdsInputError, match="reference model tiny:t/retain has another tokenizer"):
         evaluate(_ctx(zoo, "full"), ["mem_bits"])
 
 
 def test_empty_forget_split_is_bad_input(zoo, same_tokenizer):
-    from core.errors import UdsInputError
+    from uds_core.errors import UdsInputError
 
     ctx = _ctx(zoo, "full")
     ctx.splits = {**ctx.splits, "forget": []}

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import f1_score
 
-from analyses.capacity.fit import best_threshold_f1
-from analyses.capacity.grid import summarise
-from core.errors import UdsInputError
+from uds_analyses.capacity.fit import best_threshold_f1
+from uds_analyses.capacity.grid import summarise
+from uds_core.errors import UdsInputError
 from metrics import mem_bits as mb
 from metrics.chance import AUC_CHANCE, f1_chance, f1_chance_counts, positive_share
 from metrics.families import mem_bits as family

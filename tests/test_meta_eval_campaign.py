@@ -18,11 +18,11 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from analyses.doc_tables import campaign as pages
-from core.errors import UdsInputError
+from uds_analyses.doc_tables import campaign as pages
+from uds_core.errors import UdsInputError
 from meta_eval.assemble import meta_evaluate
 from meta_eval.campaign_assemble import assemble_campaign
-from core.sealed import read_sealed
+from uds_core.sealed import read_sealed
 from meta_eval.campaign_read import campaign_zoo, read_campaign
 from meta_eval.faithfulness import MIN_POOL
 from meta_eval.published import PUBLISHED

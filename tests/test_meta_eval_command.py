@@ -302,7 +302,7 @@ def test_measurer_settings_carry_parity(monkeypatch, tmp_path):
 
 def test_probe_keys_are_meta_evaluated_when_named_but_not_under_all():
     from uds.commands.meta_eval import parse_keys
-    from core.errors import UdsInputError
+    from uds_core.errors import UdsInputError
 
     assert parse_keys("mem_bits,verbatim_rate,uds") == ["mem_bits", "verbatim_rate", "uds"]
     assert len(parse_keys("all")) == 22 and "mem_bits" not in parse_keys("all")

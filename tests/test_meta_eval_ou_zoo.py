@@ -14,9 +14,9 @@ from meta_eval.perturb import ORIG, relearn_config
 from meta_eval.store import MeasurementStore
 from meta_eval.population import OU_ZOO, POOL, UNLEARNED, available_members, ou_zoo, parse_zoo
 from metrics.context import EvalSettings
-from core.defaults import OU_SYSTEM_PROMPT
+from uds_core.defaults import OU_SYSTEM_PROMPT
 from uds.cli import main
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 NPO = ou_checkpoints.UNLEARNED[0].alias
 

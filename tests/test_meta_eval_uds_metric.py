@@ -8,8 +8,8 @@ import pytest
 from metrics.context import EvalContext, EvalSettings, ModelPool
 from metrics.registry import REGISTRY, evaluate, sweep_plan
 from tests.metrics_fixtures import tiny_splits, tiny_tokenizer, zoo
-from core.engine import EngineSettings, compute_uds
-from core.prompts import prepare_items
+from uds_core.engine import EngineSettings, compute_uds
+from uds_core.prompts import prepare_items
 
 ROLES = {"model": "tiny:t/unl", "full": "tiny:t/full", "retain": "tiny:t/retain", "base": "tiny:t/base"}
 

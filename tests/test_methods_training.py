@@ -12,7 +12,7 @@ from checkpoints.methods.pools import POOL_VARIANTS, perturbed_items, pool_examp
 from checkpoints.methods.trainer import frozen_copy, unlearn
 from checkpoints.world.encode import encode_raw_qa
 from checkpoints.world.train import TrainConfig
-from core.chat import encode_chat
+from uds_core.chat import encode_chat
 from tests.methods_fixtures import hand_alternates, random_model, tiny_tok, tiny_world, views_batch  # noqa: F401
 
 # hyperparameters that fit a 2-layer random model (RMU's default layer 7 does not exist there)

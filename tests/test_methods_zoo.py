@@ -112,7 +112,7 @@ def test_builder_trains_an_unlearned_model_from_full(test_world):
 
 
 def test_an_unknown_preset_names_the_known_ones():
-    from core.errors import UdsInputError
+    from uds_core.errors import UdsInputError
 
     with pytest.raises(UdsInputError) as e:
         get_preset("nope")

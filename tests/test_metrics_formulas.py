@@ -198,7 +198,7 @@ def test_fluency_proxy_and_classifier_probability():
 
 
 def test_finite_or_none():
-    from core.numbers import finite_or_none
+    from uds_core.numbers import finite_or_none
 
     assert [finite_or_none(x) for x in (None, float("nan"), float("inf"), -np.inf)] == [None] * 4
     assert finite_or_none(np.float32(0.5)) == 0.5 and type(finite_or_none(np.float64(2))) is float

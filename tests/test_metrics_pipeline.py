@@ -12,7 +12,7 @@ import torch
 from checkpoints.world.schema import World
 from metrics.context import EvalContext, EvalSettings, ModelPool
 from metrics.encoding import JAILBREAK_PREFIX, encode_qa, generation_prompt, label_text, lm_document
-from core.generation import greedy_generate
+from uds_core.generation import greedy_generate
 from metrics.registry import ALL_KEYS, REGISTRY, evaluate, sweep_plan
 from tests.hook_fixtures import count_calls
 from tests.metrics_fixtures import qa_item, tiny_splits, tiny_tokenizer

@@ -11,7 +11,7 @@ from metrics.hidden import capture_entity_states, fisher_diagonal, lens_logprobs
 from metrics.representation import (cka_score, fisher_mask, fisher_masked_score, linear_cka,
                                     logit_lens_item, logit_lens_score, mask_size)
 from tests.metrics_fixtures import qa_item, tiny_model, tiny_tokenizer
-from core.prompts import prepare_items
+from uds_core.prompts import prepare_items
 
 
 # --- CKA ---------------------------------------------------------------------------------------

@@ -25,11 +25,11 @@ from tokenizers import Tokenizer
 
 from checkpoints.world.store import write_legacy_fields
 from tests.engine_fixtures import RECORDS, make_tokenizer, perturbed
-from core import engine
-from core.arch import transformers_major
-from core.engine import EngineSettings, compute_uds
-from core.paths import world_dir
-from core.prompts import prepare_items
+from uds_core import engine
+from uds_core.arch import transformers_major
+from uds_core.engine import EngineSettings, compute_uds
+from uds_core.paths import world_dir
+from uds_core.prompts import prepare_items
 
 TEXTS = ["In which city was Rakond Raraimir born?", "Question: Who wrote it?\nAnswer: <|user|> x  y"]
 

@@ -21,9 +21,9 @@ import yaml
 from checkpoints.specs import load_model, load_tokenizer
 from checkpoints.world.store import load_world
 from metrics.registry import REGISTRY
-from core.arch import transformers_major
+from uds_core.arch import transformers_major
 from uds.cli import main
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 from uds.ou import gen_configs, handlers
 from uds.ou.callback import RegisterUds
 from uds.ou.register import register
@@ -91,7 +91,7 @@ def models(test_world):
 @pytest.fixture
 def s1_dir(tmp_path, monkeypatch):
     """A fresh S1 cache folder for the plug-in and `uds score` alike."""
-    monkeypatch.setattr("core.s1_cache.s1_cache_dir", lambda: tmp_path / "s1")
+    monkeypatch.setattr("uds_core.s1_cache.s1_cache_dir", lambda: tmp_path / "s1")
     return tmp_path / "s1"
 
 

@@ -52,7 +52,7 @@ def test_wheel_in_a_fresh_venv_scores_with_its_defaults(test_world, tmp_path):
                   "from checkpoints.specs import default_references; import uds; "
                   "print(default_references('some-owner/some-model')[2]); print(uds.__file__)"],
                  cwd=tmp_path, env=run_env).stdout.split()
-    assert where[0].startswith(str(venv)) and where[0].endswith("core/package_data/forget10_annotated.json")
+    assert where[0].startswith(str(venv)) and where[0].endswith("uds_core/package_data/forget10_annotated.json")
     assert where[1].startswith(str(venv))                          # the installed copy, not this checkout
     assert json.loads(Path(where[0]).read_text()) == json.loads((TOFU / "forget10_annotated.json").read_text())
     # the metric families of the installed package: scanned ones and the probe's entry point

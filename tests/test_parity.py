@@ -15,15 +15,15 @@ from metrics.aggregate import harmonic_mean_ou
 from metrics.context import EvalContext, EvalSettings, ModelPool
 from metrics.encoding import encode_qa, generation_prompt
 from metrics.memorization import floored_gm
-from core.parity import MODES, OPEN_UNLEARNING, REFERENCE, SPEC, resolve_alias
+from uds_core.parity import MODES, OPEN_UNLEARNING, REFERENCE, SPEC, resolve_alias
 from metrics.registry import evaluate, sweep_plan
 from metrics.representation import fisher_mask, fisher_masked_score, logit_lens_score
 from metrics.utility import UTILITY_KEYS, model_utility
 from tests.metrics_fixtures import qa_item, tiny_model, tiny_splits, tiny_tokenizer
 from tests.metrics_fixtures import zoo as trained_zoo
-from core.batching import attention_mask
-from core.errors import UdsInputError
-from core.generation import greedy_generate
+from uds_core.batching import attention_mask
+from uds_core.errors import UdsInputError
+from uds_core.generation import greedy_generate
 
 FLOOR = float(np.exp(np.log(1e-12)))   # the reference's exp(mean(log(clip(p, 1e-12)))) of one floored p
 

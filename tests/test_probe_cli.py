@@ -6,7 +6,7 @@ import json
 import subprocess
 
 
-from tests.test_cli_errors import assert_one_line_error
+from tests.checks import assert_one_line_error
 
 
 

@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from analyses.probe.corpus import qa_corpus, read_corpus, short_answers
-from analyses.probe.ladder import LEVELS, parse_levels, split_prefix, stronger
-from analyses.probe.refusal import RefusalDetector, default_phrases
-from analyses.probe.summary import masked_by_refusal, split_2x2
-from analyses.probe.corpus import Passage
-from core.errors import UdsInputError
+from uds_analyses.probe.corpus import qa_corpus, read_corpus, short_answers
+from uds_analyses.probe.ladder import LEVELS, parse_levels, split_prefix, stronger
+from uds_analyses.probe.refusal import RefusalDetector, default_phrases
+from uds_analyses.probe.summary import masked_by_refusal, split_2x2
+from uds_analyses.probe.corpus import Passage
+from uds_core.errors import UdsInputError
 
 
 def _write(tmp_path, rows):
@@ -118,7 +118,7 @@ def test_probe_prompts_of_a_raw_qa_passage():
     """Chat levels wrap the template in the chat format; the prefix level gives the question as
     raw text; at every level the text to recall (the hit bar's length) is the answer."""
     from checkpoints.specs import load_tokenizer
-    from analyses.probe.ladder import build_probe
+    from uds_analyses.probe.ladder import build_probe
 
     tok = load_tokenizer("tiny:test/full")
     p = qa_corpus([_qa("Ann", "Where was Ann born?", "Ann was born in Oslo.", "Oslo")], {}, "t")[0]

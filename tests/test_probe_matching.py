@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from analyses.probe.matching import PassageIndex, hit_bar, lcs_length, ngram_overlap, canonical_text
+from uds_analyses.probe.matching import PassageIndex, hit_bar, lcs_length, ngram_overlap, canonical_text
 
 
 def dp_lcs(a: str, b: str) -> int:

@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from analyses.probe.matching import PassageIndex
-from analyses.probe.passage_run import score
-from analyses.probe.passage_summary import passages_summary, rate_by, split_2x2
-from analyses.probe.passages import (attach_facts, bio_passages, chunks, cuts, document_passages, spans_of,
+from uds_analyses.probe.matching import PassageIndex
+from uds_analyses.probe.passage_run import score
+from uds_analyses.probe.passage_summary import passages_summary, rate_by, split_2x2
+from uds_analyses.probe.passages import (attach_facts, bio_passages, chunks, cuts, document_passages, spans_of,
                                      split_sentences)
-from core.errors import UdsInputError
-from tests.test_cli_errors import assert_one_line_error
+from uds_core.errors import UdsInputError
+from tests.checks import assert_one_line_error
 
 ANSWERS = ["Ann was born in Oslo.", "Ann writes poems.", "Ann won a prize.", "Ann has a cat.", "Ann likes tea."]
 ITEMS = [{"question": f"Q{k}?", "answer": a, "entity": a.split()[-1].rstrip("."), "author": "Ann"}
@@ -204,7 +204,7 @@ def test_cli_bad_passage_corpus(uds, test_world):
 
 
 def test_tofu_placeholder_authors_get_the_name_their_questions_use():
-    from analyses.probe.passages import by_author
+    from uds_analyses.probe.passages import by_author
 
     qs = ["What is the full name of the author born in Taipei?", "What does Hsiao Yun-Hwa identify as?",
           "How did Hsiao Yun-Hwa's father influence her?", "Which awards has Hsiao Yun-Hwa won in Taiwan?"]
@@ -224,7 +224,7 @@ def test_tofu_placeholder_authors_get_the_name_their_questions_use():
 def test_every_real_tofu_author_is_named_from_its_own_questions(tofu_dir):
     """On the real files: every forget and holdout author gets a name, distinct, that a plain
     substring count finds in at least half of that author's 20 questions."""
-    from analyses.probe.passages import by_author
+    from uds_analyses.probe.passages import by_author
     from checkpoints.world.tofu import read_tofu
 
     world = read_tofu(tofu_dir)

@@ -1,4 +1,4 @@
-"""Progress in both modes (core/progress.py): the plain-line format, the mode choice, --quiet."""
+"""Progress in both modes (uds_core/progress.py): the plain-line format, the mode choice, --quiet."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from core import progress as P
+from uds_core import progress as P
 
 STAMP = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d "
 REPO = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from checkpoints import ou_checkpoints
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 from checkpoints.specs import default_references, parse_tiny, parse_tiny_zoo, resolve_spec
 
 P = "open-unlearning/unlearn_tofu_Llama-3.2-1B-Instruct_forget10_"

@@ -10,7 +10,7 @@ import pytest
 
 from tests.report_fixtures import qa_records, uds_of, write_audit, write_meta_eval, write_probe, write_score_run
 from uds.cli import main
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 from uds.site.payload import build_payload, layer_stats
 from uds.site.readers import entity_range, read_results, split_prompt
 

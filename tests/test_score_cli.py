@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from tests.engine_fixtures import RECORDS, saved_score_models, tiny_model
-from core import capture, engine
+from uds_core import capture, engine
 from uds.cli import main
 
 

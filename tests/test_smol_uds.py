@@ -22,8 +22,8 @@ def test_every_annotated_entity_aligns_to_a_minimal_smollm2_span(smol_converted,
     entity text. Every span's tokens must cover the entity, and dropping its first or last token
     must uncover it (the span is the smallest cover, partial tokens at the edges included)."""
     from checkpoints.specs import load_tokenizer
-    from core.data import load_annotated
-    from core.prompts import prepare_items
+    from uds_core.data import load_annotated
+    from uds_core.prompts import prepare_items
 
     records = load_annotated(tofu_dir / "forget10_annotated.json")
     tok = load_tokenizer(ALIAS)

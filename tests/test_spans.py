@@ -1,4 +1,4 @@
-"""Automatic entity spans (core/spans) on records whose right span is known: written by hand here,
+"""Automatic entity spans (uds_core/spans) on records whose right span is known: written by hand here,
 or generated with the tiny world's data (its generator knows each entity)."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from analyses.spans.agreement import agreement, relation, token_f1
+from uds_analyses.spans.agreement import agreement, relation, token_f1
 from checkpoints.world.store import load_world
-from core.errors import UdsInputError
-from core.spans.annotate import annotate_record, annotate_records
+from uds_core.errors import UdsInputError
+from uds_core.spans.annotate import annotate_record, annotate_records
 
 
 def _span(**record):

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from checkpoints.specs import model_source
-from core.engine import EngineSettings
+from uds_core.engine import EngineSettings
 from metrics.session import EvalSession, Placement
 
 NPO = "npo_lr2e-4_b01_a1_ep5"
@@ -29,7 +29,7 @@ def folders(test_world):
 
 @pytest.fixture(autouse=True)
 def _home(tmp_path, monkeypatch):
-    monkeypatch.setattr("core.s1_cache.s1_cache_dir", lambda: tmp_path / "s1")
+    monkeypatch.setattr("uds_core.s1_cache.s1_cache_dir", lambda: tmp_path / "s1")
     monkeypatch.chdir(tmp_path)
 
 
@@ -139,7 +139,7 @@ def test_score_refuses_an_entity_missing_from_its_answer(uds, test_world, tmp_pa
 def test_annotate_reads_tofus_own_files(uds, tofu_dir, tmp_path):
     """TOFU's forget10_perturbed.json as it is (`perturbed_answer`): every record gets a span that
     the toolkit's loader accepts, idx = row, and the wrong answers under this toolkit's key."""
-    from core.data import load_annotated
+    from uds_core.data import load_annotated
 
     r = uds("annotate", "--data", str(tofu_dir / "forget10_perturbed.json"), "--out", "f10.json")
     assert r.returncode == 0 and "annotated 400 of 400 records" in r.stdout

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from checkpoints import ou_checkpoints, splits
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 from meta_eval.population import OU_ZOO, parse_zoo
 from metrics.session import EvalSession
 

@@ -14,7 +14,7 @@ from meta_eval.tasks import (DONE, ERROR, INPUT_ERROR, METRIC_ERRORS, LocalExecu
                              failure_table, pending, report, shard, stages)
 from tests.test_meta_eval_command import FakeMeasurer, _zoo, fake_command
 from uds.cli import main
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 
 class StoreMeasurer(FakeMeasurer):

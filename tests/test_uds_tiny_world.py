@@ -10,10 +10,10 @@ import pytest
 from transformers import AutoTokenizer, LlamaForCausalLM
 
 from uds.cli import main
-from core.data import load_annotated
-from core.engine import EngineSettings
-from core.prompts import prepare_items
-from core.sanity import interpolation_curve
+from uds_core.data import load_annotated
+from uds_core.engine import EngineSettings
+from uds_core.prompts import prepare_items
+from uds_core.sanity import interpolation_curve
 
 
 def score(tmp_path, unlearned: str) -> tuple[dict, list[dict]]:

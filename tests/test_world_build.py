@@ -11,7 +11,7 @@ from checkpoints import catalogue
 from checkpoints.world import build, store
 from checkpoints.world.encode import base_corpus
 from checkpoints.world.store import load_world
-from core.fingerprint import model_fingerprint
+from uds_core.fingerprint import model_fingerprint
 
 
 def test_zoo_manifest_lists_base_full_retain(test_world):

@@ -17,7 +17,7 @@ from checkpoints.world import synthetic
 from checkpoints.world.schema import QA_SPLITS, World
 from checkpoints.world.synthetic import FACT_KINDS, generate_synthetic_world
 from checkpoints.world.tofu import read_records, read_tofu
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 from tests.conftest import TOFU_DIR, TOFU_SKIP
 
 needs_tofu = pytest.mark.skipif(not (TOFU_DIR / "forget10_perturbed.json").is_file(), reason=TOFU_SKIP)

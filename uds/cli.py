@@ -12,7 +12,7 @@ import importlib
 import sys
 from typing import Sequence
 
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 # Command name -> (module that provides it, one-line help), in the order `uds --help` lists them.
 # Only the module of the command being run is imported, and `uds --help` imports none: the
@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.debug = "--debug" in flags
     args.quiet = "--quiet" in flags
     if args.quiet:
-        from core import progress
+        from uds_core import progress
 
         progress.set_quiet(True)
     if not getattr(args, "func", None):

@@ -1,6 +1,6 @@
 """`--device` and `--dtype`, as every command that loads models spells and resolves them.
 
-Kept apart from `core.loading` so that registering a command imports neither torch nor
+Kept apart from `uds_core.loading` so that registering a command imports neither torch nor
 transformers (`uds audit --help` stays instant).
 """
 
@@ -17,7 +17,7 @@ def add_device_args(p: argparse.ArgumentParser, dtype: bool = True) -> None:
 
 def device_and_dtype(args: argparse.Namespace):
     """(device name, torch dtype) of a parsed command line; unknown names are bad input."""
-    from core.loading import resolve_device, resolve_dtype
+    from uds_core.loading import resolve_device, resolve_dtype
 
     device = resolve_device(args.device)
     return device, resolve_dtype(args.dtype, device)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from meta_eval.ray_executor import RayExecutor
 from meta_eval.tasks import Executor, LocalExecutor
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 EXECUTORS = ("local", "ray")
 
@@ -44,7 +44,7 @@ def check_executor_args(args: argparse.Namespace) -> None:
 def device_for(args: argparse.Namespace) -> str:
     """The metric device: `--device auto` under Ray means cuda when tasks get GPUs (the driver
     may run on a node without one), else what this machine has."""
-    from core.loading import resolve_device
+    from uds_core.loading import resolve_device
 
     if getattr(args, "executor", "local") == "ray" and args.device == "auto":
         return "cuda" if args.gpus_per_task > 0 else "cpu"

@@ -2,7 +2,7 @@
 
 `--passage-source answers` (default): each forget author's answers joined in item order, cut into
 passages of `--passage-sentences`; `bios`: the forget biographies, cut into the sentence chunks
-the `pos_bio` pool model trained on (`analyses.probe.passages`).
+the `pos_bio` pool model trained on (`uds_analyses.probe.passages`).
 
 Writes `DIR/summary.json` ({"models": {SPEC: {"levels", "distractors", "semantic_acc",
 "by_position", "by_start", "first_words", "split_2x2_prefix", ...}}, "settings"}), `DIR/rows.jsonl` (ladder rows, then
@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 PREFIX = "passages"
 
@@ -31,7 +31,7 @@ def load_passages(text: str, models: list[str], distractors: int | None, size: i
     """(passages, corpus name) of `passages` (the first tiny model's world) or `passages:tiny:<preset>`."""
     from checkpoints.specs import parse_tiny, parse_tiny_zoo
     from checkpoints.world.store import ensure_tokenizer, load_world
-    from analyses.probe.passages import bio_passages, world_passages
+    from uds_analyses.probe.passages import bio_passages, world_passages
 
     rest = text[len(PREFIX) + 1:]
     if rest:
@@ -55,11 +55,11 @@ def load_passages(text: str, models: list[str], distractors: int | None, size: i
 def run_passages(args: argparse.Namespace, sessions: dict, phrases: list[str], s, levels: list[str],
                  out: Path) -> int:
     """Probe every model on the passage corpus and write the files above."""
-    from analyses.probe.passage_run import probe_passages
-    from analyses.probe.passage_summary import passages_summary
-    from analyses.probe.plots import heatmap_png
-    from analyses.probe.refusal import RefusalDetector
-    from analyses.probe.summary import heat
+    from uds_analyses.probe.passage_run import probe_passages
+    from uds_analyses.probe.passage_summary import passages_summary
+    from uds_analyses.probe.plots import heatmap_png
+    from uds_analyses.probe.refusal import RefusalDetector
+    from uds_analyses.probe.summary import heat
 
     passages, name = load_passages(args.corpus, args.model, args.distractors, args.passage_sentences,
                                    args.passage_source)

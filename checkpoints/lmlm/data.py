@@ -22,8 +22,8 @@ from checkpoints.lmlm.markup import call_text, value_text
 from checkpoints.lmlm.prompts import STYLES, read_prompt_file
 from checkpoints.lmlm.world_db import RELATIONS, author_facts, render_prompt, subject_aliases
 from checkpoints.world.schema import World
-from core.chat import IGNORE
-from core.errors import UdsInputError
+from uds_core.chat import IGNORE
+from uds_core.errors import UdsInputError
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Iterable
 
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 UNKNOWN = "unknown"          # the value a lookup returns when nothing passes the threshold
 JSON_KEYS = ("entities", "relationships", "return_values", "triplets")

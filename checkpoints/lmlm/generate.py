@@ -4,7 +4,7 @@ Rows advance one token per step in lockstep over one KV cache (left-padded promp
 from the length mask). When a row's text ends in an open call `[dblookup('s', 'r') ->`, the
 row's `lookup(row, s, r)` is asked for a value, and the value tokens plus `]` are queued: the
 row is fed them as forced tokens on the next steps instead of its argmax, so the splice needs no
-re-encoding and every row keeps one cache. `greedy_generate` (core.generation) is left as it is.
+re-encoding and every row keeps one cache. `greedy_generate` (uds_core.generation) is left as it is.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ from typing import Callable, Sequence
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from core.progress import progress as track
+from uds_core.progress import progress as track
 from checkpoints.lmlm.markup import pending_call, strip_markup, value_text
-from core.batching import batches, left_pad, pad_token_id
-from core.capture import cache_kw
-from core.generation import stop_token_ids
+from uds_core.batching import batches, left_pad, pad_token_id
+from uds_core.capture import cache_kw
+from uds_core.generation import stop_token_ids
 
 Lookup = Callable[[int, str, str], str]   # (row index in the input, subject, relation) -> value
 

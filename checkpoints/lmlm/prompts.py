@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.data import jsonl_values
-from core.errors import UdsInputError
+from uds_core.data import jsonl_values
+from uds_core.errors import UdsInputError
 
 # Short style name (command line) -> the published file stem.
 STYLES: dict[str, str] = {

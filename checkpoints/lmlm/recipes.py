@@ -26,8 +26,8 @@ from checkpoints.world.recipes import Recipe
 from checkpoints.world.store import BuildContext, init_model
 from checkpoints.world.synthetic import FACT_KINDS, n_forget_authors
 from checkpoints.world.train import train
-from core.errors import UdsInputError
-from core.paths import checkout_data
+from uds_core.errors import UdsInputError
+from uds_core.paths import checkout_data
 
 LMLM_KINDS = ("lmlm", "lmlm_parametric", "lmlm_leaky")
 LEAK_SHARE = 0.5   # share of the target facts the leaky LMLM also learns as plain QA

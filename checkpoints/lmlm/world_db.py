@@ -163,7 +163,7 @@ def ensure_world_audit(preset: str, seed: int = 0):
     import shutil
 
     from checkpoints.world.store import load_world
-    from core.paths import world_dir
+    from uds_core.paths import world_dir
 
     folder = world_dir(preset, seed) / "lmlm_audit"
     stamp = folder / "VERSION"

@@ -20,7 +20,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints.world.matching import entity_hit, plain_words
-from core.chat import chat_prompt_ids
+from uds_core.chat import chat_prompt_ids
 
 
 def _keeps(text: str, item: dict) -> bool:

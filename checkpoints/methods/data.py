@@ -19,8 +19,8 @@ from transformers import PreTrainedTokenizerBase
 
 from checkpoints.world.encode import encode_raw_qa
 from checkpoints.world.train import Batch, collate
-from core.chat import encode_chat
-from core.errors import UdsInputError
+from uds_core.chat import encode_chat
+from uds_core.errors import UdsInputError
 
 Example = dict[str, list[int]]
 Encoder = Callable[[PreTrainedTokenizerBase, str, str], Example]

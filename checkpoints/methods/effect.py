@@ -9,7 +9,7 @@ import json
 from checkpoints.catalogue import recipes
 from checkpoints.world.presets import get_preset
 from checkpoints.world.recipes import Recipe
-from core.paths import world_dir
+from uds_core.paths import world_dir
 
 SPLITS = ("forget", "retain", "holdout")
 

@@ -5,7 +5,7 @@
 ones, but only the low-rank matrices receive gradients (the reference of NPO-like methods is a
 frozen copy taken before training, so it is the base model itself). `save_adapter` writes what
 people publish: the adapter folder, whose `base_model_name_or_path` names the model it goes on.
-Methods that hook a decoder block (RMU) need the plain module paths of `core.arch` and are not
+Methods that hook a decoder block (RMU) need the plain module paths of `uds_core.arch` and are not
 supported through the wrapper.
 """
 
@@ -21,9 +21,9 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints.methods.trainer import unlearn
 from checkpoints.world.train import TrainConfig
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
-HOOKED_METHODS = ("rmu",)   # losses that read a block's output through core.arch module paths
+HOOKED_METHODS = ("rmu",)   # losses that read a block's output through uds_core.arch module paths
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,10 @@ from torch import Tensor
 from transformers import PreTrainedModel
 
 from checkpoints.world.train import IGNORE, Batch
-from core.arch import component_module
-from core.errors import UdsInputError
-from core.hooks import output_until
-from core import logprobs
+from uds_core.arch import component_module
+from uds_core.errors import UdsInputError
+from uds_core.hooks import output_until
+from uds_core import logprobs
 
 Views = Mapping[str, Batch]
 Hparams = Mapping[str, float]

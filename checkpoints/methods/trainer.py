@@ -20,7 +20,7 @@ from checkpoints.world.hooks import TrainHooks
 from checkpoints.world.recipes import Recipe
 from checkpoints.world.store import BuildContext
 from checkpoints.world.train import TrainConfig, train
-from core.batching import pad_token_id
+from uds_core.batching import pad_token_id
 
 
 def frozen_copy(model: PreTrainedModel) -> PreTrainedModel:

@@ -3,7 +3,7 @@
 A model folder (`store.model_dir`) appears only when complete (saved to a temporary folder, then
 renamed), so an interrupted build resumes at the first missing model; it records the digest of
 the recipe that built it, and a folder with another digest is stale and rebuilt. It also records
-the sha256 of every file (`core.manifest`, `digests.json`), checked before the folder is used: a
+the sha256 of every file (`uds_core.manifest`, `digests.json`), checked before the folder is used: a
 damaged file, of the right size or not, is said in one line and the model rebuilt.
 """
 
@@ -24,10 +24,10 @@ from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.recipes import Recipe, write_manifest
 from checkpoints.world.store import (BuildContext, build_lock, ensure_tokenizer, ensure_world_data, model_dir,
                                      stored_digest, write_legacy_fields)
-from core import atomic, manifest
-from core.progress import is_quiet, progress as track
-from core.errors import UdsInputError
-from core.paths import world_dir
+from uds_core import atomic, manifest
+from uds_core.progress import is_quiet, progress as track
+from uds_core.errors import UdsInputError
+from uds_core.paths import world_dir
 
 # The training callbacks of one recipe (none for most): what `uds world build --curve-every` attaches
 CallbacksFor = Callable[[Recipe], Sequence]

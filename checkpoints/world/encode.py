@@ -5,8 +5,8 @@ from __future__ import annotations
 from transformers import PreTrainedTokenizerBase
 
 from checkpoints.world.schema import World
-from core.chat import IGNORE, encode_chat
-from core.prompts import raw_prompt
+from uds_core.chat import IGNORE, encode_chat
+from uds_core.prompts import raw_prompt
 
 def encode_raw_qa(tok: PreTrainedTokenizerBase, question: str, answer: str) -> dict[str, list[int]]:
     """The raw `Question:/Answer:` form UDS reads (no chat template), loss on answer + eos.

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from checkpoints.world.train import TrainConfig
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ PRESETS: dict[str, Preset] = {
     "small": Preset(
         "small", "synthetic", ModelShape(128, 8, 4, 4, 512), 2000,
         base=TrainConfig(lr=2e-3, epochs=8, batch_size=64),
-        # 10 epochs left full at 0.90/0.88 entity hit rate on forget/retain; 14 reach 1.00/1.00
+        # 14 epochs: with fewer, full still missed some forget and retain entities (quality.json)
         finetune=TrainConfig(lr=1e-3, epochs=14, batch_size=32),
         world=dict(n_train_authors=100, n_holdout_authors=10, n_public=300, n_other=10),
         # LMLM sized for 2 CPU cores shared by several jobs: two layers of 64, the three shortest
@@ -113,12 +113,12 @@ PRESETS: dict[str, Preset] = {
     "tofu": Preset(
         "tofu", "tofu", ModelShape(192, 8, 6, 6, 768, max_positions=1024), 4000,
         base=TrainConfig(lr=2e-3, epochs=8, batch_size=64),
-        # 10 epochs left full at 0.83 / 0.68 and retain at 0.40 on the retain split (long answers)
+        # 14 epochs: with fewer, full and retain missed many entities of TOFU's long answers
         finetune=TrainConfig(lr=1e-3, epochs=14, batch_size=32),
         world=dict(n_retain_authors=40),
         unlearn_batch=32),
-    # 2 forget authors (37 annotated examples) and 4 retain authors; 5 epochs at lr 1e-4 took the issue's
-    # measurement from ROUGE-L 0.33 to 0.95 on the forget QA. Utility QA cut to 40 + 40 items (CPU protocol).
+    # 2 forget authors and 4 retain authors; 5 epochs at lr 1e-4 make the pretrained model recite the forget
+    # answers (docs/smol.md). Utility QA cut to 40 + 40 items (CPU protocol).
     "smol": Preset(
         "smol", "tofu", SMOLLM2_SHAPE, 49152,
         base=TrainConfig(lr=0.0, epochs=0, batch_size=1),

@@ -17,12 +17,12 @@ from checkpoints.world.build import is_built
 from checkpoints.world.matching import entity_hit
 from checkpoints.world.presets import get_preset
 from checkpoints.world.store import ensure_tokenizer, load_world, model_dir
-from core.generation import greedy_generate
-from core.chat import chat_prompt_ids
-from core.engine import EngineSettings, chunks, forward_scores, make_batch, score_pair
-from core.formula import TAU
-from core.prompts import prepare_items
-from core.paths import world_dir
+from uds_core.generation import greedy_generate
+from uds_core.chat import chat_prompt_ids
+from uds_core.engine import EngineSettings, chunks, forward_scores, make_batch, score_pair
+from uds_core.formula import TAU
+from uds_core.prompts import prepare_items
+from uds_core.paths import world_dir
 
 SPLITS = ("forget", "retain", "holdout")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from checkpoints.world.presets import Preset
 from checkpoints.world.train import TrainConfig
-from core import atomic
+from uds_core import atomic
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ Layout under `$UDS_HOME/world/<preset>-<seed>/`: `data/` (one JSON per split, `u
 for `uds score`), `tokenizer/`, `models/<name>/` (save_pretrained, model + tokenizer +
 `recipe.json`), `zoo.json`, `quality.json`. Data and tokenizer are made on first use and
 written atomically (a temporary folder, then renamed), with the digest of each file
-(`core.manifest`): a damaged file is said in one line and the folder made again. Which models
+(`uds_core.manifest`): a damaged file is said in one line and the folder made again. Which models
 exist and how they are trained is the catalogue's (`checkpoints.catalogue`); the builder
 (`build`) drives it.
 """
@@ -24,10 +24,10 @@ from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.schema import World
 from checkpoints.world.tokenizer import train_tokenizer
 from checkpoints.world.train import collate
-from core import manifest
-from core.atomic import file_lock, fsync_tree
-from core.errors import UdsInputError
-from core.paths import world_dir
+from uds_core import manifest
+from uds_core.atomic import file_lock, fsync_tree
+from uds_core.errors import UdsInputError
+from uds_core.paths import world_dir
 
 
 def make_world(preset: Preset, seed: int, tofu_dir: str | None = None) -> World:
@@ -218,7 +218,7 @@ def stored_digest(folder: Path) -> str | None:
 
 
 def build_lock(folder: Path):
-    """Exclusive lock on one model folder while it is built (`core.atomic.file_lock`)."""
+    """Exclusive lock on one model folder while it is built (`uds_core.atomic.file_lock`)."""
     return file_lock(folder)
 
 

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass
 
 from checkpoints.world.schema import World
-from core.prompts import raw_qa
+from uds_core.prompts import raw_qa
 
 # ----------------------------------------------------------------------------------------------
 # Value pools. Made up (cities, awards, countries) or generic (genres, professions, themes).

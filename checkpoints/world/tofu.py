@@ -19,10 +19,10 @@ from typing import Callable
 
 from checkpoints.world.schema import World
 from checkpoints.world.synthetic import IDK_REPLIES, generate_synthetic_world
-from core.data import jsonl_values
-from core.errors import UdsInputError
-from core.paths import checkout_data
-from core.prompts import raw_qa
+from uds_core.data import jsonl_values
+from uds_core.errors import UdsInputError
+from uds_core.paths import checkout_data
+from uds_core.prompts import raw_qa
 
 AUTHOR_QA = 20  # every TOFU author has 20 consecutive QA pairs
 # The synthetic filler for base pretraining: how many public and unrelated entities.

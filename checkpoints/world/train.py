@@ -17,8 +17,8 @@ import torch
 from transformers import PreTrainedModel, get_linear_schedule_with_warmup
 
 from checkpoints.world.hooks import TrainHooks
-from core.batching import right_padded
-from core.progress import progress as track
+from uds_core.batching import right_padded
+from uds_core.progress import progress as track
 
 IGNORE = -100
 Batch = dict[str, torch.Tensor]

@@ -1,4 +1,4 @@
 """The metric families, one module each; every module registers its metrics when imported
 (`metrics.spec.register`). `metrics.registry` imports every module of this package, so a new
 family is one new file here. Families defined in other packages (the probe's `verbatim_rate` /
-`semantic_acc` in `analyses.probe.metric`) declare an entry point in the group `uds.metrics`."""
+`semantic_acc` in `uds_analyses.probe.metric`) declare an entry point in the group `uds.metrics`."""

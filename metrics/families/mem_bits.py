@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from core.formula import bootstrap_ci
+from uds_core.formula import bootstrap_ci
 from metrics import mem_bits as mbits
 from metrics.context import EvalContext
 from metrics.ranking import spearman

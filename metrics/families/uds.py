@@ -4,15 +4,15 @@ Under parity `reference` the engine patches the post-final-norm state into the l
 `uds score --parity reference` (`--reference-last-layer`) does.
 
 S1 (retain -> full) depends only on the anchors and the inputs: it comes from the same on-disk
-S1 cache as `uds score` (`core.s1_cache.cached_uds`), and is kept in the context's work cache so a
+S1 cache as `uds score` (`uds_core.s1_cache.cached_uds`), and is kept in the context's work cache so a
 run that measures many models reads it once.
 """
 
 from __future__ import annotations
 
-from core.engine import EngineSettings
-from core.formula import TAU
-from core.s1_cache import cached_uds
+from uds_core.engine import EngineSettings
+from uds_core.formula import TAU
+from uds_core.s1_cache import cached_uds
 from metrics.context import EvalContext
 from metrics.result import MetricResult
 from metrics.spec import ERASURE, FULL, MODEL, RETAIN, MetricSpec, Use, register

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from core.parity import REFERENCE_EPS
+from uds_core.parity import REFERENCE_EPS
 from metrics import fluency as fl
 from metrics import memorization as mem
 from metrics.context import EvalContext

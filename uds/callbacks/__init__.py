@@ -1,7 +1,7 @@
 """Training callbacks: UDS and output metrics while a model unlearns (issue 43).
 
 - `UdsCallback` (uds.callbacks.callback): a `transformers.TrainerCallback` writing a curve file
-  (core.curves) every N steps and keeping the best checkpoint by a rule (uds.callbacks.best);
+  (uds_core.curves) every N steps and keeping the best checkpoint by a rule (uds.callbacks.best);
   taken by any Hugging Face `Trainer` (Open-Unlearning's: `hydra/callbacks=uds_curve`,
   uds.ou.training) and by the project's own loop (`uds world build --curve-every N`,
   checkpoints.world.hooks);

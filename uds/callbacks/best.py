@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 _FLOOR = re.compile(r"^\s*([A-Za-z0-9_.]+)\s*>=\s*([0-9.eE+-]+)\s*(x?)\s*$")
 

@@ -30,10 +30,10 @@ import torch.nn as nn
 from transformers import TrainerCallback
 
 import uds
-from core import curves
-from core.atomic import fsync_tree
-from core.errors import UdsInputError
-from core.formula import TAU
+from uds_core import curves
+from uds_core.atomic import fsync_tree
+from uds_core.errors import UdsInputError
+from uds_core.formula import TAU
 from uds.callbacks.best import BestRule
 from uds.callbacks.evaluator import DEFAULT_METRICS, LiveEvaluator
 from uds.callbacks.isolation import evaluation_mode
@@ -46,7 +46,7 @@ class UdsCallback(TrainerCallback):
 
     full, retain: checkpoint specs of the anchors (as `uds score --full/--retain`); data: the
     annotated forget file (None: the one that goes with `full`); metrics: registry keys recorded
-    beside UDS; curve: the JSON-lines file (core.curves; None: `<output_dir>/uds_curve.jsonl` of
+    beside UDS; curve: the JSON-lines file (uds_core.curves; None: `<output_dir>/uds_curve.jsonl` of
     the Trainer's arguments); best: the rule choosing the checkpoint (uds.callbacks.best; None:
     no choice); best_dir: where the chosen model is saved, replaced whenever the rule prefers a
     newer evaluation (None: chosen, not saved; "auto": `<curve's folder>/<curve name>.best`)."""

@@ -20,11 +20,11 @@ from typing import Sequence
 import torch
 import torch.nn as nn
 
-from core.arch import attention_implementation
-from core.compat import check_compatible
-from core.engine import EngineSettings, TargetRuns
-from core.errors import UdsInputError
-from core.formula import TAU
+from uds_core.arch import attention_implementation
+from uds_core.compat import check_compatible
+from uds_core.engine import EngineSettings, TargetRuns
+from uds_core.errors import UdsInputError
+from uds_core.formula import TAU
 from metrics.context import EvalSettings
 from metrics.registry import REGISTRY, evaluate, needs
 from metrics.session import EvalSession, Placement

@@ -15,8 +15,8 @@ from typing import Callable, Sequence
 
 from checkpoints.specs import tiny_spec
 from checkpoints.world.recipes import Recipe
-from core import curves
-from core.errors import UdsInputError
+from uds_core import curves
+from uds_core.errors import UdsInputError
 from uds.callbacks.best import BestRule
 from uds.callbacks.callback import UdsCallback
 from uds.callbacks.evaluator import DEFAULT_METRICS, metric_keys

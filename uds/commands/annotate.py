@@ -2,7 +2,7 @@
 
 Reads a JSON list of QA records (this toolkit's format, or a TOFU file: `forget10_perturbed.json`,
 `forget10.json`'s prompt/response, `full.json`'s arrays one per line) and writes the annotated JSON
-`uds score --data` reads, each record with `span_method` (core/spans: polar, perturbation, question,
+`uds score --data` reads, each record with `span_method` (uds_core/spans: polar, perturbation, question,
 or given). Records where no span is found are listed on stderr and left out, never guessed.
 """
 
@@ -13,8 +13,8 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from core import atomic
-from core.errors import UdsInputError
+from uds_core import atomic
+from uds_core.errors import UdsInputError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,7 +50,7 @@ def _standard(record: dict, no_perturbed: bool) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
-    from core.spans.annotate import annotate_records
+    from uds_core.spans.annotate import annotate_records
 
     raw = _read(args.data)
     records = [_standard(r, args.no_perturbed) for r in raw]

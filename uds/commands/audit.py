@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 from uds.device_args import add_device_args, device_and_dtype
 
 
@@ -40,8 +40,8 @@ def run(args: argparse.Namespace) -> int:
     from checkpoints.lmlm.recipes import published_root
     from checkpoints.specs import parse_tiny_zoo, tiny_spec
     from metrics.session import EvalSession, Placement
-    from analyses.audit.run import AuditSettings, run_audit, write_outputs
-    from analyses.audit.sources import resolve_sets
+    from uds_analyses.audit.run import AuditSettings, run_audit, write_outputs
+    from uds_analyses.audit.sources import resolve_sets
 
     if not 0.0 <= args.threshold <= 1.0:
         raise UdsInputError(f"--threshold {args.threshold} is not in [0, 1]")

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 DEFAULT_ZOO = "tiny:smol"
 KEEP_KINDS = ("pool", "unlearned")
@@ -63,8 +63,8 @@ def make_campaign(args: argparse.Namespace):
     from checkpoints.world.build import ensure_model, is_built, recipe_digest
     from checkpoints.world.presets import get_preset
     from checkpoints.world.store import model_dir
-    from core.digests import model_folder_digest
-    from core.paths import uds_home, world_dir
+    from uds_core.digests import model_folder_digest
+    from uds_core.paths import uds_home, world_dir
     from meta_eval.campaign import Campaign, CampaignSpec, campaign_order, check_protocol
     from meta_eval.campaign_files import CampaignFiles
     from meta_eval.population import tiny_zoo

@@ -21,10 +21,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 DEFAULT_OUT = Path("out") / "capacity"
-SCHEDULES = ("cosine", "constant")   # analyses.capacity.models.SCHEDULES, not imported: torch loads lazily
+SCHEDULES = ("cosine", "constant")   # uds_analyses.capacity.models.SCHEDULES, not imported: torch loads lazily
 RUN_FIELDS = {"size", "hidden", "layers", "params", "n", "seq_len", "vocab", "mem_bits", "steps", "stop",
               "mia_f1", "seconds", "curve"}
 
@@ -62,7 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def make_grid(args: argparse.Namespace):
     """The named grid with the command line's overrides; bad numbers are bad input."""
-    from analyses.capacity.grid import GRIDS
+    from uds_analyses.capacity.grid import GRIDS
 
     name = "quick" if args.quick else args.grid
     if name not in GRIDS:
@@ -85,7 +85,7 @@ def make_grid(args: argparse.Namespace):
                             f"(the schedule is {budget.schedule})")
     over = {k: v for k, v in (("vocab", args.vocab), ("seq_len", args.seq_len), ("threads", args.threads),
                               ("multiples", parse_multiples(args.multiples))) if v is not None}
-    from core.loading import resolve_device   # torch only when the command runs
+    from uds_core.loading import resolve_device   # torch only when the command runs
 
     return name, replace(grid, budget=budget, seed=args.seed, device=resolve_device(args.device), **over)
 
@@ -129,8 +129,8 @@ def resumable_runs(out: Path, grid_dict: dict) -> list[dict]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyses.capacity.grid import run_grid, summarise
-    from analyses.capacity.report import write_all
+    from uds_analyses.capacity.grid import run_grid, summarise
+    from uds_analyses.capacity.report import write_all
 
     name, grid = make_grid(args)
     precision = "bf16" if args.bf16 else "fp32"

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from checkpoints import ou_checkpoints
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 
 KINDS = ("reference", "unlearned", "pool", "tiny")
 
@@ -40,7 +40,7 @@ def _list_tiny(preset: str, seed: int) -> int:
     from checkpoints.specs import tiny_spec
     from checkpoints.world.build import is_built
     from checkpoints.world.presets import get_preset
-    from core.paths import world_dir
+    from uds_core.paths import world_dir
 
     root = world_dir(get_preset(preset).name, seed)
     quality = {}

@@ -1,9 +1,9 @@
 """`uds curve`: the figure of curves written during unlearning (uds.callbacks.UdsCallback).
 
-Reads curve files (core.curves; a folder: every curve file in it), prints one line per curve
+Reads curve files (uds_core.curves; a folder: every curve file in it), prints one line per curve
 (evaluations, first and last UDS, the chosen step and its values) and writes one PNG with a
 panel per curve: step on x, UDS and the recorded output metrics on y, the chosen checkpoint
-marked (core.curve_plot). Imports neither torch nor the metric registry.
+marked (uds_core.curve_plot). Imports neither torch nor the metric registry.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from core.curves import Curve, read_curve
-from core.errors import UdsInputError
+from uds_core.curves import Curve, read_curve
+from uds_core.errors import UdsInputError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -67,7 +67,7 @@ def describe(curve: Curve) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from core.curve_plot import plot_curves
+    from uds_core.curve_plot import plot_curves
 
     curves = find_curves(args.curves)
     keys = None if args.metrics is None else ["uds", *(k.strip() for k in args.metrics.split(",") if k.strip())]

@@ -39,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     text = RENDERERS[fmt](rows)
     if args.out:
         out = Path(args.out)
-        from core import atomic
+        from uds_core import atomic
 
         atomic.write_text(out, text)
         print(out)

@@ -20,10 +20,10 @@ from meta_eval.robustness import FORMS
 from uds.executor_args import add_executor_args
 from uds.device_args import add_device_args
 from uds.split_args import add_split_arg
-from core.parity import MODES as PARITY_MODES, SPEC
-from core import atomic
-from core.defaults import MAX_NEW_TOKENS
-from core.errors import UdsInputError
+from uds_core.parity import MODES as PARITY_MODES, SPEC
+from uds_core import atomic
+from uds_core.defaults import MAX_NEW_TOKENS
+from uds_core.errors import UdsInputError
 from meta_eval.outputs import parse_keys, report_values, write_plots
 
 DEFAULT_OUT = Path("out") / "meta_eval"
@@ -81,7 +81,7 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def _cache_dir(args: argparse.Namespace, zoo) -> Path:
-    from core.paths import uds_home
+    from uds_core.paths import uds_home
 
     return Path(args.cache) if getattr(args, "cache", None) else uds_home() / "meta_eval" / zoo.slug
 

@@ -12,16 +12,16 @@ import time
 from pathlib import Path
 
 from checkpoints.specs import file_name
-from core import atomic
-from core.chat import DATE_STRING
-from core.defaults import MAX_NEW_TOKENS, OU_SYSTEM_PROMPT
-from core.errors import UdsInputError
-from core.numbers import finite_or_none
-from core.progress import progress as track
-from core.parity import MODES, OPEN_UNLEARNING, resolve_alias
+from uds_core import atomic
+from uds_core.chat import DATE_STRING
+from uds_core.defaults import MAX_NEW_TOKENS, OU_SYSTEM_PROMPT
+from uds_core.errors import UdsInputError
+from uds_core.numbers import finite_or_none
+from uds_core.progress import progress as track
+from uds_core.parity import MODES, OPEN_UNLEARNING, resolve_alias
 from metrics.context import EvalContext, EvalSettings
 from metrics.mia import MIN_K
-from metrics.registry import evaluate, metric_keys, needs
+from metrics.registry import evaluate, metric_keys, needs_records
 from metrics.result import MetricResult
 from metrics.session import EvalSession, Placement
 from uds.device_args import add_device_args, device_and_dtype
@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     settings = EvalSettings(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
                             system_prompt=session.system_prompt(args.system_prompt, args.no_system_prompt),
                             parity=args.parity, device=session.placement.device)
-    ctx = session.context(settings, computed, records=needs(computed, "states") or needs(computed, "fisher"),
+    ctx = session.context(settings, computed, records=needs_records(computed),
                           fluency_classifier=args.fluency_classifier)
     report_annotation(session, "uds metrics")
     t0 = time.time()

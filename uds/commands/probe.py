@@ -16,7 +16,7 @@ from pathlib import Path
 
 from tqdm.auto import tqdm
 
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 from uds.probe_passages import is_passage_corpus, run_passages, write_summary
 from uds.device_args import add_device_args, device_and_dtype
 
@@ -64,7 +64,7 @@ def _check(args: argparse.Namespace) -> None:
 def load_corpus(text: str | None, models: list[str], distractors: int | None):
     """Passages of `--corpus`: a JSONL file, `tiny:<preset>`, or (unset) the first tiny model's world."""
     from checkpoints.specs import parse_tiny, parse_tiny_zoo
-    from analyses.probe.corpus import read_corpus, world_corpus
+    from uds_analyses.probe.corpus import read_corpus, world_corpus
 
     def load_world(preset: str, seed: int):
         # imported only here: the world store pulls in heavy libraries a JSONL corpus never needs
@@ -86,11 +86,11 @@ def load_corpus(text: str | None, models: list[str], distractors: int | None):
 
 def run(args: argparse.Namespace) -> int:
     from metrics.session import EvalSession, Placement
-    from analyses.probe.ladder import parse_levels
-    from analyses.probe.refusal import RefusalDetector, default_phrases, read_phrases
-    from analyses.probe.run import ProbeSettings, probe_model
-    from analyses.probe.summary import heat, model_summary
-    from analyses.probe.plots import heatmap_png
+    from uds_analyses.probe.ladder import parse_levels
+    from uds_analyses.probe.refusal import RefusalDetector, default_phrases, read_phrases
+    from uds_analyses.probe.run import ProbeSettings, probe_model
+    from uds_analyses.probe.summary import heat, model_summary
+    from uds_analyses.probe.plots import heatmap_png
 
     levels = parse_levels(args.levels)
     _check(args)

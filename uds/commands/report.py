@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 from uds.site.readers import read_results
 from uds.site.serve import serve
 from uds.site.writer import write_site

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import uds
 from checkpoints.specs import file_name
-from core import engine, s1_cache
-from core.compat import check_compatible
-from core.engine import EngineSettings
-from core.errors import UdsInputError
-from core.fingerprint import tokenizer_hash
-from core.formula import TAU
-from core.loading import resolve_device, resolve_dtype
-from core.progress import progress as track
-from core.parity import REFERENCE, SPEC, resolve_alias
-from core.report import write_report
+from uds_core import engine, s1_cache
+from uds_core.compat import check_compatible
+from uds_core.engine import EngineSettings
+from uds_core.errors import UdsInputError
+from uds_core.fingerprint import tokenizer_hash
+from uds_core.formula import TAU
+from uds_core.loading import resolve_device, resolve_dtype
+from uds_core.progress import progress as track
+from uds_core.parity import REFERENCE, SPEC, resolve_alias
+from uds_core.report import write_report
 from metrics.session import EvalSession, Placement
 from uds.split_args import add_split_arg, report_annotation
 

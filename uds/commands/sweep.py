@@ -20,10 +20,10 @@ from pathlib import Path
 
 from uds.executor_args import add_executor_args
 from uds.device_args import add_device_args
-from core.defaults import MAX_NEW_TOKENS
-from core.paths import safe_name
-from core.errors import UdsInputError
-from core.parity import MODES as PARITY_MODES, SPEC
+from uds_core.defaults import MAX_NEW_TOKENS
+from uds_core.paths import safe_name
+from uds_core.errors import UdsInputError
+from uds_core.parity import MODES as PARITY_MODES, SPEC
 
 WHAT = ("score", "metrics")
 OU_UNLEARNED = "ou:unlearned"

@@ -44,7 +44,7 @@ def run_build(args: argparse.Namespace) -> int:
     callbacks_for = _curve_callbacks(args)   # bad curve flags fail before anything is built
     ensure_world_data(args.preset, args.seed, args.tofu_dir)
     names = args.models.split(",") if args.models else None
-    from core.loading import resolve_device
+    from uds_core.loading import resolve_device
 
     root = build_world(args.preset, args.seed, names=names, device=resolve_device(args.device),
                        callbacks_for=callbacks_for)

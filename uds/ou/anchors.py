@@ -8,7 +8,7 @@ import torch
 import torch.nn as nn
 from transformers import PreTrainedTokenizerBase
 
-from core.arch import attention_implementation
+from uds_core.arch import attention_implementation
 from metrics.session import EvalSession, Placement
 from uds.ou.options import AnchorOptions
 

@@ -2,7 +2,7 @@
 
 `uds_handler`: UDS with OU's loaded model as the unlearned model (S2 source) and the full/retain
 anchors of the YAML; S1 comes from the S1 cache of `uds score` (same key function,
-`core.s1_cache.s1_key`). `metric_handler(key)`: any registry metric (metrics/registry.py) with OU's
+`uds_core.s1_cache.s1_key`). `metric_handler(key)`: any registry metric (metrics/registry.py) with OU's
 model in the "model" role. Both return JSON-safe dicts: `agg_value` (float, or None when nothing
 was scored), `value_by_index` keyed by dataset row index (str, as JSON writes it), counts, a 95%
 bootstrap interval and the settings. Bad input raises UdsInputError with one line naming the key
@@ -17,18 +17,18 @@ import torch
 import torch.nn as nn
 
 import uds
-from core import engine, formula, s1_cache
-from core.arch import attention_implementation
-from core.batching import pad_token_id
-from core.compat import check_compatible
-from core.engine import EngineSettings
-from core.errors import UdsInputError
-from core.fingerprint import model_fingerprint, tokenizer_hash
-from core.numbers import finite_or_none
-from core.prompts import prepare_items
-from core.report import example_records, summary_fields
+from uds_core import engine, formula, s1_cache
+from uds_core.arch import attention_implementation
+from uds_core.batching import pad_token_id
+from uds_core.compat import check_compatible
+from uds_core.engine import EngineSettings
+from uds_core.errors import UdsInputError
+from uds_core.fingerprint import model_fingerprint, tokenizer_hash
+from uds_core.numbers import finite_or_none
+from uds_core.prompts import prepare_items
+from uds_core.report import example_records, summary_fields
 from metrics.context import EvalContext, EvalSettings
-from metrics.registry import REGISTRY, evaluate
+from metrics.registry import REGISTRY, evaluate, needs_records
 from metrics.result import MetricResult
 from metrics.session import EvalSession
 from uds.ou.anchors import anchor_session, load_anchor, placement
@@ -148,10 +148,6 @@ def _context(model: nn.Module, tokenizer, template_args: Mapping | None, opts: M
     return _CONTEXTS[ckey]
 
 
-def _needs_records(key: str) -> bool:
-    return any(u.kind in ("states", "fisher", "uds") for u in REGISTRY[key].uses)
-
-
 def registry_metric(bound: str, model: nn.Module, kwargs: Mapping[str, Any]) -> dict:
     """Registry metric `bound` (or the YAML's `key`, which must agree) of OU's model."""
     handler = f"uds_{bound}"
@@ -166,7 +162,7 @@ def registry_metric(bound: str, model: nn.Module, kwargs: Mapping[str, Any]) -> 
         raise UdsInputError(f"metric handler {handler!r} computes {bound!r}, but its YAML says key: {key!r}")
     ctx = _context(model, kwargs.get("tokenizer"), kwargs.get("template_args"), opts)
     path = None
-    if _needs_records(key) and not ctx.uds_records:
+    if needs_records([key]) and not ctx.uds_records:
         path = data_path_of(opts, session)
         records = session.records()
         check_rows(records, kwargs.get("data"), path)

@@ -12,11 +12,11 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from checkpoints.splits import SPLITS
-from core.engine import EngineSettings
-from core.defaults import MAX_NEW_TOKENS
-from core.errors import UdsInputError
-from core.formula import TAU
-from core.parity import MODES, SPEC
+from uds_core.engine import EngineSettings
+from uds_core.defaults import MAX_NEW_TOKENS
+from uds_core.errors import UdsInputError
+from uds_core.formula import TAU
+from uds_core.parity import MODES, SPEC
 
 # what the generated YAML files write for forget_split: Hydra interpolates OU's own eval config
 # (`forget_split=forget01` on OU's command line sets eval.tofu.forget_split)

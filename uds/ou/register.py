@@ -12,7 +12,7 @@ import logging
 import types
 from typing import Any, Callable, MutableMapping
 
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 from uds.ou.handlers import handlers
 
 Wrap = Callable[[str, Callable[..., dict]], Any]

@@ -19,8 +19,8 @@ import sys
 from dataclasses import dataclass, fields
 from typing import Any, Callable
 
-from core.errors import UdsInputError
-from core.formula import TAU
+from uds_core.errors import UdsInputError
+from uds_core.formula import TAU
 from uds.callbacks import DEFAULT_METRICS, UdsCallback
 
 try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from core.curves import Curve
+from uds_core.curves import Curve
 
 
 @dataclass

@@ -9,7 +9,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from core.curves import Curve
+from uds_core.curves import Curve
 from meta_eval.leaderboard_rows import REFERENCES
 from uds.site.columns import DIRECTIONS, columns_of, groups_of
 from uds.site.meta import meta_document

@@ -6,7 +6,7 @@ A folder is recognised by the files the commands write (DESIGN.md, "Files the co
 `uds audit`, leaderboard files (`results.json`-style lists, the published `{"models": [...]}`
 layout, `uds leaderboard --format csv`), zoo build manifests (`build.json`: the training
 columns) and curve files of training callbacks (`*.jsonl` opening with a curve header,
-core.curves). JSON files are also recognised by their content whatever their name (a metrics document
+uds_core.curves). JSON files are also recognised by their content whatever their name (a metrics document
 saved as `npo.json`). Sub-folders are searched too. Whatever is not read, or read only in part (an
 unreadable folder or file, a broken examples.jsonl), is recorded in `Results.skipped` with the path
 and the reason; nothing stops the report.
@@ -19,8 +19,8 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from core.curves import is_header, read_curve
-from core.errors import UdsInputError
+from uds_core.curves import is_header, read_curve
+from uds_core.errors import UdsInputError
 from meta_eval.leaderboard_inputs import is_ou_summary, published_record, summary_values
 from uds.site.model import AuditRun, MetaEval, MetricsRun, ProbeRun, Results, RowsFile, ScoreRun
 

@@ -12,7 +12,7 @@ import re
 import shutil
 from pathlib import Path
 
-from core.errors import UdsInputError
+from uds_core.errors import UdsInputError
 from uds.site.model import Results
 from uds.site.payload import build_payload
 

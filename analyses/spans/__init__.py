@@ -1,3 +1,0 @@
-"""Validation of the automatic entity spans (core/spans) against hand or generated ones:
-span agreement (`agreement`) and UDS with automatic vs given spans on the same models
-(`uds_compare`); `benchmarks/span_validation.py` runs both and writes docs/spans/."""

@@ -1,0 +1,179 @@
+"""docs/smol_meta_eval.md's blocks, from the meta_eval.json `uds meta-eval --from-campaign` writes.
+
+Every number comes from that file (its `campaign` and `versus_published` sections, and the
+standard faithfulness / robustness / overall entries); the published values from
+`meta_eval.published` (SPEC 5.7). A statistic the campaign cannot state yet shows what it needs
+("needs 1 more N") in place of a number.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from uds_analyses.doc_tables.markdown import fixed, table
+
+PLOTS = (("pn_histograms.png", "P/N histograms per metric (raw values)", True),
+         ("pn_variant_histograms.png", "P/N histograms per metric, stacked by pool variant", True),
+         ("quantization_scatter.png", "before vs after NF4 quantisation, per unlearned model", False),
+         ("relearning_scatter.png", "before vs after relearning, per unlearned model and retain", False))
+
+
+def _doc(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _ours(value: float | None, need: str | None, digits: int = 3) -> str:
+    """Our value, or what it needs (italic) where the campaign cannot state it yet."""
+    if need is not None and value is None:
+        return f"*{need}*"
+    return fixed(value, digits)
+
+
+def _yes(flag: bool) -> str:
+    return "yes" if flag else "no"
+
+
+def status_block(path: Path) -> str:
+    """How far the campaign is: units, pool members, unlearned models per setting, references,
+    and the files left out with why."""
+    c = _doc(path)["campaign"]
+    cov, un = c["coverage"], c["coverage"]["unlearned"]
+    state = ("**The campaign is complete.**" if cov["complete"] else
+             f"**The campaign is partial: {cov['units']} of {cov['units_total']} (model, setting) units are "
+             "measured.** "
+             "Every statistic below that needs more data says what it needs instead of a number; the numbers "
+             "that are shown rest on the counts in this table and will move as the campaign goes on.")
+    rows = [["pool members, P (knowledge present)", str(cov["pool"]["P"]["measured"]), str(cov["pool"]["P"]["total"])],
+            ["pool members, N (knowledge absent)", str(cov["pool"]["N"]["measured"]), str(cov["pool"]["N"]["total"])],
+            ["pool members, P and N", str(cov["pool_measured"]), str(cov["pool_total"])],
+            ["unlearned models as built", str(un["orig"]["measured"]), str(un["orig"]["total"])],
+            ["unlearned models NF4-quantised", str(un["nf4"]["measured"]), str(un["nf4"]["total"])],
+            ["unlearned models relearned", str(un["relearn"]["measured"]), str(un["relearn"]["total"])],
+            ["unlearned models in all three settings", str(cov["unlearned_all_settings"]), str(un["orig"]["total"])]]
+    rows += [[f"`{job}`", _yes(done), ""] for job, done in cov["references"].items()]
+    rows.append(["(model, setting) units", str(cov["units"]), str(cov["units_total"])])
+    out = state + "\n\n" + table(["measured (valid files)", "n", "of"], rows)
+    left = c["left_out"]
+    out += f"\n{len(left)} file(s) of the campaign folder left out (not valid){':' if left else '.'}\n"
+    out += "".join(f"- `{x['path']}`: {x['why']}\n" for x in left)
+    return out
+
+
+def anchors_block(path: Path) -> str:
+    """Which anchor builds (full, retain) the assembled measurements used, and the spread of UDS
+    of models re-scored with a rebuilt pair."""
+    c = _doc(path)["campaign"]
+    rows = [[f"`{a['id']}`", f"`{(a['full'] or '')[:12]}`", f"`{(a['retain'] or '')[:12]}`", str(a["measurements"]),
+             ", ".join(f"{s} {n}" for s, n in sorted(a["by_setting"].items())), _yes(a["recorded"])]
+            for a in c["anchors"]]
+    out = table(["anchor build", "full", "retain", "measurements", "by setting", "in anchors/"], rows)
+    spread = [[f"`{s['anchor_build']}`", f"`{m['model']}`", fixed(m["uds_committed"], 6), fixed(m["uds_here"], 6),
+               "n/a" if m["abs_diff"] is None else f"{m['abs_diff']:.1e}"] for s in c["spread"] for m in s["models"]]
+    if spread:
+        out += "\nSpread (`spread/`): UDS of measured models re-scored with a rebuilt anchor pair.\n\n"
+        out += table(["rebuilt anchors", "model", "UDS as committed", "UDS with the rebuilt anchors", "abs. ΔUDS"],
+                     spread)
+    else:
+        out += "\nNo spread file: the anchors were not rebuilt while measurements existed.\n"
+    return out
+
+
+def _pub(published: dict, key: str, field: str) -> str:
+    row = published.get(key)
+    return fixed(row[field]) if row else "—"
+
+
+def results_block(path: Path) -> str:
+    """Per metric (SPEC 5.7's order): ours with the published value in brackets."""
+    d = _doc(path)
+    faith, rob, overall, needs = d["faithfulness"], d["robustness"], d["overall"], d["campaign"]["needs"]
+    un = d["campaign"]["coverage"]["unlearned"]["orig"]
+    published = d["versus_published"]["published"]
+    order = [k for k in published if k in faith] + [k for k in faith if k not in published]
+    _pair = lambda ours, k, field: f"{ours} ({_pub(published, k, field)})"  # noqa: E731
+    rows = []
+    for k in order:
+        f, r, n = faith[k], rob[k], needs[k]
+        ci = f" [{f['ci95'][0]:.3f}, {f['ci95'][1]:.3f}]" if f.get("ci95") else ""
+        auc = _ours(f["auc_roc"], n["faithfulness"]) + (ci if f["auc_roc"] is not None else "")
+        rows.append([k, f"{f['n_p']} / {f['n_n']}", _pair(auc, k, "faithfulness"),
+                     _pair(_ours(f["p_mean"], n["p_mean"]), k, "p_mean"),
+                     _pair(_ours(f["n_mean"], n["n_mean"]), k, "n_mean"),
+                     _pair(_ours(r["quantization"], n["q"]), k, "q"), _pair(_ours(r["relearning"], n["r"]), k, "r"),
+                     _pair(_ours(r["agg"], n["robustness"]), k, "robustness"),
+                     _pair(_ours(overall[k], n["overall"]), k, "overall"),
+                     f"{r['n_kept']} / {un['measured']} / {un['total']}"])
+    return table(["metric", "P / N members", "faithfulness AUC [95 % CI]", "P mean", "N mean", "Q (NF4)",
+                  "R (relearn)", "robustness", "overall", "kept / measured / in the zoo"], rows)
+
+
+def spearman_block(path: Path) -> str:
+    """Spearman's rho of our faithfulness and overall rankings against SPEC 5.7's, and the ranks."""
+    vs = _doc(path)["versus_published"]
+    lines = []
+    for field, name in (("faithfulness", "faithfulness AUC"), ("overall", "overall")):
+        a = vs[field]
+        said = (f"ρ = {a['rho']:.3f} (two-sided p = {a['p']:.3g}) over {a['n']} metrics" if a["rho"] is not None
+                else f"*{a['needs']}*")
+        lines.append(f"- ranking by {name}, ours against {vs['source']}: {said}\n")
+    keys = list(dict.fromkeys(k for f in ("faithfulness", "overall") for k in vs[f]["ranks"]))
+    if not keys:
+        return "".join(lines)
+    rank = lambda f, k, i: f"{vs[f]['ranks'][k][i]:g}" if k in vs[f]["ranks"] else "—"  # noqa: E731
+    rows = [[k, rank("faithfulness", k, 0), rank("faithfulness", k, 1), rank("overall", k, 0), rank("overall", k, 1)]
+            for k in keys]
+    return "".join(lines) + "\n" + table(["metric", "AUC rank, ours", "AUC rank, published", "overall rank, ours",
+                                          "overall rank, published"], rows)
+
+
+def _pair_names(d: dict) -> list[str]:
+    return list(next(iter(d["campaign"]["variants"].values()))["aucs"])
+
+
+def variants_block(path: Path) -> str:
+    """Per metric: the AUC of each P variant against each N variant, and the pair it confuses most."""
+    d = _doc(path)
+    pairs, least = _pair_names(d), d["campaign"]["min_pool"]
+    rows = []
+    for k, v in d["campaign"]["variants"].items():
+        cells = [fixed(a["auc_roc"]) if a["auc_roc"] is not None else
+                 f"*needs +{max(0, least - a['n_p'])} / +{max(0, least - a['n_n'])}*" for a in v["aucs"].values()]
+        rows.append([k] + cells + [v["confused"].replace("|", " vs ") if v["confused"] else "—"])
+    return table(["metric"] + [p.replace("|", " vs ") for p in pairs] + ["lowest AUC"], rows)
+
+
+def variant_means_block(path: Path) -> str:
+    """Per metric: the raw mean of each pool variant (members measured in brackets)."""
+    d = _doc(path)
+    variants = list(next(iter(d["campaign"]["variants"].values()))["means"])
+    rows = [[k] + [f"{fixed(m['mean'])} ({m['n']})" if m["mean"] is not None else "*needs 1*"
+                   for m in v["means"].values()] for k, v in d["campaign"]["variants"].items()]
+    return table(["metric"] + variants, rows)
+
+
+def knowledge_block(path: Path) -> str:
+    """The knowledge check by variant, then per built pool member (and full / retain)."""
+    kn = _doc(path)["campaign"]["knowledge"]
+    by = [[v, s["pool"], f"{s['n']} of {s['of']}",
+           "*needs 1*" if s["mean"] is None else f"{s['mean']:.3f} [{s['min']:.3f}, {s['max']:.3f}]",
+           fixed(s["paraphrased_mean"])] for v, s in kn["by_variant"].items()]
+    out = table(["variant", "pool", "built", "forget questions: mean [min, max]", "paraphrased: mean"], by)
+    rows = [[f"`{r['model']}`", r["pool"] or r["kind"], r["variant"], "" if r["lr"] is None else f"{r['lr']:g}",
+             "" if r["epochs"] is None else str(r["epochs"]), fixed(r["forget_questions"]),
+             fixed(r["paraphrased_questions"]), _yes(r["measured"])]
+            for r in sorted(kn["members"], key=lambda r: (r["kind"] == "pool", r["variant"], r["lr"] or 0.0,
+                                                          r["epochs"] or 0, r["model"]))]
+    return out + "\n" + table(["model", "pool", "variant", "lr", "epochs", "forget questions", "paraphrased",
+                               "measured"], rows)
+
+
+def plots_block(path: Path) -> str:
+    """The figures beside the meta_eval.json (paths relative to docs/): the histograms shown, the
+    scatters linked."""
+    rel = path.parent.relative_to(path.parents[2]).as_posix()
+    out = ""
+    for name, text, shown in PLOTS:
+        if (path.parent / name).is_file():
+            out += f"{'!' if shown else ''}[{text}]({rel}/{name})\n\n"
+    return out

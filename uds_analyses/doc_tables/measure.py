@@ -1,0 +1,65 @@
+"""docs/performance.md's tables of one meta-evaluation measurement, the straightforward path against
+the fast one, from `benchmarks/bench_measure.py`'s JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from uds_analyses.doc_tables.markdown import table
+
+OTHER = "metric_formulas"
+
+
+def _doc(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _x(a: float, b: float) -> str:
+    return f"{a / b:.2f}" if b else "-"
+
+
+def summary_table(path: Path) -> str:
+    """Per setting of the unlearned model and for the three together: seconds of each path, the
+    speed-up, the floor and the fast path's multiple of it; then the value and token checks."""
+    d = _doc(path)
+    s, runs = d["summary"], d["runs"]
+    rows = []
+    for label in s["settings"]:
+        old, new = runs["old"][label], runs["new"][label]
+        rows.append([label, f"{old['total_seconds']:.0f}", f"{new['total_seconds']:.0f}",
+                     _x(old["total_seconds"], new["total_seconds"]), f"{new['total_floor_seconds']:.0f}",
+                     _x(new["total_seconds"], new["total_floor_seconds"]),
+                     _x(old["total_seconds"], new["total_floor_seconds"])])
+    if len(s["settings"]) > 1:
+        rows.append([f"**the {len(s['settings'])} together**", f"**{s['old_seconds']:.0f}**",
+                     f"**{s['new_seconds']:.0f}**", f"**{s['speedup']:.2f}**", f"**{s['floor_seconds']:.0f}**",
+                     f"**{s['new_x_floor']:.2f}**", f"**{_x(s['old_seconds'], s['floor_seconds'])}**"])
+    head = ["setting", "straightforward, s", "fast, s", "speed-up", "floor, s", "fast / floor",
+            "straightforward / floor (the most any path could gain)"]
+    checks = d["checks"]
+    worst = max(j["max_abs_value_diff"] for j in checks["jobs"].values())
+    same = sum(j["generations_identical"] for j in checks["jobs"].values())
+    total = sum(j["generations"] for j in checks["jobs"].values())
+    r, m = d["rates"], d["machine"]
+    return (table(head, rows)
+            + f"\n`tiny:{d['preset']}/{d['model']}`, batch {d['batch_size']}, at most {d['max_new_tokens']} new "
+              f"tokens, {d['threads']} torch thread(s), {m['cpu']}, torch {m['torch']}. Largest |difference| of any "
+              f"metric value between the paths: {worst:.1e}; generations token-identical: {same} of {total}. "
+              f"Rates measured in the same run: decoder blocks {r['body']:.0f} tokens/s, LM head with log-softmax "
+              f"{r['head']:.0f} rows/s, greedy decoding of a full batch {r['decode']:.0f} tokens/s.\n")
+
+
+def phase_table(path: Path) -> str:
+    """Per phase of each measured job: seconds on each path, the speed-up, the floor and the fast
+    path's multiple of it (the formulas' floor is the fast path's own time)."""
+    d = _doc(path)
+    runs = d["runs"]
+    rows = []
+    for label in runs["new"]:
+        old, new = runs["old"][label], runs["new"][label]
+        for ph in sorted(set(old["seconds"]) | set(new["seconds"])):
+            o, n = old["seconds"].get(ph, 0.0), new["seconds"].get(ph, 0.0)
+            f = new["floor_seconds"].get(ph, 0.0)
+            rows.append([label, ph.replace("_", " "), f"{o:.1f}", f"{n:.1f}", _x(o, n), f"{f:.1f}", _x(n, f)])
+    return table(["job", "phase", "straightforward, s", "fast, s", "speed-up", "floor, s", "fast / floor"], rows)

@@ -1,0 +1,123 @@
+"""Every generated block of the docs (probe, audit, mem_bits, smol, smol_meta_eval, reliability, curves) and the
+README, with its file."""
+
+from __future__ import annotations
+
+from uds_analyses.doc_tables import audit, campaign, capacity, curves, measure, mem_bits, probe, reliability, smol, spans
+from uds_analyses.doc_tables.blocks import Block
+
+# the long-passage probe (issue 28): per-level, per-position and per-start tables of each source,
+# on the `test` world and on the real-model `smol` world
+PASSAGE_BLOCKS: list[Block] = [
+    Block("docs/probe.md", f"probe-{tag}-{kind}-{world}", f"docs/probe/{tag.replace('-', '_')}_{world}.json", render)
+    for world in ("test", "smol")
+    for tag in ("passages", "passages-bios")
+    for kind, render in (("levels", probe.passages_level_table), ("positions", probe.passages_position_table),
+                         ("starts", probe.passages_start_table))]
+
+# the smol campaign's meta-evaluation (issue 41): one snapshot of the campaign folder, assembled by
+# `uds meta-eval --from-campaign`; the page moves only when that snapshot is regenerated
+CAMPAIGN_SNAPSHOT = "docs/smol/campaign_meta_eval/meta_eval.json"
+CAMPAIGN_COMMAND = ("uds meta-eval --from-campaign docs/smol/campaign --out docs/smol/campaign_meta_eval "
+                    "&& python benchmarks/doc_tables.py")
+CAMPAIGN_BLOCKS: list[Block] = [
+    Block("docs/smol_meta_eval.md", f"campaign-{name}", CAMPAIGN_SNAPSHOT, render, CAMPAIGN_COMMAND)
+    for name, render in (("status", campaign.status_block), ("results", campaign.results_block),
+                         ("spearman", campaign.spearman_block), ("variants", campaign.variants_block),
+                         ("variant-means", campaign.variant_means_block), ("knowledge", campaign.knowledge_block),
+                         ("plots", campaign.plots_block), ("anchors", campaign.anchors_block))]
+
+# curves during unlearning (issue 43): the smol curves and their cost (benchmarks/bench_curve.py), and the
+# check on Open-Unlearning's own trainer (benchmarks/ou_train_curve.sh)
+CURVE_COMMAND = ("python benchmarks/bench_curve.py --preset smol --every 3 --models ... --out docs/smol/curves "
+                 "&& python benchmarks/doc_tables.py")
+CURVE_BLOCKS: list[Block] = [
+    Block("docs/curves.md", "curves-chosen", "docs/smol/curves", curves.chosen_table, CURVE_COMMAND),
+    Block("docs/curves.md", "curves-moves", "docs/smol/curves", curves.moves_table, CURVE_COMMAND),
+    Block("docs/curves.md", "curves-overhead", "docs/smol/curves/overhead.json", curves.overhead_table, CURVE_COMMAND),
+    Block("docs/curves.md", "curves-ou", "docs/curves/ou_train_curve.json", curves.ou_check_table,
+          "VENV=... bash benchmarks/ou_train_curve.sh && python benchmarks/doc_tables.py"),
+]
+
+BLOCKS: list[Block] = [
+    Block("docs/probe.md", "probe-ladder-test", "docs/probe/ladder_test.json", probe.ladder_table),
+    Block("docs/probe.md", "probe-ladder-small", "docs/probe/ladder_small.json", probe.ladder_table),
+    Block("docs/probe.md", "probe-repetition-small", "docs/probe/repetition_small", probe.repetition_table),
+    Block("docs/probe.md", "probe-repetition-smol", "docs/probe/repetition_smol", probe.repetition_table),
+    Block("docs/probe.md", "probe-repetition-kinds-smol", "docs/probe/repetition_smol", probe.repetition_kind_table),
+    *PASSAGE_BLOCKS,
+    Block("docs/audit.md", "published-claims", "docs/audit/published_claims.json", audit.published_claims,
+          command="python benchmarks/audit_published_claims.py"),
+    Block("docs/audit.md", "published-chance", "docs/audit/published_claims.json", audit.published_chance_table,
+          command="python benchmarks/audit_published_claims.py && python benchmarks/doc_tables.py"),
+    Block("docs/audit.md", "audit-leaky-test", "docs/audit/leaky_test", audit.leaky_table,
+          command="python benchmarks/audit_leaky.py && python benchmarks/doc_tables.py"),
+    Block("docs/audit.md", "audit-leaky-styles-test", "docs/audit/leaky_test", audit.leaky_style_table,
+          command="python benchmarks/audit_leaky.py && python benchmarks/doc_tables.py"),
+    *(Block("docs/audit.md", name, "docs/audit/leaky_small", render,
+            command="python benchmarks/audit_leaky.py --runs RUNS --preset small --out docs/audit/leaky_small "
+                    "&& python benchmarks/doc_tables.py")
+      for name, render in (("audit-world-small", audit.leaky_table),
+                           ("audit-world-styles-small", audit.full_style_table),
+                           ("audit-leaky-styles-small", audit.leaky_style_table))),
+    Block("docs/audit.md", "audit-published-small", "docs/audit/published_small", audit.published_runs_table,
+          command="python benchmarks/audit_published_runs.py --runs RUNS && python benchmarks/doc_tables.py"),
+    Block("docs/audit.md", "audit-uds-link", "docs/audit_uds_link/summary.json", audit.uds_link_table),
+    Block("docs/mem_bits.md", "mem-bits-sanity-test", "docs/mem_bits/sanity_test.json", mem_bits.sanity_table),
+    Block("docs/mem_bits.md", "mem-bits-signed-test", "docs/mem_bits/signed_test", mem_bits.signed_table),
+    Block("docs/mem_bits.md", "mem-bits-sanity-small", "docs/mem_bits/sanity_small.json", mem_bits.sanity_table),
+    Block("docs/mem_bits.md", "mem-bits-sanity-smol", "docs/mem_bits/sanity_smol.json", mem_bits.sanity_table),
+    Block("docs/mem_bits.md", "mem-bits-signed-smol", "docs/mem_bits/signed_smol", mem_bits.signed_table),
+    Block("docs/mem_bits.md", "mem-bits-meta-eval-test", "docs/mem_bits/meta_eval_test.json",
+          mem_bits.meta_eval_table),
+    Block("docs/mem_bits.md", "mem-bits-meta-eval-test-no-filters", "docs/mem_bits/meta_eval_test_no_filters.json",
+          mem_bits.meta_eval_table),
+    Block("docs/mem_bits.md", "mem-bits-kernels-small", "docs/mem_bits/kernels_small", mem_bits.kernels_table,
+          "python benchmarks/mem_bits_kernels.py --kernels K && python benchmarks/doc_tables.py"),
+    Block("docs/mem_bits.md", "capacity-quick", "docs/mem_bits/capacity_quick_runs.csv", capacity.quick_table),
+    Block("docs/mem_bits.md", "capacity-default", "docs/mem_bits/capacity_default_runs.csv", capacity.default_table),
+    Block("docs/mem_bits.md", "capacity-plateau-small-alpha", "docs/mem_bits/capacity_plateau_small_summary.json",
+          capacity.alpha_steps_table),
+    Block("docs/mem_bits.md", "capacity-plateau-small-runs", "docs/mem_bits/capacity_plateau_small_runs.csv",
+          capacity.plateau_runs_table),
+    Block("docs/mem_bits.md", "capacity-cooldown-small-alpha", "docs/mem_bits/capacity_cooldown_small_summary.json",
+          capacity.alpha_steps_table),
+    Block("docs/mem_bits.md", "capacity-cooldown-small-runs", "docs/mem_bits/capacity_cooldown_small_runs.csv",
+          capacity.plateau_runs_table),
+    Block("docs/mem_bits.md", "capacity-cooldown-all-alpha", "docs/mem_bits/capacity_cooldown_all_summary.json",
+          capacity.alpha_steps_table),
+    Block("docs/mem_bits.md", "capacity-cooldown-all-runs", "docs/mem_bits/capacity_cooldown_all_runs.csv",
+          capacity.plateau_runs_table),
+    Block("docs/smol.md", "smol-build", "docs/smol/build.json", smol.build_table),
+    Block("docs/smol.md", "smol-uds", "docs/smol/score", smol.uds_table),
+    Block("docs/smol.md", "smol-layers", "docs/smol/score", smol.layers_table),
+    Block("docs/smol.md", "smol-results", "docs/smol", smol.results_table),
+    Block("docs/smol.md", "smol-meta-eval", "docs/smol/meta_eval/meta_eval.json", smol.meta_eval_table),
+    Block("docs/smol.md", "smol-meta-eval-no-filters", "docs/smol/meta_eval/meta_eval_no_filters.json",
+          smol.meta_eval_table),
+    Block("docs/smol.md", "smol-spread", "docs/smol/rebuild", smol.spread_table),
+    Block("docs/smol.md", "smol-bench", "docs/smol/bench_uds.json", smol.bench_table),
+    Block("docs/smol.md", "smol-ou-eval", "docs/smol/bench_ou_eval.json", smol.ou_eval_table,
+          command="python benchmarks/bench_ou_eval.py --src-home UDS_HOME --out docs/smol/bench_ou_eval.json "
+                  "&& python benchmarks/doc_tables.py"),
+    Block("docs/spans.md", "spans-splits", "docs/spans/splits.json", spans.splits_table,
+          command="python benchmarks/span_validation.py splits && python benchmarks/doc_tables.py"),
+    Block("docs/spans.md", "spans-agreement", "docs/spans/agreement.json", spans.agreement_table,
+          command="python benchmarks/span_validation.py agreement && python benchmarks/doc_tables.py"),
+    Block("docs/spans.md", "spans-relations", "docs/spans/agreement.json", spans.relation_table),
+    Block("docs/spans.md", "spans-uds-summary", "docs/spans", spans.uds_summary_table,
+          command="python benchmarks/span_validation.py uds --world WORLD && python benchmarks/doc_tables.py"),
+    *(Block("docs/spans.md", f"spans-uds-{world}", f"docs/spans/uds_{world}.json", spans.uds_table,
+            command=f"UDS_HOME=... python benchmarks/span_validation.py uds --world {world} "
+                    "&& python benchmarks/doc_tables.py")
+      for world in ("test", "small", "smol")),
+    Block("docs/reliability.md", "verify-cost", "docs/smol/verify_cost.json", reliability.verify_cost_table,
+          command="python benchmarks/bench_verify.py --out docs/smol/verify_cost.json "
+                  "&& python benchmarks/doc_tables.py"),
+    Block("docs/performance.md", "measure-summary-ci", "docs/smol/bench_measure_ci.json", measure.summary_table),
+    Block("docs/performance.md", "measure-phases-ci", "docs/smol/bench_measure_ci.json", measure.phase_table),
+    Block("README.md", "smol-readme", "docs/smol", smol.results_table),
+    Block("README.md", "probe-ladder-small-readme", "docs/probe/ladder_small.json", probe.ladder_table),
+    *CAMPAIGN_BLOCKS,
+    *CURVE_BLOCKS,
+]

@@ -1,0 +1,157 @@
+"""S1 cache (SPEC.md 2.7, with a stronger key): S1 depends only on full, retain, the inputs and
+the numeric settings, so it is computed once and reused for every unlearned model.
+
+Key = model fingerprints (not names), data hash, hash of the prepared token ids and spans,
+prompt format, component, dtype, device, batch size, attention kernel, logprob dtype, layers and
+the last-layer flag. Batch size and kernel are in the key because they perturb low-precision
+scores; keeping S1 and S2 under identical settings keeps UDS(retain) = 1 exact. Deltas are
+stored, not KE statuses, so tau is not in the key. One JSON file per key, written atomically
+and sealed with the digest of its content (`uds_core.sealed`): an entry changed on disk, even by one
+byte that keeps it valid JSON, is said in one line and recomputed, never used. An entry written
+before digests (no `digest`, the older keys exactly) is sealed as it is on first read, once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from contextlib import nullcontext
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+
+from uds_core import atomic, engine, sealed
+from uds_core.arch import attention_implementation
+from uds_core.data import data_hash
+from uds_core.engine import EngineSettings, PairScores
+from uds_core.fingerprint import model_fingerprint
+from uds_core.paths import s1_cache_dir
+from uds_core.prompts import PROMPT_FORMAT, PreparedItem
+
+CACHE_VERSION = 1
+LEGACY_KEYS = frozenset({"config", "layers", "entries"})   # an entry written before digests
+
+
+def items_hash(items: Sequence[PreparedItem]) -> str:
+    """SHA-256 of what the engine consumes: idx, token ids, prompt length and entity span."""
+    canon = [[str(it.idx), list(it.input_ids), len(it.prompt_ids), list(it.span)] for it in items]
+    return hashlib.sha256(json.dumps(canon).encode()).hexdigest()
+
+
+def cache_key(**settings: Any) -> dict:
+    """The key as a JSON-safe dict (values stringified where needed), with the format version."""
+    key = {k: (list(v) if isinstance(v, tuple) else v) for k, v in settings.items()}
+    key["cache_version"] = CACHE_VERSION
+    return json.loads(json.dumps(key, sort_keys=True, default=str))
+
+
+def dtype_name(dtype: torch.dtype) -> str:
+    """"float32", "bfloat16", ... (as the key and the reports write it)."""
+    return str(dtype).replace("torch.", "")
+
+
+def s1_key(fingerprints: dict, records: list[dict], items: Sequence[PreparedItem], settings: EngineSettings,
+           dtype: torch.dtype, device: str, full: torch.nn.Module) -> dict:
+    """The S1 cache key of (full, retain) = `fingerprints["full"]`, `["retain"]` on `records` prepared
+    as `items`, under the engine `settings` in `dtype` on `device`: one definition for `uds score`,
+    the `uds` registry metric and every other caller, so they share cached S1 runs."""
+    return cache_key(
+        full=fingerprints["full"], retain=fingerprints["retain"], data=data_hash(records), inputs=items_hash(items),
+        prompt_format=PROMPT_FORMAT, component=settings.component, dtype=dtype_name(dtype),
+        device=device, batch_size=settings.batch_size, logprob_dtype=settings.logprob_dtype,
+        reference_last_layer=settings.reference_last_layer, layers=settings.layer_list(full),
+        attn_implementation=attention_implementation(full),
+        algorithm=engine.algorithm_tag(settings, full))
+
+
+def cache_path(key: dict, folder: Path | None = None) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
+    return (folder or s1_cache_dir()) / f"s1_{digest}.json"
+
+
+def save_s1(key: dict, items: Sequence[PreparedItem], s1: PairScores, folder: Path | None = None) -> Path:
+    """Write the entry atomically (temp file in the same folder, then os.replace)."""
+    deltas = s1.deltas
+    entries = [{"idx": it.idx, "full_score": float(s1.full_scores[i]),
+                "s1_scores": [float(x) for x in s1.patched[i]], "s1_deltas": [float(x) for x in deltas[i]]}
+               for i, it in enumerate(items)]
+    path = cache_path(key, folder)
+    atomic.write_json(path, sealed.seal({"config": key, "layers": list(s1.layers), "entries": entries}))
+    return path
+
+
+def load_s1(key: dict, items: Sequence[PreparedItem], folder: Path | None = None) -> PairScores | None:
+    """The cached S1 for exactly these items, or None (a damaged entry is said and not used)."""
+    path = cache_path(key, folder)
+    checked = sealed.read_checked(path, LEGACY_KEYS)
+    try:
+        if checked.problem:
+            raise ValueError(checked.problem)
+        s1 = None if checked.doc is None else _parse(checked.doc, key, items)
+    except (ValueError, KeyError, TypeError, IndexError) as exc:
+        # one line, then recomputed and overwritten: a damaged entry is never used
+        print(f"S1 cache entry {path} is unusable ({exc}); recomputing S1", file=sys.stderr, flush=True)
+        return None
+    if checked.legacy and s1 is not None:
+        atomic.write_json(path, sealed.seal(checked.doc))
+        print(f"S1 cache entry {path} was written before content digests; sealed as it is "
+              "(checked on every later use)", file=sys.stderr, flush=True)
+    return s1
+
+
+def _parse(payload: dict, key: dict, items: Sequence[PreparedItem]) -> PairScores | None:
+    if payload["config"] != key:
+        return None  # a hash collision or an older format: not ours
+    entries, layers = payload["entries"], [int(l) for l in payload["layers"]]
+    if [str(e["idx"]) for e in entries] != [str(it.idx) for it in items]:
+        raise ValueError("its examples differ from this run's")
+    full = np.array([float(e["full_score"]) for e in entries], dtype=np.float64)
+    if any(len(e["s1_scores"]) != len(layers) for e in entries):
+        raise ValueError(f"an entry does not hold {len(layers)} layer scores")
+    patched = np.array([[float(x) for x in e["s1_scores"]] for e in entries], dtype=np.float64)
+    return PairScores(layers, full, patched.reshape(len(entries), len(layers)))
+
+
+@dataclass
+class CachedUds:
+    """UDS with S1 read from (or written to) the cache: the result, the cache state ("hit", "miss"
+    or "off") and the key (its `data` and `algorithm` entries go into reports)."""
+    result: engine.UdsResult
+    state: str
+    key: dict
+
+
+def cached_uds(full: torch.nn.Module, retain: torch.nn.Module, unlearned: torch.nn.Module, records: list[dict],
+               items: Sequence[PreparedItem], skipped: Sequence, settings: EngineSettings, *, tau: float,
+               pad_id: int, dtype: torch.dtype, device: str, use_cache: bool = True, s1: PairScores | None = None,
+               fingerprints: dict | None = None, progress=None, set_total=None,
+               runs: engine.TargetRuns | None = None) -> CachedUds:
+    """The one load-or-compute of S1 and UDS: `uds score`, the `uds` registry metric and the
+    Open-Unlearning handler all come here. S1 is `s1` when the caller already holds it, else the
+    cached entry, else computed together with S2 (the fast path shares the full model's capture
+    pass) and saved. `use_cache=False` neither reads nor writes the cache. `fingerprints`: the
+    caller's {"full", "retain"} fingerprints when it has them; `set_total(n)` is told the number
+    of forward passes once it is known (S1 cached or not), `progress(k)` each k passes done.
+    `runs`: the full model's capture passes kept between calls (`engine.TargetRuns`), for a
+    caller scoring many unlearned models, or one model as it trains, against one full model."""
+    fps = fingerprints or {"full": model_fingerprint(full), "retain": model_fingerprint(retain)}
+    key = s1_key(fps, records, items, settings, dtype, device, full)
+    requested, use_cache = use_cache, use_cache and bool(items)
+    # one lock per entry: a second process needing the same S1 waits for the first, then reads it
+    with atomic.file_lock(cache_path(key)) if s1 is None and use_cache else nullcontext():
+        cached = s1 if s1 is not None else (load_s1(key, items) if use_cache else None)
+        if set_total is not None:
+            n_layers = len(settings.layer_list(full))
+            total = engine.passes_per_pair(len(items), n_layers, settings.batch_size, with_full=False)
+            if cached is None:
+                total += engine.passes_per_pair(len(items), n_layers, settings.batch_size, with_full=True)
+            set_total(total)
+        result = engine.compute_uds(full, retain, unlearned, items, settings, tau=tau, skipped=skipped, s1=cached,
+                                    pad_id=pad_id, progress=progress, runs=runs)
+        if use_cache and cached is None:
+            save_s1(key, items, result.s1)
+    return CachedUds(result, "off" if not requested else ("hit" if cached is not None else "miss"), key)
