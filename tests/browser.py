@@ -7,7 +7,10 @@ from __future__ import annotations
 import atexit
 import shutil
 import tempfile
+import time
 from pathlib import Path
+
+import pytest
 
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -48,3 +51,26 @@ def chromium_driver():
     atexit.register(shutil.rmtree, profile, True)     # the profile folder goes when the process ends
     opts.add_argument(f"--user-data-dir={profile}")
     return webdriver.Chrome(service=Service(_binary("chromedriver", "/usr/bin/chromedriver")), options=opts)
+
+
+@pytest.fixture(scope="module")
+def driver():
+    """One headless Chromium for a test module, closed after it."""
+    d = chromium_driver()
+    yield d
+    d.quit()
+
+
+def go(driver, url: str, ready: str) -> None:
+    """Open url and wait until the CSS selector `ready` matches."""
+    driver.get(url)
+    for _ in range(100):
+        if driver.execute_script("return !!document.querySelector(arguments[0])", ready):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{ready} never appeared on {url}")
+
+
+def texts(driver, css: str) -> list[str]:
+    """The text content of every element matching `css`, in document order."""
+    return driver.execute_script("return Array.from(document.querySelectorAll(arguments[0])).map(e => e.textContent)", css)

@@ -14,6 +14,7 @@ import time
 import pytest
 
 from tests import browser
+from tests.browser import driver, go, texts  # noqa: F401 (driver: the module's Chromium fixture)
 from tests.report_fixtures import INJECTIONS, qa_records, uds_of, write_audit, write_meta_eval, write_probe, write_score_run
 from uds.cli import main
 
@@ -42,27 +43,6 @@ def site(tmp_path_factory) -> dict:
                 for i, n in enumerate(NAMES)}
     return {"root": root, "url": (root / "site" / "index.html").as_uri(), "summaries": summaries, "meta": meta,
             "rows": rows, "examples": examples, "shots": root / "shots"}
-
-
-@pytest.fixture(scope="module")
-def driver():
-    d = browser.chromium_driver()
-    yield d
-    d.quit()
-
-
-def go(driver, url: str, ready: str) -> None:
-    """Open url and wait until the CSS selector `ready` matches."""
-    driver.get(url)
-    for _ in range(100):
-        if driver.execute_script("return !!document.querySelector(arguments[0])", ready):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{ready} never appeared on {url}")
-
-
-def texts(driver, css: str) -> list[str]:
-    return driver.execute_script("return Array.from(document.querySelectorAll(arguments[0])).map(e => e.textContent)", css)
 
 
 def not_pwned(driver) -> None:

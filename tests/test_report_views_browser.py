@@ -17,6 +17,7 @@ import pytest
 
 from meta_eval.published import PUBLISHED
 from tests import browser
+from tests.browser import driver, go, texts  # noqa: F401 (driver: the module's Chromium fixture)
 from tests.report_fixtures import (write_meta_eval, write_model_folders, write_partial_meta_eval, write_probe,
                                    write_results_json, write_score_run)
 from uds.cli import main
@@ -56,26 +57,6 @@ def sites(tmp_path_factory) -> dict:
             "cli": build(root / "site_cli", root / "cli" / "results.json"),
             "folders": build(root / "site_folders", root / "folders"),
             "probe_only": build(root / "site_probe", root / "probe_only")}
-
-
-@pytest.fixture(scope="module")
-def driver():
-    d = browser.chromium_driver()
-    yield d
-    d.quit()
-
-
-def go(driver, url: str, ready: str) -> None:
-    driver.get(url)
-    for _ in range(100):
-        if driver.execute_script("return !!document.querySelector(arguments[0])", ready):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{ready} never appeared on {url}")
-
-
-def texts(driver, css: str) -> list[str]:
-    return driver.execute_script("return Array.from(document.querySelectorAll(arguments[0])).map(e => e.textContent)", css)
 
 
 def attrs(driver, css: str, name: str) -> list[str]:
