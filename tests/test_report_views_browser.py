@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import time
 from contextlib import redirect_stdout
 
 import pytest
