@@ -109,14 +109,8 @@ def _is_whole(folder: Path, quiet: bool = False) -> bool:
     """A finished conversion whose files match its manifest. `quiet` (before the lock) says and
     writes nothing; otherwise a damaged folder is said in one line, and a folder converted
     before manifests gets one recorded (`uds_core.manifest.verify_or_record`)."""
-    if not is_converted(folder):
-        return False
-    if quiet:
-        return manifest.has_manifest(folder) and manifest.verify(folder) is None
-    problem = manifest.verify_or_record(folder)
-    if problem:
-        print(f"GGUF conversion {folder.name}: {problem}; converting again", file=sys.stderr, flush=True)
-    return problem is None
+    return is_converted(folder) and manifest.checked(
+        folder, quiet, lambda problem: f"GGUF conversion {folder.name}: {problem}; converting again")
 
 
 def _require_gguf() -> None:

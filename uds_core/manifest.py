@@ -129,3 +129,16 @@ def verify_or_record(folder: str | os.PathLike, log: Callable[[str], None] = _st
     log(f"{folder}: built before content digests; recorded {MANIFEST} from its files as they are "
         "(checked on every later use)")
     return None
+
+
+def checked(folder: Path, quiet: bool, damaged: Callable[[str], str]) -> bool:
+    """Whether `folder`'s files match its manifest. `quiet` (a look before taking a lock) says and
+    writes nothing, and a folder without a manifest is not whole; otherwise a damaged folder is
+    said on stderr in one line, `damaged(problem)`, and a folder made before manifests gets one
+    recorded (`verify_or_record`)."""
+    if quiet:
+        return has_manifest(folder) and verify(folder) is None
+    problem = verify_or_record(folder)
+    if problem:
+        print(damaged(problem), file=sys.stderr, flush=True)
+    return problem is None

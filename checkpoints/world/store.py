@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -93,14 +92,8 @@ def folder_whole(folder: Path, marker: str, quiet: bool = False) -> bool:
     """Whether a world folder (data, tokenizer) is made (`marker` there) and its files match
     their digests. `quiet` (before the lock) says and writes nothing; otherwise a damaged folder
     is said in one line (it is made again) and one made before digests gets them recorded."""
-    if not (folder / marker).is_file():
-        return False
-    if quiet:
-        return manifest.has_manifest(folder) and manifest.verify(folder) is None
-    problem = manifest.verify_or_record(folder)
-    if problem:
-        print(f"world {folder.parent.name} {folder.name}: {problem}; making it again", file=sys.stderr, flush=True)
-    return problem is None
+    return (folder / marker).is_file() and manifest.checked(
+        folder, quiet, lambda problem: f"world {folder.parent.name} {folder.name}: {problem}; making it again")
 
 
 def load_world(preset_name: str, seed: int = 0) -> World:
