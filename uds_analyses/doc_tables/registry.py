@@ -116,6 +116,8 @@ BLOCKS: list[Block] = [
                   "&& python benchmarks/doc_tables.py"),
     Block("docs/performance.md", "measure-summary-ci", "docs/smol/bench_measure_ci.json", measure.summary_table),
     Block("docs/performance.md", "measure-phases-ci", "docs/smol/bench_measure_ci.json", measure.phase_table),
+    Block("docs/performance.md", "measure-summary", "docs/smol/bench_measure.json", measure.summary_table),
+    Block("docs/performance.md", "measure-phases", "docs/smol/bench_measure.json", measure.phase_table),
     Block("README.md", "smol-readme", "docs/smol", smol.results_table),
     Block("README.md", "probe-ladder-small-readme", "docs/probe/ladder_small.json", probe.ladder_table),
     *CAMPAIGN_BLOCKS,
