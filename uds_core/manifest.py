@@ -140,5 +140,5 @@ def checked(folder: Path, quiet: bool, damaged: Callable[[str], str]) -> bool:
         return has_manifest(folder) and verify(folder) is None
     problem = verify_or_record(folder)
     if problem:
-        print(damaged(problem), file=sys.stderr, flush=True)
+        _stderr(damaged(problem))
     return problem is None
