@@ -12,7 +12,7 @@ from meta_eval.perturb import ORIG
 from meta_eval.population import Member
 from meta_eval.tasks import (DONE, ERROR, INPUT_ERROR, METRIC_ERRORS, LocalExecutor, Task, TaskRecord,
                              failure_table, pending, report, shard, stages)
-from tests.test_meta_eval_command import FakeMeasurer, _zoo, fake_command
+from tests.meta_eval_fixtures import FakeMeasurer, fake_command, fake_zoo
 from uds.cli import main
 from uds_core.errors import UdsInputError
 
@@ -46,14 +46,14 @@ def _tasks(m, jobs):
 
 
 def test_shards_partition_the_plan():
-    jobs = plan_jobs(_zoo(), ["es"])
+    jobs = plan_jobs(fake_zoo(), ["es"])
     parts = [shard(jobs, k, 3) for k in range(3)]
     assert sorted(map(id, sum(parts, []))) == sorted(map(id, jobs))     # every job once
     assert [len(p) for p in parts] == [7, 7, 7]
 
 
 def test_s1_job_is_the_retain_models_uds():
-    zoo = _zoo()
+    zoo = fake_zoo()
     job = s1_job(zoo, ["es", "uds"])
     assert (job.member.name, job.setting, job.keys) == ("retain", ORIG, ("uds",))
     jobs = plan_jobs(zoo, ["es", "uds"])
@@ -64,7 +64,7 @@ def test_s1_job_is_the_retain_models_uds():
 
 
 def test_local_executor_records_and_exit_status(tmp_path):
-    zoo = _zoo()
+    zoo = fake_zoo()
     m = StoreMeasurer(tmp_path, {"u0": "input", "u1": "crash", "u2": "metric"})
     jobs = [Job(member, ORIG, ("es", "prob")) for member in zoo.members if member.name in ("u0", "u1", "u2", "u3")]
     ex = LocalExecutor({None: m})
@@ -151,7 +151,7 @@ def test_ray_missing_names_the_extra(tmp_path, capsys, monkeypatch):
 
 
 def test_members_of_unknown_kind_are_not_planned():
-    zoo = _zoo()
+    zoo = fake_zoo()
     from dataclasses import replace
 
     odd = replace(zoo, members=zoo.members + (Member("lm", "z/lm", "lmlm", None, None),))
