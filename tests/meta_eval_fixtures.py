@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from meta_eval.store import MeasurementStore
 from metrics.context import EvalSettings
 from metrics.registry import REGISTRY
 from metrics.utility import UTILITY_KEYS
+from uds.cli import main
 from uds.commands import meta_eval as cmd
 
 
@@ -56,9 +58,11 @@ class FakeMeasurer:
         self.store.write(job.setting, job.member.name, {"stamp": "S", "values": values, "info": {}, "errors": {}})
 
 
-def fake_command(monkeypatch, measurer) -> None:
-    """`uds meta-eval --zoo tiny:fake` on `fake_zoo()`, nothing built, `measurer` measuring, no plots."""
+def fake_command(monkeypatch, measurer) -> Callable[..., int]:
+    """`uds meta-eval --zoo tiny:fake` on `fake_zoo()`, nothing built, `measurer` measuring, no
+    plots; returns `run(out, *options)`, the command's exit status writing to `out`."""
     monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: fake_zoo())
     monkeypatch.setattr("meta_eval.population.build_zoo", lambda zoo, progress=True: None)
     monkeypatch.setattr(cmd, "_measurer", lambda args, zoo: measurer)
     monkeypatch.setattr(cmd, "write_plots", lambda *a: None)
+    return lambda out, *options: main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), *options])

@@ -120,17 +120,16 @@ def test_command_outputs_and_rerun_computes_nothing(tmp_path, monkeypatch, capsy
 
 
 def test_shards_split_the_pairs_and_a_last_run_only_assembles(tmp_path, monkeypatch):
-    fake = FakeMeasurer(tmp_path / "store")
-    fake_command(monkeypatch, fake)
-    out = tmp_path / "out"
-    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), "--shard", "0/2"]) == 0
+    fake, out = FakeMeasurer(tmp_path / "store"), tmp_path / "out"
+    run = fake_command(monkeypatch, fake)
+    assert run(out, "--shard", "0/2") == 0
     first = list(fake.runs)
-    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), "--shard", "1/2"]) == 0
+    assert run(out, "--shard", "1/2") == 0
     second = fake.runs[len(first):]
     assert not (out / "meta_eval.json").exists()            # shards measure, they do not assemble
     assert not set(first) & set(second) and len(first) + len(second) == 12 + 4 + 5
     assert len(first) - len(second) in (0, 1)
-    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out)]) == 0
+    assert run(out) == 0
     assert len(fake.runs) == 21 and (out / "meta_eval.json").is_file()
 
 

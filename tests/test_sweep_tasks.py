@@ -84,23 +84,21 @@ def test_local_executor_records_and_exit_status(tmp_path):
 
 def test_meta_eval_rerun_runs_only_missing_tasks(tmp_path, monkeypatch):
     m = StoreMeasurer(tmp_path / "store")
-    fake_command(monkeypatch, m)
-    out = tmp_path / "out"
-    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), "--metrics", "es,uds"]) == 0
+    run, out = fake_command(monkeypatch, m), tmp_path / "out"
+    assert run(out, "--metrics", "es,uds") == 0
     first = list(m.runs)
     assert first[0][:2] == (ORIG, "retain") and "uds" in first[0][2]   # the S1 task, alone and first
     assert len(first) == 12 + 4 + 5
     (tmp_path / "store" / "nf4" / "u1.json").unlink()
     (tmp_path / "store" / "orig" / "P0.json").unlink()
-    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), "--metrics", "es,uds"]) == 0
+    assert run(out, "--metrics", "es,uds") == 0
     assert sorted((s, n) for s, n, _ in m.runs[len(first):]) == [("nf4", "u1"), (ORIG, "P0")]
     assert json.loads((out / "meta_eval.json").read_text())["settings"]["tasks_run"] == 2
 
 
 def test_failed_task_gives_exit_1_and_keeps_the_rest(tmp_path, monkeypatch, capsys):
     m = StoreMeasurer(tmp_path / "store", {"u2": "crash"})
-    fake_command(monkeypatch, m)
-    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(tmp_path / "o"), "--metrics", "es"]) == 1
+    assert fake_command(monkeypatch, m)(tmp_path / "o", "--metrics", "es") == 1
     err = capsys.readouterr().err
     assert "| orig/u2 | error | 1 | RuntimeError: boom |" in err and "| nf4/u2 | error |" in err
     assert len(list((tmp_path / "store").rglob("*.json"))) == 21 - 3   # u2: orig, nf4, relearn
