@@ -170,6 +170,8 @@ def _score_args(lora, unlearned: Path, *extra: str) -> list[str]:
 
 def test_adapter_whose_hub_base_is_not_cached_offline(lora, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # huggingface_hub reads the variable once, at import: without this the lookup waits on the network
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     adapter = _adapter_with_base(lora, tmp_path / "a", "someone/not-cached-base")
     _one_line_error(capsys, _score_args(lora, adapter, "--out", str(tmp_path / "o")),
