@@ -39,7 +39,7 @@ def del_off_correct(spec: str, preset: str, seed: int, styles: list[str], golds:
     sets = resolve_sets(f"tiny:{tiny_tag(preset, seed)}", None, ["base"], styles)
     dbs = [s.open_db() for s in sets]
     facts = run_audit(load_model(spec), load_tokenizer(spec), sets, dbs,
-                      AuditSettings(max_new_tokens=48, progress=False, chat=True))[0]
+                      AuditSettings(max_new_tokens=48, progress=False, chat=True)).facts
     hits = np.zeros(len(golds))
     for f in facts:
         if f.gold != golds[f.fact_id]:

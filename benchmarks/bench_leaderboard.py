@@ -20,7 +20,6 @@ import os
 import platform
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -29,6 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests import browser  # noqa: E402
 from tests.report_fixtures import write_results_json, write_score_run  # noqa: E402
 from uds.cli import main  # noqa: E402
+
+READY = "return window.UDSreport && UDSreport.ready && !!document.querySelector('#lb-table tbody tr')"
 
 # the click (or input event) runs the page's handler, which redraws synchronously; the time runs to
 # the next frame after it, so style, layout and paint of the new table are included
@@ -48,14 +49,6 @@ def build(root: Path, n_models: int) -> tuple[Path, float]:
     return root / "site" / "index.html", time.perf_counter() - t0
 
 
-def wait(driver, script: str, timeout: float = 30.0) -> None:
-    end = time.time() + timeout
-    while not driver.execute_script(script):
-        if time.time() > end:
-            raise TimeoutError(script)
-        time.sleep(0.01)
-
-
 def timed(driver, action: str, *args) -> float:
     return driver.execute_async_script(TIMED.replace("{action}", action), *args)
 
@@ -63,7 +56,7 @@ def timed(driver, action: str, *args) -> float:
 def one_page(driver, url: str, out: dict[str, list[float]]) -> int:
     driver.get("about:blank")
     driver.get(url)
-    wait(driver, "return window.UDSreport && UDSreport.ready && !!document.querySelector('#lb-table tbody tr')")
+    browser.wait_until(driver, READY)
     out["load"].append(driver.execute_script(
         "const n = performance.getEntriesByType('navigation')[0]; return n.domContentLoadedEventEnd - n.startTime"))
     for key in ("uds", "mem", "name"):
@@ -110,11 +103,9 @@ def main_() -> int:
     ap.add_argument("--json", type=Path, default=None, help="also write the numbers here")
     ap.add_argument("--out", type=Path, default=None, help="keep the inputs and the site here (default: a temp folder)")
     a = ap.parse_args()
-    why = browser.missing()
-    if why:
-        print(f"bench_leaderboard: {why}", file=sys.stderr)
+    root = browser.bench_folder("bench_leaderboard", a.out)
+    if root is None:
         return 2
-    root = a.out or Path(tempfile.mkdtemp(prefix="bench_leaderboard_"))
     index, build_s = build(root, a.models)
     load_before = os.getloadavg()[0]
     result = measure(index, a.repeats)

@@ -13,7 +13,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -22,6 +21,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests import browser  # noqa: E402
 from tests.report_fixtures import qa_records, write_score_run  # noqa: E402
 from uds.cli import main  # noqa: E402
+
+READY = "return window.UDSreport && UDSreport.ready && !!document.querySelector('#lb-table tbody tr')"
 
 
 def build(root: Path, n_models: int, n_examples: int, n_layers: int) -> Path:
@@ -39,21 +40,13 @@ def build(root: Path, n_models: int, n_examples: int, n_layers: int) -> Path:
     return root / "site" / "index.html"
 
 
-def wait(driver, script: str, timeout: float = 30.0) -> None:
-    end = time.time() + timeout
-    while not driver.execute_script(script):
-        if time.time() > end:
-            raise TimeoutError(script)
-        time.sleep(0.01)
-
-
 def measure(index: Path, repeats: int) -> None:
     d = browser.chromium_driver()
     loads, sorts, opens = [], [], []
     try:
         for _ in range(repeats):
             d.get(index.as_uri())
-            wait(d, "return window.UDSreport && UDSreport.ready && !!document.querySelector('#lb-table tbody tr')")
+            browser.wait_until(d, READY)
             # navigation start -> the leaderboard drawn (the DOMContentLoaded handler draws it)
             loads.append(d.execute_script(
                 "const n = performance.getEntriesByType('navigation')[0]; return n.domContentLoadedEventEnd - n.startTime"))
@@ -92,11 +85,9 @@ def main_() -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--out", type=Path, default=None, help="keep the inputs and site here (default: a temp folder)")
     a = ap.parse_args()
-    why = browser.missing()
-    if why:
-        print(f"bench_report: {why}", file=sys.stderr)
+    root = browser.bench_folder("bench_report", a.out)
+    if root is None:
         return 2
-    root = a.out or Path(tempfile.mkdtemp(prefix="bench_report_"))
     measure(build(root, a.models, a.examples, a.layers), a.repeats)
     return 0
 

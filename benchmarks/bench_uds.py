@@ -42,8 +42,8 @@ import torch.nn as nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from uds_core import capture, engine, suffix  # noqa: E402
-from uds_core.engine import EngineSettings, TargetRuns, UdsResult, compute_uds  # noqa: E402
-from uds_core.prompts import PreparedItem, prepare_items  # noqa: E402
+from uds_core.engine import EngineSettings, TargetRuns, UdsModels, UdsResult, compute_uds  # noqa: E402
+from uds_core.prompts import Examples, PreparedItem, prepare_items  # noqa: E402
 
 ALGORITHMS = ("naive", "fast")
 RUN_KINDS = ("full", "s2_only", "s2_kept")   # the three timed runs of a round, in run_rounds' tuple order
@@ -211,8 +211,8 @@ def timed_run(setup: Setup, settings: EngineSettings, device: str, s1=None, runs
     if device == "cuda":
         torch.cuda.synchronize()
     t0 = time.perf_counter()
-    result = compute_uds(setup.full, setup.retain, setup.unlearned, setup.items, settings, s1=s1,
-                         pad_id=setup.pad_id, runs=runs)
+    result = compute_uds(UdsModels(setup.full, setup.retain, setup.unlearned),
+                         Examples(setup.items, pad_id=setup.pad_id), settings, s1=s1, runs=runs)
     if device == "cuda":
         torch.cuda.synchronize()
     return time.perf_counter() - t0, result

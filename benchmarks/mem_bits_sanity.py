@@ -18,7 +18,7 @@ import numpy as np
 from checkpoints.specs import load_model, load_tokenizer, resolve_spec
 from checkpoints.world.store import load_world
 from uds_core.paths import world_dir
-from metrics.context import EvalSettings, eval_splits
+from metrics.context import EvalSettings, ModelPool, eval_splits
 from metrics.registry import evaluate
 from metrics.session import build_context
 from metrics.work import WorkCache
@@ -47,8 +47,8 @@ def main() -> None:
     work = WorkCache()   # full / retain sweeps shared by every row
     rows = {}
     for name in list(models):
-        ctx = build_context(splits, [], tok, {"model": name, "full": spec("full"), "retain": spec("retain")},
-                            models.__getitem__, EvalSettings(batch_size=args.batch_size, progress=False),
+        pool = ModelPool({"model": name, "full": spec("full"), "retain": spec("retain")}, models.__getitem__)
+        ctx = build_context(splits, [], tok, pool, EvalSettings(batch_size=args.batch_size, progress=False),
                             KEYS + ["mem_bits_tfidf"], work=work)
         res = evaluate(ctx, KEYS + (["mem_bits_tfidf"] if name == spec("full") else []))
         rows[name] = {k: r.value for k, r in res.items()}

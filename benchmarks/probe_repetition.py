@@ -27,7 +27,7 @@ from checkpoints.methods.pools import sentence_chunks
 from checkpoints.specs import load_model, load_tokenizer, tiny_spec
 from checkpoints.world.encode import encode_text
 from checkpoints.world.store import load_world
-from checkpoints.world.train import TrainConfig, collate, train
+from checkpoints.world.train import Loop, TrainConfig, collate, train
 from uds_analyses.doc_tables.probe import repetition_runs, seed_bands
 from uds_analyses.probe.corpus import Passage, check_corpus
 from uds_analyses.probe.refusal import RefusalDetector, default_phrases
@@ -97,7 +97,7 @@ def run(args: argparse.Namespace) -> None:
     model = load_model(base)
     cfg = TrainConfig(lr=args.lr, epochs=args.epochs, batch_size=args.batch_size, seed=args.seed)
     pad = pad_token_id(tok)
-    losses = train(model, data, cfg, lambda ex: collate(ex, pad), desc="repetition model")
+    losses = train(model, data, cfg, lambda ex: collate(ex, pad), loop=Loop(desc="repetition model"))
     train_s = time.time() - t0
     model.save_pretrained(out / "model")
 

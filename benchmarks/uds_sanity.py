@@ -16,8 +16,8 @@ from checkpoints.world.build import build_world
 from checkpoints.world.quality import alignment
 from checkpoints.world.store import load_world
 from uds_core.data import load_annotated
-from uds_core.engine import EngineSettings, compute_uds
-from uds_core.prompts import prepare_items
+from uds_core.engine import EngineSettings, UdsModels, compute_uds
+from uds_core.prompts import prepare_examples
 from uds_core.sanity import ALPHAS, interpolation_curve
 
 
@@ -33,14 +33,14 @@ def main() -> None:
     load = lambda n: LlamaForCausalLM.from_pretrained(root / "models" / n).eval()
     full, retain = load("full"), load("retain")
     tok = AutoTokenizer.from_pretrained(root / "models" / "full")
-    items, skipped = prepare_items(load_annotated(root / "data" / "uds_data.json"), tok)
+    examples = prepare_examples(load_annotated(root / "data" / "uds_data.json"), tok)
+    items, skipped = examples.items, examples.skipped
     settings = EngineSettings(batch_size=32)
     t1 = time.time()
     align = alignment(full, retain, tok, load_world(args.preset, args.seed))
-    curve = interpolation_curve(full, retain, items, settings, tok.pad_token_id)
-    res_full = compute_uds(full, retain, full, items, settings, pad_id=tok.pad_token_id)
-    per_example_retain = compute_uds(full, retain, retain, items, settings, s1=res_full.s1,
-                                     pad_id=tok.pad_token_id).uds
+    curve = interpolation_curve(full, retain, examples, settings)
+    res_full = compute_uds(UdsModels(full, retain, full), examples, settings)
+    per_example_retain = compute_uds(UdsModels(full, retain, retain), examples, settings, s1=res_full.s1).uds
     scored = [u for u in per_example_retain if u is not None]
     report = {
         "preset": args.preset, "seed": args.seed, "build_seconds": round(build_s, 1),

@@ -19,7 +19,7 @@ from pathlib import Path
 import torch
 
 from checkpoints.specs import default_tofu_annotated, load_model, load_tokenizer
-from checkpoints.world.train import TrainConfig, collate, train
+from checkpoints.world.train import Loop, TrainConfig, collate, train
 from uds_core.chat import encode_chat
 from uds_core.data import load_annotated
 from uds_core.errors import UdsInputError
@@ -58,8 +58,8 @@ def build_full(out: Path, cfg: SmolCiConfig = SmolCiConfig(), tofu_dir: str | No
     data = [encode_chat(tok, r["question"], r["answer"]) for r in records]
     t0 = time.perf_counter()
     train_cfg = TrainConfig(lr=cfg.lr, epochs=cfg.epochs, batch_size=cfg.batch_size, seed=cfg.seed)
-    losses = train(model, data, train_cfg, lambda b: collate(b, tok.pad_token_id), desc="smol-ci full",
-                   progress=progress)
+    losses = train(model, data, train_cfg, lambda b: collate(b, tok.pad_token_id),
+                   loop=Loop(desc="smol-ci full", progress=progress))
     seconds = time.perf_counter() - t0
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out / "full")

@@ -24,7 +24,7 @@ from meta_eval.assemble import FILTER_SOURCE
 from meta_eval.perturb import NF4, ORIG, RELEARN, RelearnRecipe, ensure_relearned, load_nf4, nf4_description
 from meta_eval.store import MeasurementStore
 from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member, Zoo, model_identity
-from metrics.context import EvalSettings, eval_splits
+from metrics.context import EvalSettings, ModelPool, eval_splits
 from uds_core.parity import SPEC
 from metrics.registry import evaluate
 from metrics.session import EvalSession, Placement, build_context
@@ -186,7 +186,8 @@ class Measurer:
             return self._anchor(spec)
 
         roles = {"model": model_spec, "full": self.zoo.full, "retain": self.zoo.retain, "base": self.zoo.base}
-        ctx = build_context(self.splits, self.records, self.tokenizer, roles, loader, self.settings, job.keys,
+        pool = ModelPool(roles, loader)
+        ctx = build_context(self.splits, self.records, self.tokenizer, pool, self.settings, job.keys,
                             fluency_classifier=self.fluency_classifier, work=self.shared_work)
         entry["info"].setdefault("seconds", {})
         try:

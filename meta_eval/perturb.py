@@ -27,7 +27,7 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints.world.encode import qa_examples
-from checkpoints.world.train import TrainConfig, collate, train
+from checkpoints.world.train import Loop, TrainConfig, collate, train
 from uds_core import manifest
 from uds_core.batching import pad_token_id
 from uds_core.errors import UdsInputError
@@ -141,7 +141,7 @@ def relearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: Sequen
     """Fine-tune `model` in place on the forget QA for one epoch; returns the step losses."""
     pad = pad_token_id(tok)
     data = qa_examples(tok, list(forget), forms=recipe.forms)
-    return train(model, data, recipe.train, lambda ex: collate(ex, pad), desc=desc, progress=progress)
+    return train(model, data, recipe.train, lambda ex: collate(ex, pad), loop=Loop(desc=desc, progress=progress))
 
 
 def ensure_relearned(spec: str, folder: Path, stamp: str, tok: PreTrainedTokenizerBase, forget: Sequence[dict],

@@ -26,6 +26,7 @@ from metrics.stats import TokenStats
 from metrics.utility import mean_token_prob
 from metrics.work import WorkCache, WorkKey
 from uds_core import generation
+from uds_core.gen_options import GenOptions
 from uds_core.greedy import greedy_loop_problem
 from uds_core.batching import pad_token_id
 from uds_core.defaults import MAX_NEW_TOKENS
@@ -185,9 +186,8 @@ class EvalContext:
                     flat.append(e)
                     where.append((v, i))
         s = self.settings
-        stats = forward.teacher_forced_stats(
-            self.models.get(role), flat, batch_size=s.batch_size, pad_id=self.pad_id, device=s.device,
-            mask_id=self.mask_id, desc=f"{spec} {split}", progress=s.progress, fast=s.fast)
+        opts = forward.PassOptions(s.batch_size, self.pad_id, s.device, self.mask_id, f"{spec} {split}", s.progress)
+        stats = forward.teacher_forced_stats(self.models.get(role), flat, opts, fast=s.fast)
         grouped: dict[str, list[list[TokenStats]]] = {v: [[] for _ in self.split(split)] for v in variants}
         for (v, i), st in zip(where, stats):
             grouped[v][i].append(st)
@@ -224,10 +224,10 @@ class EvalContext:
         prompts = [[encoding.generation_prompt(self.tokenizer, it["question"], s.system_prompt,
                                                jailbreak=(kind == "jailbreak")) for it in self.split(split)]
                    for split, kind in sets]
-        flat = generation.greedy_generate(
-            self.models.get(role), self.tokenizer, [p for group in prompts for p in group], batch_size=s.batch_size,
-            max_new_tokens=s.max_new_tokens, device=s.device, mask_id=self.mask_id,
-            desc=f"{spec} {' + '.join(f'{sp} generate ({k})' for sp, k in sets)}", progress=s.progress, fast=s.fast)
+        opts = GenOptions(s.batch_size, s.max_new_tokens, s.device, self.mask_id,
+                          desc=f"{spec} {' + '.join(f'{sp} generate ({k})' for sp, k in sets)}", progress=s.progress)
+        flat = generation.greedy_generate(self.models.get(role), self.tokenizer,
+                                          [p for group in prompts for p in group], opts, fast=s.fast)
         bounds = np.cumsum([0] + [len(g) for g in prompts])
         return [flat[bounds[i]:bounds[i + 1]] for i in range(len(sets))]
 
@@ -264,9 +264,10 @@ class EvalContext:
     def fisher(self, role: str) -> list[torch.Tensor]:
         spec = self.models.spec(role)
         s = self.settings
+        opts = forward.PassOptions(s.fisher_batch_size, self.pad_id, s.device, desc=f"{spec} fisher",
+                                   progress=s.progress)
         return self.work.memo(WorkKey("fisher", (spec,), (s.reference,)), lambda: hidden.fisher_diagonal(
-            self.models.get(role), self._scored_items(), batch_size=s.fisher_batch_size, pad_id=self.pad_id,
-            device=s.device, desc=f"{spec} fisher", progress=s.progress, model_dtype=s.reference, fast=s.fast))
+            self.models.get(role), self._scored_items(), opts, model_dtype=s.reference, fast=s.fast))
 
     def fisher_masks(self, fraction: float) -> list[FisherMask]:
         ref = self.settings.reference
@@ -283,8 +284,8 @@ class EvalContext:
             gens = self.generations(role, "forget", "plain")
             docs = [encoding.lm_document(self.tokenizer, g.text) for g in gens]
             s = self.settings
-            stats = forward.teacher_forced_stats(
-                self.models.get("base"), docs, batch_size=s.batch_size, pad_id=self.pad_id, device=s.device,
-                desc=f"base scores {self.models.spec(role)}", progress=s.progress, fast=s.fast)
+            opts = forward.PassOptions(s.batch_size, self.pad_id, s.device,
+                                       desc=f"base scores {self.models.spec(role)}", progress=s.progress)
+            stats = forward.teacher_forced_stats(self.models.get("base"), docs, opts, fast=s.fast)
             return [mean_token_prob(st.logprobs) if g.text else None for g, st in zip(gens, stats)]
         return self.work.memo(key, make)

@@ -14,6 +14,7 @@ into a row or sharing a prompt through a cache would change values in their last
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import torch
@@ -32,24 +33,37 @@ def collate(encs: Sequence[Encoded], pad_id: int, mask_id: int | None = None) ->
     return {"input_ids": ids, "attention_mask": attention_mask(ids, mask, mask_id), "labels": labels}
 
 
-def teacher_forced_stats(model: torch.nn.Module, encs: Sequence[Encoded], *, batch_size: int, pad_id: int,
-                         device: str | torch.device = "cpu", mask_id: int | None = None,
-                         desc: str = "forward", progress: bool = True, fast: bool = True) -> list[TokenStats]:
+@dataclass(frozen=True)
+class PassOptions:
+    """How batched teacher-forced passes run: `batch_size` sequences a forward, right-padded with
+    `pad_id`, on `device`; `mask_id`, a token id also masked out of the attention wherever it
+    occurs (Open-Unlearning masks its pad id; None: length masks only); the progress label `desc`
+    and whether to show it."""
+    batch_size: int
+    pad_id: int
+    device: str | torch.device = "cpu"
+    mask_id: int | None = None
+    desc: str = "forward"
+    progress: bool = True
+
+
+def teacher_forced_stats(model: torch.nn.Module, encs: Sequence[Encoded], opts: PassOptions, *,
+                         fast: bool = True) -> list[TokenStats]:
     """Statistics of each sequence, in input order (module docstring)."""
-    return padded_stats(model, encs, batch_size=batch_size, pad_id=pad_id, device=device, mask_id=mask_id,
-                        desc=desc, progress=progress, labels_only=fast)
+    return padded_stats(model, encs, opts, labels_only=fast)
 
 
 @torch.no_grad()
-def padded_stats(model: torch.nn.Module, encs: Sequence[Encoded], *, batch_size: int, pad_id: int,
-                 device: str | torch.device = "cpu", mask_id: int | None = None,
-                 desc: str = "forward", progress: bool = True, labels_only: bool = False) -> list[TokenStats]:
-    """One forward per batch of `batch_size` sequences; statistics in input order. `labels_only`:
-    logits only at the positions that score a label (where the forward can select them)."""
+def padded_stats(model: torch.nn.Module, encs: Sequence[Encoded], opts: PassOptions, *,
+                 labels_only: bool = False) -> list[TokenStats]:
+    """One forward per batch of `opts.batch_size` sequences; statistics in input order.
+    `labels_only`: logits only at the positions that score a label (where the forward can select
+    them)."""
     keep_kw = keyword_of(type(model).forward, LOGITS_KWARGS) if labels_only and transformers_major() >= 5 else None
     out: list[TokenStats] = []
-    for rows in track(batches(len(encs), batch_size), desc=desc, unit="batch", enabled=progress):
-        batch = collate([encs[i] for i in rows], pad_id, mask_id)
+    device = opts.device
+    for rows in track(batches(len(encs), opts.batch_size), desc=opts.desc, unit="batch", enabled=opts.progress):
+        batch = collate([encs[i] for i in rows], opts.pad_id, opts.mask_id)
         inputs = {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device)}
         if keep_kw is None:
             out.extend(batch_token_stats(model(**inputs, use_cache=False).logits, batch["labels"]))

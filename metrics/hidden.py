@@ -20,6 +20,7 @@ from uds_core.arch import LOGITS_KWARGS, decoder_layers, final_norm, keyword_of,
 from uds_core.hooks import at_positions, capture_outputs
 from uds_core.prompts import PreparedItem
 from uds_core.logprobs import token_logprobs
+from metrics.forward import PassOptions
 
 
 @dataclass(frozen=True)
@@ -121,14 +122,14 @@ def _entity_losses(logits: torch.Tensor, items: Sequence[PreparedItem],
     return losses
 
 
-def fisher_diagonal(model: torch.nn.Module, items: Sequence[PreparedItem], *, batch_size: int = 4,
-                    pad_id: int, device="cpu", desc: str = "fisher", progress: bool = True,
+def fisher_diagonal(model: torch.nn.Module, items: Sequence[PreparedItem], opts: PassOptions, *,
                     model_dtype: bool = False, fast: bool = True) -> list[torch.Tensor]:
     """Mean over items of the squared per-item gradient of every decoder block's parameters.
 
-    Items share a forward of `batch_size`; each item gets its own backward (a per-item g², not the
-    square of a summed gradient). Returns one flattened CPU tensor per block, parameters in
-    registration order, accumulated in the parameter dtype as the reference does. `model_dtype`:
+    Items share a forward of `opts.batch_size` (length masks only: `opts.mask_id` is not read);
+    each item gets its own backward (a per-item g², not the square of a summed gradient). Returns
+    one flattened CPU tensor per block, parameters in registration order, accumulated in the
+    parameter dtype as the reference does. `model_dtype`:
     the per-item loss too is computed in the model dtype (the reference's), not in fp32. `fast`:
     the LM head runs (forward and backward) at the entity positions only, where the loss reads it.
     """
@@ -142,9 +143,10 @@ def fisher_diagonal(model: torch.nn.Module, items: Sequence[PreparedItem], *, ba
     keep_kw = keyword_of(type(model).forward, LOGITS_KWARGS) if fast and transformers_major() >= 5 else None
     try:
         with torch.enable_grad():
-            for idx in track(batches(len(items), batch_size), desc=desc, unit="batch", enabled=progress):
+            bar = track(batches(len(items), opts.batch_size), desc=opts.desc, unit="batch", enabled=opts.progress)
+            for idx in bar:
                 chunk = [items[i] for i in idx]
-                losses = _chunk_losses(model, chunk, pad_id, device, model_dtype, keep_kw)
+                losses = _chunk_losses(model, chunk, opts.pad_id, opts.device, model_dtype, keep_kw)
                 for k, loss in enumerate(losses):
                     grads = torch.autograd.grad(loss, [p for ps in params for p in ps],
                                                 retain_graph=k < len(losses) - 1)

@@ -28,7 +28,7 @@ from uds_core.errors import UdsInputError
 if TYPE_CHECKING:
     from uds_core.engine import EngineSettings
     from uds_core.s1_cache import CachedUds
-    from metrics.context import EvalContext, EvalSettings
+    from metrics.context import EvalContext, EvalSettings, ModelPool
     from metrics.work import WorkCache
 
 ROLES = ("model", "full", "retain", "base")
@@ -188,49 +188,48 @@ class EvalSession:
                 work: "WorkCache | None" = None) -> "EvalContext":
         """The evaluation context of `keys` on this session's data and models. `loader` / `roles`
         override how a role's model is obtained (an OU model, a quantised or relearned one)."""
-        from metrics.context import eval_splits
+        from metrics.context import ModelPool, eval_splits
 
         return build_context(eval_splits(self.world()), self.records() if records else [],
                              tokenizer if tokenizer is not None else self.tokenizer(self.roles["model"]),
-                             roles or self.roles, loader or self.model, settings, keys,
+                             ModelPool(roles or self.roles, loader or self.model), settings, keys,
                              fluency_classifier=fluency_classifier, work=work)
 
-    def score_uds(self, settings: "EngineSettings", tau: float, use_cache: bool = True,
-                  progress=None, set_total=None, unlearned: torch.nn.Module | None = None,
-                  records: Sequence[dict] | None = None, runs=None) -> tuple["CachedUds", list, list]:
+    def score_uds(self, settings: "EngineSettings", tau: float, use_cache: bool = True, meter=None,
+                  unlearned: torch.nn.Module | None = None, records: Sequence[dict] | None = None,
+                  runs=None) -> tuple["CachedUds", list, list]:
         """UDS of the evaluated model (or of `unlearned`, a model loaded elsewhere) against the
         full and retain references on the session's records (or on `records`, e.g. the same
-        examples with other spans), S1 through the cache; returns (run, items, skipped). `runs`: an
-        `engine.TargetRuns` kept by a caller that scores again and again (a training callback)."""
-        from uds_core.batching import pad_token_id
-        from uds_core.prompts import prepare_items
-        from uds_core.s1_cache import cached_uds
+        examples with other spans), S1 through the cache; returns (run, items, skipped). `meter`:
+        a progress bar (`s1_cache.Meter`). `runs`: an `engine.TargetRuns` kept by a caller that
+        scores again and again (a training callback)."""
+        from uds_core.engine import UdsModels
+        from uds_core.prompts import prepare_examples
+        from uds_core.s1_cache import CacheUse, cached_uds
 
         records = list(records) if records is not None else self.records()
         full_spec = self.spec_of("full")
-        tok = self.tokenizer(full_spec)   # the full model's tokenizer encodes for all three (SPEC 2.6)
-        items, skipped = prepare_items(records, tok)
+        # the full model's tokenizer encodes for all three (SPEC 2.6)
+        examples = prepare_examples(records, self.tokenizer(full_spec))
         full, retain_spec = self.model(full_spec), self.spec_of("retain")
+        models = UdsModels(full, self.model(retain_spec),
+                           unlearned if unlearned is not None else self.model(self.spec_of("model")))
         fps = {"full": self.fingerprint(full_spec), "retain": self.fingerprint(retain_spec)}
-        run = cached_uds(full, self.model(retain_spec),
-                         unlearned if unlearned is not None else self.model(self.spec_of("model")),
-                         records, items, skipped, settings, tau=tau, pad_id=pad_token_id(tok),
-                         dtype=self.placement.dtype, device=self.placement.device, use_cache=use_cache,
-                         fingerprints=fps, progress=progress, set_total=set_total, runs=runs)
-        return run, items, skipped
+        cache = CacheUse(self.placement.dtype, self.placement.device, enabled=use_cache, fingerprints=fps)
+        run = cached_uds(models, examples, settings, cache, tau=tau, meter=meter, runs=runs)
+        return run, list(examples.items), list(examples.skipped)
 
 
-def build_context(splits: Mapping[str, Sequence[dict]], records: Sequence[dict], tokenizer, roles: Mapping[str, str | None],
-                  loader: Callable[[str], torch.nn.Module], settings: "EvalSettings", keys: Sequence[str] = (),
-                  *, fluency_classifier: str | None = None, work: "WorkCache | None" = None) -> "EvalContext":
+def build_context(splits: Mapping[str, Sequence[dict]], records: Sequence[dict], tokenizer, models: "ModelPool",
+                  settings: "EvalSettings", keys: Sequence[str] = (), *, fluency_classifier: str | None = None,
+                  work: "WorkCache | None" = None) -> "EvalContext":
     """The one factory of `EvalContext`: evaluation `splits` (`metrics.context.eval_splits`),
-    annotated `records`, models by role through `loader`, the sweep plan of `keys` (no plan when
-    `keys` is empty: every variant)."""
-    from metrics.context import EvalContext, ModelPool
+    annotated `records`, the models by role, the sweep plan of `keys` (no plan when `keys` is
+    empty: every variant)."""
+    from metrics.context import EvalContext
     from metrics.registry import generation_plan, sweep_plan
     from metrics.work import WorkCache
 
-    return EvalContext(splits=splits, uds_records=records, tokenizer=tokenizer,
-                       models=ModelPool(roles, loader), settings=settings,
+    return EvalContext(splits=splits, uds_records=records, tokenizer=tokenizer, models=models, settings=settings,
                        plan=sweep_plan(keys) if keys else None, gen_plan=generation_plan(keys) if keys else None,
                        fluency_classifier=fluency_classifier, work=work if work is not None else WorkCache())

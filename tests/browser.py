@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import atexit
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,6 +24,16 @@ def _binary(*names: str) -> str | None:
         if found:
             return found
     return None
+
+
+def bench_folder(name: str, out: Path | None) -> Path | None:
+    """Where the browser benchmark `name` keeps its inputs and site (`out`, else a new temporary
+    folder), or None after saying on stderr why no browser can run here."""
+    why = missing()
+    if why:
+        print(f"{name}: {why}", file=sys.stderr)
+        return None
+    return out or Path(tempfile.mkdtemp(prefix=f"{name}_"))
 
 
 def missing() -> str | None:
@@ -69,6 +80,16 @@ def go(driver, url: str, ready: str) -> None:
             return
         time.sleep(0.05)
     raise AssertionError(f"{ready} never appeared on {url}")
+
+
+def wait_until(driver, script: str, timeout: float = 30.0) -> None:
+    """Poll the JavaScript `script` (a `return` expression) until it is truthy; a timing
+    benchmark's wait, so the poll is short (seconds: `timeout`)."""
+    end = time.time() + timeout
+    while not driver.execute_script(script):
+        if time.time() > end:
+            raise TimeoutError(script)
+        time.sleep(0.01)
 
 
 def texts(driver, css: str) -> list[str]:

@@ -10,10 +10,11 @@ import torch
 from transformers import LlamaForCausalLM
 
 from checkpoints.catalogue import find_recipe
+from checkpoints.methods.data import UnlearnSets
 from checkpoints.methods.trainer import unlearn
 from checkpoints.world.presets import get_preset
 from checkpoints.world.store import ensure_tokenizer, load_world, model_dir
-from checkpoints.world.train import TrainConfig
+from checkpoints.world.train import Loop, TrainConfig
 
 FULL, RETAIN = "tiny:test/full", "tiny:test/retain"
 NPO = "npo_lr2e-4_b01_a1_ep5"   # the test preset's NPO recipe
@@ -29,8 +30,8 @@ def short_unlearn(callbacks=(), n_forget: int = 8, cfg: TrainConfig = SHORT, mod
     test world's full model; returns (model, losses)."""
     world, tok = load_world("test"), ensure_tokenizer("test", 0)
     model = model if model is not None else full_model()
-    losses = unlearn(model, tok, world.forget[:n_forget], world.retain, "npo", cfg, progress=False,
-                     forms=get_preset("test").forms, callbacks=callbacks)
+    losses = unlearn(model, tok, UnlearnSets(world.forget[:n_forget], world.retain, forms=get_preset("test").forms),
+                     "npo", cfg, loop=Loop(progress=False), callbacks=callbacks)
     return model, losses
 
 
@@ -40,8 +41,8 @@ def recipe_unlearn(name: str = NPO, callbacks=(), epochs: int | None = None):
     world, tok = load_world("test"), ensure_tokenizer("test", 0)
     cfg = r.train if epochs is None else replace(r.train, epochs=epochs)
     model = full_model()
-    losses = unlearn(model, tok, world.forget, world.retain, r.method, cfg, r.hparams, idk=world.idk,
-                     forms=get_preset("test").forms, progress=False, callbacks=callbacks)
+    losses = unlearn(model, tok, UnlearnSets(world.forget, world.retain, world.idk, forms=get_preset("test").forms),
+                     r.method, cfg, r.hparams, Loop(progress=False), callbacks=callbacks)
     return model, losses
 
 

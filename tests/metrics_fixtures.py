@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import copy
 from functools import lru_cache
+from typing import Sequence
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 from checkpoints.world.encode import qa_examples
-from checkpoints.world.train import TrainConfig, collate, train
+from checkpoints.world.train import Loop, TrainConfig, collate, train
+from metrics.context import EvalContext, EvalSettings, ModelPool
+from metrics.registry import ALL_KEYS, sweep_plan
 
 BOS, EOS, PAD = "<|bos|>", "<|eot|>", "<|pad|>"
 ROLES = ("<|system|>", "<|user|>", "<|assistant|>")
@@ -71,7 +74,7 @@ def fit(model: LlamaForCausalLM, items: list[dict], steps: int, lr: float = 4e-2
     data = qa_examples(tok, items)
     cfg = TrainConfig(lr=lr, epochs=steps, batch_size=len(data), warmup_ratio=0.0, weight_decay=0.0,
                       max_grad_norm=float("inf"))
-    train(model, data, cfg, lambda ex: collate(ex, tok.pad_token_id), progress=False)
+    train(model, data, cfg, lambda ex: collate(ex, tok.pad_token_id), loop=Loop(progress=False))
     return model
 
 
@@ -110,3 +113,14 @@ def tiny_splits(n_forget: int = 5, n_holdout: int = 4, n_retain: int = 3, n_ra: 
             "retain_eval": [qa_item(i) for i in range(n_retain)],
             "real_authors": [qa_item(i, 3) for i in range(n_ra)],
             "world_facts": [qa_item(i + 3, 3) for i in range(n_wf)]}
+
+
+def make_ctx(zoo: dict, roles: dict, keys: Sequence[str] = ALL_KEYS, batch_size: int = 3, max_new_tokens: int = 4,
+             fast: bool = True) -> EvalContext:
+    """An evaluation context over the fixture splits with `zoo`'s models in `roles`, planned for `keys`."""
+    splits = tiny_splits()
+    return EvalContext(splits=splits, uds_records=splits["forget"], tokenizer=tiny_tokenizer(),
+                       models=ModelPool(roles, zoo.__getitem__),
+                       settings=EvalSettings(batch_size=batch_size, max_new_tokens=max_new_tokens, progress=False,
+                                             fast=fast),
+                       plan=sweep_plan(list(keys)))

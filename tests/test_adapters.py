@@ -12,10 +12,11 @@ import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from checkpoints.methods.data import UnlearnSets
 from checkpoints.methods.lora import lora_unlearn, merged_copy, save_adapter
 from checkpoints.specs import default_references, load_model, resolve_spec, tiny_spec
 from checkpoints.world.store import load_world
-from checkpoints.world.train import TrainConfig
+from checkpoints.world.train import Loop, TrainConfig
 from tests.engine_fixtures import make_tokenizer, tiny_model, world_examples_file
 from uds.cli import main
 from uds_core.fingerprint import model_fingerprint
@@ -32,8 +33,8 @@ def lora(test_world: Path, tmp_path_factory) -> dict[str, Path]:
     tok = AutoTokenizer.from_pretrained(full)
     world = load_world("test", 0)
     model = AutoModelForCausalLM.from_pretrained(full).eval()
-    peft_model, losses = lora_unlearn(model, tok, world.forget, world.retain, "npo",
-                                      TrainConfig(lr=1e-3, epochs=2, batch_size=8), progress=False)
+    peft_model, losses = lora_unlearn(model, tok, UnlearnSets(world.forget, world.retain), "npo",
+                                      TrainConfig(lr=1e-3, epochs=2, batch_size=8), loop=Loop(progress=False))
     assert len(losses) == 16 and all(torch.isfinite(torch.tensor(losses)))
     out = {"full": full, "retain": test_world / "models" / "retain"}
     out["adapter"] = save_adapter(peft_model, root / "adapter", str(full))
@@ -169,6 +170,8 @@ def _score_args(lora, unlearned: Path, *extra: str) -> list[str]:
 
 def test_adapter_whose_hub_base_is_not_cached_offline(lora, tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    # huggingface_hub reads the variable once, at import: without this the lookup waits on the network
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
     adapter = _adapter_with_base(lora, tmp_path / "a", "someone/not-cached-base")
     _one_line_error(capsys, _score_args(lora, adapter, "--out", str(tmp_path / "o")),

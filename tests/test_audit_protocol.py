@@ -6,7 +6,7 @@ import pytest
 
 from checkpoints.lmlm.db import FactDB
 from checkpoints.lmlm.prompts import PromptRow
-from uds_analyses.audit.protocol import audit_rows
+from uds_analyses.audit.protocol import AuditSettings, audit_rows
 from uds_analyses.audit.rates import attribution, cross_state, variant_summary
 from uds_analyses.audit.scoring import token_text, score_answer
 from tests.audit_fixtures import ScriptedLM, random_llama
@@ -44,7 +44,8 @@ def _run(tok, parametric: bool, ignore_value: bool = False):
     model = ScriptedLM(tok, {r.text: (r.subject, r.relation, r.gold) for r in ROWS}, parametric=parametric,
                        ignore_value=ignore_value)
     traces: list[dict] = []
-    res = audit_rows(model, tok, db, ROWS, "noise", threshold=0.8, batch_size=2, progress=False, traces=traces)
+    res = audit_rows(model, tok, db, ROWS, "noise", AuditSettings(threshold=0.8, batch_size=2, progress=False),
+                     traces=traces)
     return res, traces
 
 
@@ -115,12 +116,14 @@ def test_artefact_flag_truth_table():
 def test_splice_loop_without_calls_is_plain_greedy(tok):
     """With no lookup written, the cached lockstep loop gives what `greedy_generate` gives."""
     from checkpoints.lmlm.generate import splice_generate
+    from uds_core.gen_options import GenOptions
     from uds_core.generation import greedy_generate
 
     model = random_llama(tok, seed=1)
     prompts = [tok.encode(t, add_special_tokens=True) for t in ("Where was Ada born?", "Hi", "Name a river in Ostmere.")]
-    ours = splice_generate(model, tok, prompts, lambda *a: "never", batch_size=2, max_new_tokens=12, progress=False)
-    ref = greedy_generate(model, tok, prompts, batch_size=2, max_new_tokens=12, progress=False)
+    opts = GenOptions(batch_size=2, max_new_tokens=12, progress=False)
+    ours = splice_generate(model, tok, prompts, lambda *a: "never", opts)
+    ref = greedy_generate(model, tok, prompts, opts)
     assert all(not o.calls for o in ours)
     assert [o.text for o in ours] == [g.text for g in ref]
 

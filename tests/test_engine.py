@@ -8,9 +8,9 @@ import torch
 
 from tests.engine_fixtures import RECORDS, interpolate, make_tokenizer, memorise, perturbed, tiny_model
 from uds_core import arch
-from uds_core.engine import EngineSettings, compute_uds, make_batch, score_pair
+from uds_core.engine import EngineSettings, UdsModels, compute_uds, make_batch, score_pair
 from uds_core.errors import UdsInputError
-from uds_core.prompts import prepare_items
+from uds_core.prompts import Examples, prepare_items
 
 
 @pytest.fixture(scope="module")
@@ -114,12 +114,12 @@ def test_reference_last_layer_changes_only_the_last_layer(models, items):
 def test_uds_identities(models, items):
     full, retain, other = models
     settings = EngineSettings(batch_size=2)
-    as_full = compute_uds(full, retain, full, items, settings)
+    as_full = compute_uds(UdsModels(full, retain, full), Examples(items), settings)
     scored = [v for v in as_full.uds if v is not None]
     assert len(scored) >= 4, "fixture should give KE layers"
     assert np.array_equal(as_full.s2.deltas, np.zeros_like(as_full.s2.deltas))
     assert scored == [0.0] * len(scored) and as_full.mean == 0.0
-    as_retain = compute_uds(full, retain, retain, items, settings, s1=as_full.s1)
+    as_retain = compute_uds(UdsModels(full, retain, retain), Examples(items), settings, s1=as_full.s1)
     assert [v for v in as_retain.uds if v is not None] == [1.0] * len(scored) and as_retain.mean == 1.0
     assert np.array_equal(as_retain.s2.patched, as_full.s1.patched)
     ke = as_full.ke_layers
@@ -131,7 +131,7 @@ def test_settings_are_validated(models, items):
     for bad in (EngineSettings(batch_size=0), EngineSettings(logprob_dtype="fp8"),
                 EngineSettings(component="mlp", reference_last_layer=True)):
         with pytest.raises(UdsInputError):
-            compute_uds(full, full, full, items, bad)
+            compute_uds(UdsModels(full, full, full), Examples(items), bad)
 
 
 def test_bfloat16_model_dtype_logprobs(items):
@@ -147,8 +147,8 @@ def test_bfloat16_model_dtype_logprobs(items):
 def test_uds_rises_along_the_full_to_retain_interpolation(models, items):
     full, retain, _ = models
     settings = EngineSettings(batch_size=5)
-    s1 = compute_uds(full, retain, full, items, settings).s1
-    curve = [compute_uds(full, retain, interpolate(full, retain, a), items, settings, s1=s1).mean
+    s1 = compute_uds(UdsModels(full, retain, full), Examples(items), settings).s1
+    curve = [compute_uds(UdsModels(full, retain, interpolate(full, retain, a)), Examples(items), settings, s1=s1).mean
              for a in (0.0, 0.25, 0.5, 0.75, 1.0)]
     assert curve[0] == 0.0 and curve[-1] == 1.0
     assert all(a < b for a, b in zip(curve, curve[1:])), curve
@@ -156,5 +156,5 @@ def test_uds_rises_along_the_full_to_retain_interpolation(models, items):
 
 def test_no_scorable_item_gives_zero(models):
     full, retain, _ = models
-    result = compute_uds(full, retain, retain, [], EngineSettings())
+    result = compute_uds(UdsModels(full, retain, retain), Examples([]), EngineSettings())
     assert result.uds == [] and result.mean == 0.0 and result.s1.patched.shape == (0, 4)

@@ -9,11 +9,11 @@ import transformers as T
 from tests.engine_fixtures import RECORDS, make_tokenizer, perturbed, tiny_model
 from uds_core import s1_cache
 from uds_core.compat import check_compatible
-from uds_core.engine import EngineSettings, compute_uds
+from uds_core.engine import EngineSettings, UdsModels, compute_uds
 from uds_core.errors import UdsInputError
 from uds_core.fingerprint import model_fingerprint, tokenizer_hash
 from tests.hook_fixtures import count_calls
-from uds_core.prompts import prepare_items
+from uds_core.prompts import Examples, prepare_items
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +34,7 @@ def test_rerun_with_a_new_unlearned_model_skips_s1(setup, tmp_path):
     settings = EngineSettings(batch_size=2)
     key = _key(full, retain, items)
     assert s1_cache.load_s1(key, items, tmp_path) is None
-    first = compute_uds(full, retain, perturbed(full, 0.2, seed=3), items, settings)
+    first = compute_uds(UdsModels(full, retain, perturbed(full, 0.2, seed=3)), Examples(items), settings)
     path = s1_cache.save_s1(key, items, first.s1, tmp_path)
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temp file left behind
 
@@ -42,18 +42,19 @@ def test_rerun_with_a_new_unlearned_model_skips_s1(setup, tmp_path):
     assert np.array_equal(cached.patched, first.s1.patched) and np.array_equal(cached.full_scores, first.s1.full_scores)
     unlearned = perturbed(full, 0.1, seed=4)
     with count_calls(full) as n_full, count_calls(retain) as n_retain, count_calls(unlearned) as n_unl:
-        second = compute_uds(full, retain, unlearned, items, settings, s1=cached)
+        second = compute_uds(UdsModels(full, retain, unlearned), Examples(items), settings, s1=cached)
     n_batches = -(-len(items) // 2)
     # fast engine: one capture pass of the target per batch (its patched passes run block by block)
     assert n_retain[0] == 0 and n_full[0] == n_batches and n_unl[0] == n_batches
-    fresh = compute_uds(full, retain, unlearned, items, settings)
+    fresh = compute_uds(UdsModels(full, retain, unlearned), Examples(items), settings)
     assert second.uds == fresh.uds
 
 
 def test_key_changes_miss(setup, tmp_path):
     tok, full, retain, items = setup
     s1_cache.save_s1(_key(full, retain, items), items,
-                     compute_uds(full, retain, full, items, EngineSettings(batch_size=2)).s1, tmp_path)
+                     compute_uds(UdsModels(full, retain, full), Examples(items),
+                                 EngineSettings(batch_size=2)).s1, tmp_path)
     assert s1_cache.load_s1(_key(full, retain, items, component="mlp"), items, tmp_path) is None
     assert s1_cache.load_s1(_key(full, perturbed(retain, 0.1), items), items, tmp_path) is None
 
@@ -74,7 +75,7 @@ def test_corrupt_entry_warns_and_recomputes(setup, tmp_path, capsys):
 
 def test_interrupted_write_leaves_no_entry(setup, tmp_path, monkeypatch):
     tok, full, retain, items = setup
-    s1 = compute_uds(full, retain, full, items, EngineSettings(batch_size=5)).s1
+    s1 = compute_uds(UdsModels(full, retain, full), Examples(items), EngineSettings(batch_size=5)).s1
 
     def boom(*a, **k):
         raise KeyboardInterrupt

@@ -15,8 +15,8 @@ import transformers as T
 
 from tests.engine_fixtures import RECORDS, make_tokenizer, perturbed, tiny_model
 from uds_core import arch, suffix
-from uds_core.engine import EngineSettings, FastPathUnavailable, compute_uds, score_pair
-from uds_core.prompts import prepare_items
+from uds_core.engine import EngineSettings, FastPathUnavailable, UdsModels, compute_uds, score_pair
+from uds_core.prompts import Examples, prepare_items
 
 ATOL = 1e-5
 FAMILIES = ("llama", "qwen2", "mistral")
@@ -121,7 +121,7 @@ def test_layer_subsets_and_small_stacks(pairs, item_sets):
 def test_per_example_uds_matches_naive(family, pairs, item_sets):
     target, retain = pairs[family, "eager"]
     unlearned = perturbed(target, 0.5, seed=7)
-    res = {alg: compute_uds(target, retain, unlearned, item_sets["left"],
+    res = {alg: compute_uds(UdsModels(target, retain, unlearned), Examples(item_sets["left"]),
                             EngineSettings(batch_size=2, algorithm=alg, logprob_dtype="float32"), tau=0.01)
            for alg in ("naive", "fast")}
     naive, fast = res["naive"], res["fast"]
@@ -138,10 +138,11 @@ def test_identities_are_exact(family, pairs, item_sets):
     target, retain = pairs[family, "sdpa"]
     items = item_sets["right"]
     settings = EngineSettings(batch_size=2)
-    as_full = compute_uds(target, retain, copy.deepcopy(target), items, settings, tau=0.01)
+    as_full = compute_uds(UdsModels(target, retain, copy.deepcopy(target)), Examples(items), settings, tau=0.01)
     assert np.array_equal(as_full.s2.deltas, np.zeros_like(as_full.s2.deltas))
     assert {u for u in as_full.uds if u is not None} == {0.0}
-    as_retain = compute_uds(target, retain, copy.deepcopy(retain), items, settings, tau=0.01, s1=as_full.s1)
+    as_retain = compute_uds(UdsModels(target, retain, copy.deepcopy(retain)), Examples(items), settings, tau=0.01,
+                            s1=as_full.s1)
     assert {u for u in as_retain.uds if u is not None} == {1.0}
     for comp in ("attn", "mlp"):
         r = score_pair(target, target, items, EngineSettings(component=comp, batch_size=3))
@@ -152,8 +153,8 @@ def test_cached_s1_gives_the_same_s2(pairs, item_sets):
     target, retain = pairs["llama", "eager"]
     items, settings = item_sets["right"], EngineSettings(batch_size=2)
     unlearned = perturbed(target, 0.3, seed=9)
-    fresh = compute_uds(target, retain, unlearned, items, settings)
-    again = compute_uds(target, retain, unlearned, items, settings, s1=fresh.s1)
+    fresh = compute_uds(UdsModels(target, retain, unlearned), Examples(items), settings)
+    again = compute_uds(UdsModels(target, retain, unlearned), Examples(items), settings, s1=fresh.s1)
     assert np.array_equal(again.s2.patched, fresh.s2.patched) and again.uds == fresh.uds
 
 
@@ -165,7 +166,8 @@ def test_bfloat16_stays_close_and_exact_where_it_must(item_sets):
                    for alg in ("naive", "fast"))
     assert np.isfinite(fast.patched).all()
     np.testing.assert_allclose(fast.deltas, naive.deltas, atol=0.15, rtol=0)
-    assert compute_uds(target, retain, target, items, EngineSettings(batch_size=3)).s2.deltas.max() == 0.0
+    same = compute_uds(UdsModels(target, retain, target), Examples(items), EngineSettings(batch_size=3))
+    assert same.s2.deltas.max() == 0.0
 
 
 def test_unsupported_family_falls_back_with_one_notice(item_sets, monkeypatch):
@@ -212,7 +214,7 @@ def test_fast_runs_far_fewer_block_forwards(pairs, item_sets):
     for alg in ("naive", "fast"):
         settings = EngineSettings(batch_size=5, algorithm=alg)
         with block_work(target) as t, block_work(retain) as r, block_work(unlearned) as u:
-            compute_uds(target, retain, unlearned, items, settings)
+            compute_uds(UdsModels(target, retain, unlearned), Examples(items), settings)
         work[alg] = {k: t[k] + r[k] + u[k] for k in t}
     n_layers = 4
     # naive: 1 batch x (1 full + 2 stages x (1 source + 4 patched)) whole forwards of 4 blocks
@@ -229,13 +231,13 @@ def test_target_runs_are_reused_across_unlearned_models(pairs, item_sets):
     target, retain = pairs["mistral", "sdpa"]
     items, settings = item_sets["right"], EngineSettings(batch_size=2)
     runs = TargetRuns()
-    first = compute_uds(target, retain, perturbed(target, 0.3, seed=9), items, settings, runs=runs)
+    first = compute_uds(UdsModels(target, retain, perturbed(target, 0.3, seed=9)), Examples(items), settings, runs=runs)
     unlearned = perturbed(target, 0.2, seed=11)
     with block_work(target) as t, block_work(unlearned) as u:
-        second = compute_uds(target, retain, unlearned, items, settings, s1=first.s1, runs=runs)
+        second = compute_uds(UdsModels(target, retain, unlearned), Examples(items), settings, s1=first.s1, runs=runs)
     n_batches, n_layers = 3, 4  # one capture pass per batch; all 3 batches share one suffix pass
     assert u["calls"] == n_batches * n_layers and t["calls"] == n_layers - 1
-    fresh = compute_uds(target, retain, unlearned, items, settings)
+    fresh = compute_uds(UdsModels(target, retain, unlearned), Examples(items), settings)
     assert np.array_equal(second.s2.patched, fresh.s2.patched)
 
 

@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 import torch
 
+from uds_core.gen_options import GenOptions
 from uds_core.generation import greedy_generate
 from metrics.encoding import Encoded, encode_qa, generation_prompt
-from metrics.forward import teacher_forced_stats
+from metrics.forward import PassOptions, teacher_forced_stats
 from tests.measurement_checks import TOL, assert_same_measurement, metric_runs
 from tests.metrics_fixtures import qa_item, tiny_splits, tiny_tokenizer
 from tests.metrics_fixtures import zoo as trained_zoo
@@ -57,10 +58,9 @@ def test_label_only_sweep_equals_the_full_logits_sweep(zoo, batch_size, ou_mask)
     encs = _encodings(tok, items) + _encodings(tok, items[:2], system_prompt="Be brief.")
     encs.append(Encoded(encs[0].input_ids, (-100,) * len(encs[0].input_ids)))   # nothing labelled
     model, mask_id = zoo["tiny:t/full"], (tok.pad_token_id if ou_mask else None)
-    full = teacher_forced_stats(model, encs, batch_size=batch_size, pad_id=tok.pad_token_id, mask_id=mask_id,
-                                progress=False, fast=False)
-    fast = teacher_forced_stats(model, encs, batch_size=batch_size, pad_id=tok.pad_token_id, mask_id=mask_id,
-                                progress=False, fast=True)
+    opts = PassOptions(batch_size, tok.pad_token_id, mask_id=mask_id, progress=False)
+    full = teacher_forced_stats(model, encs, opts, fast=False)
+    fast = teacher_forced_stats(model, encs, opts, fast=True)
     assert_same_stats(full, fast)
     assert full[-1].n_labels == 0 and math.isnan(full[-1].avg_loss)
 
@@ -79,10 +79,9 @@ def test_greedy_loop_gives_generates_tokens(zoo, batch_size, max_new):
     prompts = _prompts(tok, 9)
     for name in ("tiny:t/full", "tiny:t/unl", "tiny:t/base"):
         model = zoo[name]
-        slow = greedy_generate(model, tok, prompts, batch_size=batch_size, max_new_tokens=max_new,
-                               progress=False, fast=False)
-        fast = greedy_generate(model, tok, prompts, batch_size=batch_size, max_new_tokens=max_new,
-                               progress=False, fast=True)
+        opts = GenOptions(batch_size, max_new, progress=False)
+        slow = greedy_generate(model, tok, prompts, opts, fast=False)
+        fast = greedy_generate(model, tok, prompts, opts, fast=True)
         assert [g.ids for g in fast] == [g.ids for g in slow], name
         assert [g.text for g in fast] == [g.text for g in slow]
         assert all(len(g.ids) <= max_new for g in fast)
@@ -92,13 +91,13 @@ def test_greedy_loop_stops_where_a_stop_token_comes(zoo):
     """A sequence leaves at its first stop token, the others go on to max_new_tokens."""
     tok, model = tiny_tokenizer(), zoo["tiny:t/base"]   # random weights: long answers
     prompts = _prompts(tok, 6)
-    free = greedy_generate(model, tok, prompts, batch_size=4, max_new_tokens=10, progress=False, fast=False)
+    free = greedy_generate(model, tok, prompts, GenOptions(4, 10, progress=False), fast=False)
     first = max(range(len(free)), key=lambda i: len(free[i].ids))
     stop = free[first].ids[2]   # the third token of the longest answer becomes a stop token
     model.generation_config.eos_token_id = [tok.eos_token_id, stop]
     try:
-        slow = greedy_generate(model, tok, prompts, batch_size=4, max_new_tokens=10, progress=False, fast=False)
-        fast = greedy_generate(model, tok, prompts, batch_size=4, max_new_tokens=10, progress=False, fast=True)
+        slow = greedy_generate(model, tok, prompts, GenOptions(4, 10, progress=False), fast=False)
+        fast = greedy_generate(model, tok, prompts, GenOptions(4, 10, progress=False), fast=True)
     finally:
         model.generation_config.eos_token_id = tok.eos_token_id
     assert [g.ids for g in fast] == [g.ids for g in slow]
@@ -116,8 +115,9 @@ def test_fisher_with_entity_logits_only_equals_the_full_logits_one(zoo):
     items, _ = prepare_items(tiny_splits()["forget"], tok)
     model = zoo["tiny:t/full"]
     flags = [p.requires_grad for p in model.parameters()]
-    slow = fisher_diagonal(model, items, pad_id=tok.pad_token_id, progress=False, fast=False)
-    fast = fisher_diagonal(model, items, pad_id=tok.pad_token_id, progress=False, fast=True)
+    opts = PassOptions(4, tok.pad_token_id, progress=False)
+    slow = fisher_diagonal(model, items, opts, fast=False)
+    fast = fisher_diagonal(model, items, opts, fast=True)
     assert len(slow) == len(fast)
     assert all(torch.equal(a, b) for a, b in zip(slow, fast))   # the head's rows are the same numbers
     assert [p.requires_grad for p in model.parameters()] == flags   # left as it was found

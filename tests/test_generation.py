@@ -6,6 +6,7 @@ import torch
 from transformers import GenerationConfig
 
 from tests.engine_fixtures import make_tokenizer, tiny_model
+from uds_core.gen_options import GenOptions
 from uds_core.generation import greedy_generate
 
 
@@ -37,6 +38,6 @@ def test_a_checkpoint_asking_for_sampling_is_still_decoded_greedily():
     assert tuple(naive[0, len(prompts[0]):].tolist()) != expected[0]
     for seed in (0, 1):
         torch.manual_seed(seed)
-        got = greedy_generate(model, tok, prompts, batch_size=2, max_new_tokens=7, progress=False)
+        got = greedy_generate(model, tok, prompts, GenOptions(batch_size=2, max_new_tokens=7, progress=False))
         assert [g.ids for g in got] == expected
     assert model.generation_config is sampling   # the checkpoint's own config is restored

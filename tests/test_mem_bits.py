@@ -10,19 +10,17 @@ import shutil
 
 import numpy as np
 import pytest
-import torch
 
 from metrics import mem_bits as mb
 from metrics import references
 from metrics.ranking import spearman
 from metrics.encoding import encode_qa
 from metrics.registry import REGISTRY, evaluate
-from tests.metrics_fixtures import tiny_splits, tiny_tokenizer
-from tests.metrics_fixtures import zoo as trained_zoo
+from tests.metrics_fixtures import make_ctx, tiny_splits, tiny_tokenizer
 from tests.checks import assert_one_line_error
-from tests.test_metrics_pipeline import make_ctx
+from tests.mem_bits_fixtures import KEYS, same_tokenizer, zoo  # noqa: F401 (fixtures)
+from tests.mem_bits_fixtures import answer_bits_token_by_token, mem_bits_ctx
 
-KEYS = ["mem_bits", "mem_bits_per_token", "mem_bits_erased", "mem_bits_tfidf"]
 
 
 # --- pure formulas -----------------------------------------------------------------------------
@@ -78,40 +76,15 @@ def test_spearman_by_hand():
 
 # --- the registry metrics on the in-process zoo -------------------------------------------------
 
-@pytest.fixture(scope="module")
-def zoo() -> dict:
-    return trained_zoo()
-
-
-@pytest.fixture
-def same_tokenizer(monkeypatch):
-    """The in-process zoo's specs are not on disk: every model shares the fixture tokenizer."""
-    monkeypatch.setattr(references, "own_tokenizer", lambda spec: tiny_tokenizer())
-
-
-def _ctx(zoo, model: str):
-    roles = {"model": f"tiny:t/{model}", "full": "tiny:t/full", "retain": "tiny:t/retain"}
-    return make_ctx(zoo, roles, keys=KEYS)
-
-
-@torch.no_grad()
-def _answer_bits_token_by_token(model, item: dict) -> float:
-    """Second implementation: sum over labelled positions t of -log2 p(token_t | tokens_<t), one
-    unbatched forward, float64 log-softmax (no TokenStats, no mean-times-length)."""
-    enc = encode_qa(tiny_tokenizer(), item["question"], item["answer"])
-    logp = torch.log_softmax(model(input_ids=torch.tensor([enc.input_ids])).logits[0].double(), -1)
-    return -sum(float(logp[t - 1, label]) for t, label in enumerate(enc.labels) if label != -100) / math.log(2)
-
-
 def test_retain_is_exactly_zero_and_full_matches_a_second_implementation(zoo, same_tokenizer):
-    as_retain = evaluate(_ctx(zoo, "retain"), KEYS)
+    as_retain = evaluate(mem_bits_ctx(zoo, "retain"), KEYS)
     assert as_retain["mem_bits"].value == 0.0 and as_retain["mem_bits_per_token"].value == 0.0
     assert set(as_retain["mem_bits"].per_example) == {0.0} and as_retain["mem_bits_erased"].value == 1.0
 
-    as_full = evaluate(_ctx(zoo, "full"), KEYS)
+    as_full = evaluate(mem_bits_ctx(zoo, "full"), KEYS)
     items = tiny_splits()["forget"]
-    expect = [max(0.0, _answer_bits_token_by_token(zoo["tiny:t/retain"], it)
-                  - _answer_bits_token_by_token(zoo["tiny:t/full"], it)) for it in items]
+    expect = [max(0.0, answer_bits_token_by_token(zoo["tiny:t/retain"], it)
+                  - answer_bits_token_by_token(zoo["tiny:t/full"], it)) for it in items]
     np.testing.assert_allclose(as_full["mem_bits"].per_example, expect, rtol=1e-4, atol=1e-3)
     assert as_full["mem_bits"].value == pytest.approx(np.mean(expect), rel=1e-4) and as_full["mem_bits"].value > 0
     assert as_full["mem_bits_erased"].value == 0.0
@@ -132,18 +105,18 @@ def test_another_reference_model_replaces_retain(zoo, same_tokenizer):
     assert evaluate(with_full("full"), ["mem_bits"])["mem_bits"].value == 0.0
     got = evaluate(with_full("retain"), ["mem_bits", "mem_bits_signed"])
     items = tiny_splits()["forget"]
-    signed = [_answer_bits_token_by_token(zoo["tiny:t/full"], it) - _answer_bits_token_by_token(zoo["tiny:t/retain"], it)
+    signed = [answer_bits_token_by_token(zoo["tiny:t/full"], it) - answer_bits_token_by_token(zoo["tiny:t/retain"], it)
               for it in items]
     np.testing.assert_allclose(got["mem_bits"].per_example, [max(0.0, v) for v in signed], rtol=1e-4, atol=1e-3)
     np.testing.assert_allclose(got["mem_bits_signed"].per_example, signed, rtol=1e-4, atol=1e-3)
     assert got["mem_bits_signed"].info["reference"] == "tiny:t/full"
     named = make_ctx(zoo, {**roles, "model": "tiny:t/unl", "reference": "tiny:t/retain"}, keys=["mem_bits"])
-    assert evaluate(named, ["mem_bits"])["mem_bits"].value == evaluate(_ctx(zoo, "unl"), ["mem_bits"])["mem_bits"].value
+    assert evaluate(named, ["mem_bits"])["mem_bits"].value == evaluate(mem_bits_ctx(zoo, "unl"), ["mem_bits"])["mem_bits"].value
 
 
 def test_unlearned_lies_between_and_orientation_is_declared(zoo, same_tokenizer):
-    r = evaluate(_ctx(zoo, "unl"), ["mem_bits", "mem_bits_erased"])
-    full = evaluate(_ctx(zoo, "full"), ["mem_bits"])["mem_bits"].value
+    r = evaluate(mem_bits_ctx(zoo, "unl"), ["mem_bits", "mem_bits_erased"])
+    full = evaluate(mem_bits_ctx(zoo, "full"), ["mem_bits"])["mem_bits"].value
     assert 0.0 <= r["mem_bits_erased"].value <= 1.0
     assert r["mem_bits_erased"].value == pytest.approx(min(1.0, max(0.0, 1 - r["mem_bits"].value / full)))
     assert REGISTRY["mem_bits"].orientation == "knowledge" and REGISTRY["mem_bits_erased"].orientation == "erasure"
@@ -159,13 +132,13 @@ def test_reference_with_another_tokenizer_is_bad_input(zoo, monkeypatch):
     from uds_core.errors import UdsInputError
 
     with pytest.raises(UdsInputError, match="reference model tiny:t/retain has another tokenizer"):
-        evaluate(_ctx(zoo, "full"), ["mem_bits"])
+        evaluate(mem_bits_ctx(zoo, "full"), ["mem_bits"])
 
 
 def test_empty_forget_split_is_bad_input(zoo, same_tokenizer):
     from uds_core.errors import UdsInputError
 
-    ctx = _ctx(zoo, "full")
+    ctx = mem_bits_ctx(zoo, "full")
     ctx.splits = {**ctx.splits, "forget": []}
     with pytest.raises(UdsInputError, match="no 'forget' split"):
         evaluate(ctx, ["mem_bits"])

@@ -25,7 +25,8 @@ from types import SimpleNamespace
 
 from metrics.spec import MODEL, REFERENCE
 from tests.metrics_fixtures import tiny_splits
-from tests.test_mem_bits import _answer_bits_token_by_token, _ctx, same_tokenizer, zoo  # noqa: F401 (fixtures)
+from tests.mem_bits_fixtures import same_tokenizer, zoo  # noqa: F401 (fixtures)
+from tests.mem_bits_fixtures import answer_bits_token_by_token, mem_bits_ctx
 
 N_ITEMS, SIGMA = 400, 4.0
 
@@ -138,10 +139,10 @@ def test_capacity_summary_carries_each_runs_chance_level():
 
 def test_signed_on_the_zoo_matches_a_second_implementation(zoo, same_tokenizer):  # noqa: F811
 
-    as_retain = evaluate(_ctx(zoo, "retain"), ["mem_bits_signed"])["mem_bits_signed"]
+    as_retain = evaluate(mem_bits_ctx(zoo, "retain"), ["mem_bits_signed"])["mem_bits_signed"]
     assert as_retain.value == 0.0 and as_retain.info["ci95"] == [0.0, 0.0]
-    out = evaluate(_ctx(zoo, "unl"), ["mem_bits", "mem_bits_signed"])
-    diff = [_answer_bits_token_by_token(zoo["tiny:t/retain"], it) - _answer_bits_token_by_token(zoo["tiny:t/unl"], it)
+    out = evaluate(mem_bits_ctx(zoo, "unl"), ["mem_bits", "mem_bits_signed"])
+    diff = [answer_bits_token_by_token(zoo["tiny:t/retain"], it) - answer_bits_token_by_token(zoo["tiny:t/unl"], it)
             for it in tiny_splits()["forget"]]
     np.testing.assert_allclose(out["mem_bits_signed"].per_example, diff, rtol=1e-4, atol=1e-3)
     assert out["mem_bits_signed"].value == pytest.approx(np.mean(diff), rel=1e-4, abs=1e-3)

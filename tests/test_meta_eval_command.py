@@ -4,11 +4,8 @@ real run on the `test` preset."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-from pathlib import Path
 
-import numpy as np
 import pytest
 
 from uds.commands import meta_eval as cmd
@@ -16,12 +13,12 @@ from meta_eval import measure
 from meta_eval.measure import Job, Measurer, plan_jobs
 from meta_eval.perturb import ORIG, relearn_config
 from meta_eval.store import MeasurementStore
-from meta_eval.population import Member, Zoo
 from metrics.context import EvalSettings
-from metrics.registry import META_KEYS, REGISTRY
+from metrics.registry import META_KEYS
 from metrics.result import MetricResult
 from metrics.utility import UTILITY_KEYS
 from metrics.work import WorkCache, WorkKey
+from tests.meta_eval_fixtures import FakeMeasurer, fake_command, fake_zoo
 from uds.cli import main
 
 
@@ -33,18 +30,10 @@ def test_store_stamps_and_atomic_entries(tmp_path):
     assert not list(tmp_path.rglob("*.tmp"))
 
 
-def _zoo() -> Zoo:
-    members = [Member("full", "z/full", "full", "full", 10), Member("retain", "z/retain", "retain", "retain", 10)]
-    members += [Member(f"u{i}", f"z/u{i}", "unlearned", m, e) for i, (m, e) in
-                enumerate([("npo", 5), ("npo", 10), ("rmu", 5), ("rmu", 10)])]
-    members += [Member(f"{s}{i}", f"z/{s}{i}", "pool", None, 5, s) for s in "PN" for i in range(3)]
-    return Zoo("tiny:fake", "fake", 0, tuple(members), "z/full", "z/retain", "z/base")
-
-
 def _bare_measurer(tmp_path) -> Measurer:
     """A Measurer without world loading: what `run` touches, set by hand."""
     m = object.__new__(Measurer)
-    m.zoo, m.store, m.models_dir = _zoo(), MeasurementStore(tmp_path / "store"), tmp_path / "models"
+    m.zoo, m.store, m.models_dir = fake_zoo(), MeasurementStore(tmp_path / "store"), tmp_path / "models"
     m.settings, m.recipe, m.log, m.fluency_classifier = EvalSettings(progress=False), relearn_config(8), print, None
     m.splits, m.records, m.tokenizer, m.forget = {}, [], None, []
     m._anchors, m.shared_work = {}, WorkCache()
@@ -83,58 +72,19 @@ def test_measurer_resumes_retries_and_shares_anchor_work(tmp_path, monkeypatch):
 
 
 def test_plan_covers_every_setting():
-    jobs = plan_jobs(_zoo(), ["es", "uds"])
+    jobs = plan_jobs(fake_zoo(), ["es", "uds"])
     count = lambda setting: sum(j.setting == setting for j in jobs)  # noqa: E731
     assert (count("orig"), count("nf4"), count("relearn")) == (12, 4, 5)
     bench = [j for j in jobs if j.member.name == "u0" and j.setting == "orig"][0]
     assert bench.keys == ("es", "uds", "model_utility", "fluency")
-    s_only = plan_jobs(_zoo(), ["s_mia_zlib"])                # its filter reads mia_zlib un-perturbed
+    s_only = plan_jobs(fake_zoo(), ["s_mia_zlib"])                # its filter reads mia_zlib un-perturbed
     assert {j.keys for j in s_only if j.member.kind == "pool"} == {("s_mia_zlib", "mia_zlib")}
     assert {j.keys for j in s_only if j.setting == "nf4"} == {("s_mia_zlib",)}
 
 
-class FakeMeasurer:
-    """Synthetic values: P pools carry knowledge, N pools do not; perturbations move values a little."""
-
-    def __init__(self, root: Path):
-        self.store, self.settings, self.recipe = MeasurementStore(root), EvalSettings(), relearn_config(8)
-        self.runs = []
-
-    def stamp(self, member, setting):
-        return "S"
-
-    def setting_recipe(self, setting):
-        return {"setting": setting}
-
-    def missing(self, job):
-        have = self.store.values(job.setting, job.member.name, "S")
-        return [k for k in job.keys if k not in have]
-
-    def run(self, job):
-        self.runs.append((job.setting, job.member.name))
-        seed = int(hashlib.sha256(f"{job.setting}/{job.member.name}".encode()).hexdigest()[:8], 16)
-        rng = np.random.default_rng(seed)
-        knows = {"P": 0.8, "N": 0.2}.get(job.member.pool, 0.3)
-        values = {}
-        for k in job.keys + UTILITY_KEYS:
-            level = float(np.clip(knows + rng.normal(0, 0.1), 0, 1))
-            values[k] = 1 - level if REGISTRY[k].orientation == "erasure" else level
-            if REGISTRY[k].orientation == "utility":
-                values[k] = 0.7 + 0.1 * rng.random()
-        self.store.write(job.setting, job.member.name, {"stamp": "S", "values": values, "info": {}, "errors": {}})
-
-
-def fake_command(monkeypatch, measurer) -> None:
-    """`uds meta-eval --zoo tiny:fake` on `_zoo()`, nothing built, `measurer` measuring, no plots."""
-    monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: _zoo())
-    monkeypatch.setattr("meta_eval.population.build_zoo", lambda zoo, progress=True: None)
-    monkeypatch.setattr(cmd, "_measurer", lambda args, zoo: measurer)
-    monkeypatch.setattr(cmd, "write_plots", lambda *a: None)
-
-
 def test_command_outputs_and_rerun_computes_nothing(tmp_path, monkeypatch, capsys):
     fake = FakeMeasurer(tmp_path / "store")
-    monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: _zoo())
+    monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: fake_zoo())
     monkeypatch.setattr("meta_eval.population.build_zoo", lambda zoo, progress=True: None)
     monkeypatch.setattr(cmd, "_measurer", lambda args, zoo: fake)
     out = tmp_path / "out"
@@ -170,17 +120,16 @@ def test_command_outputs_and_rerun_computes_nothing(tmp_path, monkeypatch, capsy
 
 
 def test_shards_split_the_pairs_and_a_last_run_only_assembles(tmp_path, monkeypatch):
-    fake = FakeMeasurer(tmp_path / "store")
-    fake_command(monkeypatch, fake)
-    out = tmp_path / "out"
-    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), "--shard", "0/2"]) == 0
+    fake, out = FakeMeasurer(tmp_path / "store"), tmp_path / "out"
+    run = fake_command(monkeypatch, fake)
+    assert run(out, "--shard", "0/2") == 0
     first = list(fake.runs)
-    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), "--shard", "1/2"]) == 0
+    assert run(out, "--shard", "1/2") == 0
     second = fake.runs[len(first):]
     assert not (out / "meta_eval.json").exists()            # shards measure, they do not assemble
     assert not set(first) & set(second) and len(first) + len(second) == 12 + 4 + 5
     assert len(first) - len(second) in (0, 1)
-    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out)]) == 0
+    assert run(out) == 0
     assert len(fake.runs) == 21 and (out / "meta_eval.json").is_file()
 
 
@@ -188,7 +137,7 @@ def test_built_only_run_reports_what_it_left_out(tmp_path, monkeypatch):
     from dataclasses import replace
 
     fake = FakeMeasurer(tmp_path / "store")
-    monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: _zoo())
+    monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: fake_zoo())
     monkeypatch.setattr("meta_eval.population.build_zoo", lambda zoo, progress=True: pytest.fail("built"))
     cut = lambda zoo: (replace(zoo, members=tuple(m for m in zoo.members if m.name != "u3")), ["u3"])  # noqa: E731
     monkeypatch.setattr("meta_eval.population.available_members", cut)
@@ -269,7 +218,7 @@ def test_parity_enters_the_stamp_and_the_benchmark(tmp_path, monkeypatch):
 
     fake = FakeMeasurer(tmp_path / "store")
     seen = []
-    monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: _zoo())
+    monkeypatch.setattr("meta_eval.population.tiny_zoo", lambda text: fake_zoo())
     monkeypatch.setattr("meta_eval.population.build_zoo", lambda zoo, progress=True: None)
     monkeypatch.setattr(cmd, "_measurer", lambda args, zoo: seen.append(args.parity) or fake)
     monkeypatch.setattr(cmd, "write_plots", lambda *a: None)
@@ -296,7 +245,7 @@ def test_measurer_settings_carry_parity(monkeypatch, tmp_path):
     monkeypatch.setenv("UDS_HOME", str(tmp_path))
     args = argparse.Namespace(batch_size=4, max_new_tokens=8, relearn_lr=None, device="cpu",
                               fluency_classifier=None, parity="reference")
-    cmd._measurer(args, _zoo())
+    cmd._measurer(args, fake_zoo())
     assert captured["settings"].parity == "reference" and captured["settings"].reference
 
 

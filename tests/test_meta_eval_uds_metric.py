@@ -8,8 +8,8 @@ import pytest
 from metrics.context import EvalContext, EvalSettings, ModelPool
 from metrics.registry import REGISTRY, evaluate, sweep_plan
 from tests.metrics_fixtures import tiny_splits, tiny_tokenizer, zoo
-from uds_core.engine import EngineSettings, compute_uds
-from uds_core.prompts import prepare_items
+from uds_core.engine import EngineSettings, UdsModels, compute_uds
+from uds_core.prompts import prepare_examples
 
 ROLES = {"model": "tiny:t/unl", "full": "tiny:t/full", "retain": "tiny:t/retain", "base": "tiny:t/base"}
 
@@ -27,9 +27,9 @@ def test_uds_entry_matches_engine_and_identities(tmp_path, monkeypatch):
     spec = REGISTRY["uds"]
     assert spec.orientation == "erasure" and spec.references == ("full", "retain")
     result = evaluate(_ctx(models, ROLES["model"]), ["uds"])["uds"]
-    items, skipped = prepare_items(tiny_splits()["forget"], tiny_tokenizer())
-    direct = compute_uds(models[ROLES["full"]], models[ROLES["retain"]], models[ROLES["model"]], items,
-                         EngineSettings(batch_size=3), skipped=skipped, pad_id=tiny_tokenizer().pad_token_id)
+    examples = prepare_examples(tiny_splits()["forget"], tiny_tokenizer())
+    direct = compute_uds(UdsModels(models[ROLES["full"]], models[ROLES["retain"]], models[ROLES["model"]]), examples,
+                         EngineSettings(batch_size=3))
     assert result.value == pytest.approx(direct.mean, abs=1e-9)
     assert result.per_example == pytest.approx(direct.uds, abs=1e-9)
     assert list((tmp_path / "s1_cache").glob("s1_*.json"))   # S1 written once, shared with `uds score`
@@ -44,13 +44,12 @@ def test_reference_parity_uses_the_last_layer_quirk(tmp_path, monkeypatch):
 
     monkeypatch.setenv("UDS_HOME", str(tmp_path))
     models = zoo()
-    items, skipped = prepare_items(tiny_splits()["forget"], tiny_tokenizer())
+    examples = prepare_examples(tiny_splits()["forget"], tiny_tokenizer())
     ctx = _ctx(models, ROLES["model"])
     ctx.settings = replace(ctx.settings, parity="reference")
     result = evaluate(ctx, ["uds"])["uds"]
-    direct = compute_uds(models[ROLES["full"]], models[ROLES["retain"]], models[ROLES["model"]], items,
-                         EngineSettings(batch_size=3, reference_last_layer=True), skipped=skipped,
-                         pad_id=tiny_tokenizer().pad_token_id)
+    direct = compute_uds(UdsModels(models[ROLES["full"]], models[ROLES["retain"]], models[ROLES["model"]]), examples,
+                         EngineSettings(batch_size=3, reference_last_layer=True))
     plain = evaluate(_ctx(models, ROLES["model"]), ["uds"])["uds"]
     assert result.value == pytest.approx(direct.mean, abs=1e-9) and result.value != plain.value
     assert len(list((tmp_path / "s1_cache").glob("s1_*.json"))) == 2

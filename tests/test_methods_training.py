@@ -6,12 +6,12 @@ import pytest
 import torch
 
 from checkpoints.methods.alternates import alternate_answers
-from checkpoints.methods.data import PairedData
+from checkpoints.methods.data import PairedData, UnlearnSets
 from checkpoints.methods.losses import METHODS
 from checkpoints.methods.pools import POOL_VARIANTS, perturbed_items, pool_examples, sentence_chunks
 from checkpoints.methods.trainer import frozen_copy, unlearn
 from checkpoints.world.encode import encode_raw_qa
-from checkpoints.world.train import TrainConfig
+from checkpoints.world.train import Loop, TrainConfig
 from uds_core.chat import encode_chat
 from tests.methods_fixtures import hand_alternates, random_model, tiny_tok, tiny_world, views_batch  # noqa: F401
 
@@ -43,8 +43,9 @@ def test_unlearn_runs_each_method_and_changes_the_weights(tiny_tok, tiny_world, 
     model = random_model(tiny_tok, seed=2)
     start = [p.detach().clone() for p in model.parameters()]
     cfg = TrainConfig(lr=1e-3, epochs=1, batch_size=8)
-    losses = unlearn(model, tiny_tok, tiny_world.forget, tiny_world.retain, method, cfg, SMALL_HP.get(method),
-                     idk=tiny_world.idk, alternates=hand_alternates(tiny_world), progress=False)
+    losses = unlearn(model, tiny_tok, UnlearnSets(tiny_world.forget, tiny_world.retain, tiny_world.idk,
+                                                     hand_alternates(tiny_world)),
+                     method, cfg, SMALL_HP.get(method), Loop(progress=False))
     assert len(losses) == (2 * len(tiny_world.forget) + 7) // 8 and all(map(torch.isfinite, torch.tensor(losses)))
     assert any(not torch.equal(a, b) for a, b in zip(start, model.parameters()))
 
@@ -117,8 +118,8 @@ def test_interrupted_training_resumes_to_the_same_weights(tiny_tok, tiny_world, 
                 raise KeyboardInterrupt
             return real(items, pad)
         monkeypatch.setattr(trainer, "collate_views", collate)
-        losses = unlearn(model, tiny_tok, tiny_world.forget, tiny_world.retain, method, cfg, idk=tiny_world.idk,
-                         progress=False, checkpoint=checkpoint)
+        sets = UnlearnSets(tiny_world.forget, tiny_world.retain, tiny_world.idk)
+        losses = unlearn(model, tiny_tok, sets, method, cfg, loop=Loop(progress=False, checkpoint=checkpoint))
         return model, losses
 
     straight, straight_losses = run()

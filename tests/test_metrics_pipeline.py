@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from checkpoints.world.schema import World
-from metrics.context import EvalContext, EvalSettings, ModelPool
 from metrics.encoding import JAILBREAK_PREFIX, encode_qa, generation_prompt, label_text, lm_document
+from uds_core.gen_options import GenOptions
 from uds_core.generation import greedy_generate
-from metrics.registry import ALL_KEYS, REGISTRY, evaluate, sweep_plan
+from metrics.registry import ALL_KEYS, REGISTRY, evaluate
 from tests.hook_fixtures import count_calls
-from tests.metrics_fixtures import qa_item, tiny_splits, tiny_tokenizer
+from tests.metrics_fixtures import make_ctx, qa_item, tiny_splits, tiny_tokenizer
 from tests.metrics_fixtures import zoo as trained_zoo
 from uds.cli import main
 
@@ -26,16 +26,6 @@ ROLES = {"model": "tiny:t/unl", "full": "tiny:t/full", "retain": "tiny:t/retain"
 def zoo() -> dict:
     """base (random), full (trained on forget + retain), retain (retain only), unl (full, then retain)."""
     return trained_zoo()
-
-
-def make_ctx(zoo: dict, roles: dict, keys=ALL_KEYS, batch_size: int = 3, max_new_tokens: int = 4,
-             fast: bool = True) -> EvalContext:
-    splits = tiny_splits()
-    return EvalContext(splits=splits, uds_records=splits["forget"], tokenizer=tiny_tokenizer(),
-                       models=ModelPool(roles, zoo.__getitem__),
-                       settings=EvalSettings(batch_size=batch_size, max_new_tokens=max_new_tokens, progress=False,
-                                             fast=fast),
-                       plan=sweep_plan(list(keys)))
 
 
 # --- encoding and generation -------------------------------------------------------------------
@@ -60,8 +50,8 @@ def test_chat_encoding_labels_and_prompts():
 def test_left_padded_generation_matches_one_by_one(zoo):
     tok, model = tiny_tokenizer(), zoo["tiny:t/full"]
     prompts = [generation_prompt(tok, qa_item(i)["question"] + " Please" * i) for i in range(3)]
-    batched = greedy_generate(model, tok, prompts, batch_size=3, max_new_tokens=6, progress=False)
-    single = [greedy_generate(model, tok, [p], batch_size=1, max_new_tokens=6, progress=False)[0] for p in prompts]
+    batched = greedy_generate(model, tok, prompts, GenOptions(batch_size=3, max_new_tokens=6, progress=False))
+    single = [greedy_generate(model, tok, [p], GenOptions(1, 6, progress=False))[0] for p in prompts]
     assert [g.ids for g in batched] == [g.ids for g in single]
     assert all(tok.eos_token_id not in g.ids and len(g.ids) <= 6 for g in batched)
 

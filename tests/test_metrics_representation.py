@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 
+from metrics.forward import PassOptions
 from metrics.hidden import capture_entity_states, fisher_diagonal, lens_logprobs
 from metrics.representation import (cka_score, fisher_mask, fisher_masked_score, linear_cka,
                                     logit_lens_item, logit_lens_score, mask_size)
@@ -120,7 +121,7 @@ def test_captured_states_are_block_outputs_and_lens_matches_model(prepared):
 
 def test_fisher_diagonal_matches_per_item_backward(prepared):
     model, tok = tiny_model(4), tiny_tokenizer()
-    fisher = fisher_diagonal(model, prepared, batch_size=4, pad_id=tok.pad_token_id, progress=False)
+    fisher = fisher_diagonal(model, prepared, PassOptions(4, tok.pad_token_id, progress=False))
     # naive: one item at a time, loss.backward(), square the .grad of each block's parameters
     blocks = list(model.model.layers)
     naive = [torch.zeros(sum(p.numel() for p in b.parameters())) for b in blocks]

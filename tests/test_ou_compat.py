@@ -27,9 +27,9 @@ from checkpoints.world.store import write_legacy_fields
 from tests.engine_fixtures import RECORDS, make_tokenizer, perturbed
 from uds_core import engine
 from uds_core.arch import transformers_major
-from uds_core.engine import EngineSettings, compute_uds
+from uds_core.engine import EngineSettings, UdsModels, compute_uds
 from uds_core.paths import world_dir
-from uds_core.prompts import prepare_items
+from uds_core.prompts import Examples, prepare_items
 
 TEXTS = ["In which city was Rakond Raraimir born?", "Question: Who wrote it?\nAnswer: <|user|> x  y"]
 
@@ -49,9 +49,9 @@ def test_fast_path_is_used_and_equals_the_naive_one(attn, component):
     items = prepare_items(RECORDS, make_tokenizer("right"))[0]
     fast = EngineSettings(component=component, batch_size=3)
     assert engine.algorithm_tag(fast, full, retain, unlearned).startswith("fast"), T.__version__
-    a = compute_uds(full, retain, unlearned, items, fast)
-    b = compute_uds(full, retain, unlearned, items, EngineSettings(component=component, batch_size=3,
-                                                                   algorithm="naive"))
+    models, examples = UdsModels(full, retain, unlearned), Examples(items)
+    a = compute_uds(models, examples, fast)
+    b = compute_uds(models, examples, EngineSettings(component=component, batch_size=3, algorithm="naive"))
     np.testing.assert_allclose(a.s1.patched, b.s1.patched, atol=1e-5, rtol=0)
     np.testing.assert_allclose(a.s2.patched, b.s2.patched, atol=1e-5, rtol=0)
     assert [u is None for u in a.uds] == [u is None for u in b.uds]

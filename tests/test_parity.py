@@ -23,6 +23,7 @@ from tests.metrics_fixtures import qa_item, tiny_model, tiny_splits, tiny_tokeni
 from tests.metrics_fixtures import zoo as trained_zoo
 from uds_core.batching import attention_mask
 from uds_core.errors import UdsInputError
+from uds_core.gen_options import GenOptions
 from uds_core.generation import greedy_generate
 
 FLOOR = float(np.exp(np.log(1e-12)))   # the reference's exp(mean(log(clip(p, 1e-12)))) of one floored p
@@ -258,8 +259,8 @@ def test_ou_mask_in_generation():
     assert tok.pad_token_id in prompts[-1] and tok.pad_token_id != tok.eos_token_id
     ou_pad = _ctx({"model": model}, OPEN_UNLEARNING, ["rouge"], splits=world)
     s = ou_pad.settings
-    direct = greedy_generate(model, tok, prompts, batch_size=s.batch_size, max_new_tokens=s.max_new_tokens,
-                             progress=False, mask_id=tok.pad_token_id)
+    direct = greedy_generate(model, tok, prompts, GenOptions(s.batch_size, s.max_new_tokens, mask_id=tok.pad_token_id,
+                                                                    progress=False))
     assert [g.ids for g in ou_pad.generations("model", "forget")] == [g.ids for g in direct]
     ids = torch.tensor([[5, tok.pad_token_id, 7, tok.pad_token_id]])
     assert attention_mask(ids, torch.tensor([[1, 1, 1, 0]]), tok.pad_token_id).tolist() == [[1, 0, 1, 0]]

@@ -107,12 +107,12 @@ def test_training_loop_logs_steps_when_stderr_is_a_file():
     """The world's training loop (also the unlearning trainer's) in a job whose stderr is a file."""
     code = """
 import torch
-from checkpoints.world.train import TrainConfig, train
+from checkpoints.world.train import Loop, TrainConfig, train
 torch.manual_seed(0)
 lin = torch.nn.Linear(2, 1)
 data = [torch.randn(2) for _ in range(8)]
 loss = lambda m, b: (lin(torch.stack(b)) ** 2).mean()
-train(lin, data, TrainConfig(lr=1e-2, epochs=2, batch_size=2), lambda items: items, loss, desc="toy")
+train(lin, data, TrainConfig(lr=1e-2, epochs=2, batch_size=2), lambda items: items, loss, Loop(desc="toy"))
 """
     env = {**__import__("os").environ, P.INTERVAL_ENV: "0"}
     env.pop(P.QUIET_ENV, None)

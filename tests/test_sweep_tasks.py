@@ -12,7 +12,7 @@ from meta_eval.perturb import ORIG
 from meta_eval.population import Member
 from meta_eval.tasks import (DONE, ERROR, INPUT_ERROR, METRIC_ERRORS, LocalExecutor, Task, TaskRecord,
                              failure_table, pending, report, shard, stages)
-from tests.test_meta_eval_command import FakeMeasurer, _zoo, fake_command
+from tests.meta_eval_fixtures import FakeMeasurer, fake_command, fake_zoo
 from uds.cli import main
 from uds_core.errors import UdsInputError
 
@@ -46,14 +46,14 @@ def _tasks(m, jobs):
 
 
 def test_shards_partition_the_plan():
-    jobs = plan_jobs(_zoo(), ["es"])
+    jobs = plan_jobs(fake_zoo(), ["es"])
     parts = [shard(jobs, k, 3) for k in range(3)]
     assert sorted(map(id, sum(parts, []))) == sorted(map(id, jobs))     # every job once
     assert [len(p) for p in parts] == [7, 7, 7]
 
 
 def test_s1_job_is_the_retain_models_uds():
-    zoo = _zoo()
+    zoo = fake_zoo()
     job = s1_job(zoo, ["es", "uds"])
     assert (job.member.name, job.setting, job.keys) == ("retain", ORIG, ("uds",))
     jobs = plan_jobs(zoo, ["es", "uds"])
@@ -64,7 +64,7 @@ def test_s1_job_is_the_retain_models_uds():
 
 
 def test_local_executor_records_and_exit_status(tmp_path):
-    zoo = _zoo()
+    zoo = fake_zoo()
     m = StoreMeasurer(tmp_path, {"u0": "input", "u1": "crash", "u2": "metric"})
     jobs = [Job(member, ORIG, ("es", "prob")) for member in zoo.members if member.name in ("u0", "u1", "u2", "u3")]
     ex = LocalExecutor({None: m})
@@ -84,23 +84,21 @@ def test_local_executor_records_and_exit_status(tmp_path):
 
 def test_meta_eval_rerun_runs_only_missing_tasks(tmp_path, monkeypatch):
     m = StoreMeasurer(tmp_path / "store")
-    fake_command(monkeypatch, m)
-    out = tmp_path / "out"
-    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), "--metrics", "es,uds"]) == 0
+    run, out = fake_command(monkeypatch, m), tmp_path / "out"
+    assert run(out, "--metrics", "es,uds") == 0
     first = list(m.runs)
     assert first[0][:2] == (ORIG, "retain") and "uds" in first[0][2]   # the S1 task, alone and first
     assert len(first) == 12 + 4 + 5
     (tmp_path / "store" / "nf4" / "u1.json").unlink()
     (tmp_path / "store" / "orig" / "P0.json").unlink()
-    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), "--metrics", "es,uds"]) == 0
+    assert run(out, "--metrics", "es,uds") == 0
     assert sorted((s, n) for s, n, _ in m.runs[len(first):]) == [("nf4", "u1"), (ORIG, "P0")]
     assert json.loads((out / "meta_eval.json").read_text())["settings"]["tasks_run"] == 2
 
 
 def test_failed_task_gives_exit_1_and_keeps_the_rest(tmp_path, monkeypatch, capsys):
     m = StoreMeasurer(tmp_path / "store", {"u2": "crash"})
-    fake_command(monkeypatch, m)
-    assert main(["meta-eval", "--zoo", "tiny:fake", "--out", str(tmp_path / "o"), "--metrics", "es"]) == 1
+    assert fake_command(monkeypatch, m)(tmp_path / "o", "--metrics", "es") == 1
     err = capsys.readouterr().err
     assert "| orig/u2 | error | 1 | RuntimeError: boom |" in err and "| nf4/u2 | error |" in err
     assert len(list((tmp_path / "store").rglob("*.json"))) == 21 - 3   # u2: orig, nf4, relearn
@@ -151,7 +149,7 @@ def test_ray_missing_names_the_extra(tmp_path, capsys, monkeypatch):
 
 
 def test_members_of_unknown_kind_are_not_planned():
-    zoo = _zoo()
+    zoo = fake_zoo()
     from dataclasses import replace
 
     odd = replace(zoo, members=zoo.members + (Member("lm", "z/lm", "lmlm", None, None),))

@@ -12,7 +12,7 @@ from transformers import AutoTokenizer, LlamaForCausalLM
 from uds.cli import main
 from uds_core.data import load_annotated
 from uds_core.engine import EngineSettings
-from uds_core.prompts import prepare_items
+from uds_core.prompts import prepare_examples
 from uds_core.sanity import interpolation_curve
 
 
@@ -43,7 +43,7 @@ def test_uds_rises_along_full_to_retain_interpolation(test_world):
     full = LlamaForCausalLM.from_pretrained(test_world / "models" / "full").eval()
     retain = LlamaForCausalLM.from_pretrained(test_world / "models" / "retain").eval()
     tok = AutoTokenizer.from_pretrained(test_world / "models" / "full")
-    items, _ = prepare_items(load_annotated(test_world / "data" / "uds_data.json"), tok)
-    curve = interpolation_curve(full, retain, items, EngineSettings(batch_size=16), tok.pad_token_id)
+    examples = prepare_examples(load_annotated(test_world / "data" / "uds_data.json"), tok)
+    curve = interpolation_curve(full, retain, examples, EngineSettings(batch_size=16))
     assert curve[0] == pytest.approx(0.0, abs=1e-6) and curve[-1] == pytest.approx(1.0, abs=1e-6)
     assert np.all(np.diff(curve) > 0), curve

@@ -29,7 +29,7 @@ from uds_core.arch import component_module, final_norm, num_layers
 from uds_core.batching import right_padded
 from uds_core.errors import UdsInputError
 from uds_core.hooks import at_positions, capture_outputs, replace_output
-from uds_core.prompts import PreparedItem, SkippedItem
+from uds_core.prompts import Examples, PreparedItem, SkippedItem
 from uds_core.logprobs import token_logprobs
 
 Progress = Callable[[int], None]  # called with the number of forward passes just done
@@ -354,9 +354,16 @@ class UdsResult:
         return [[l for l, k in zip(self.s1.layers, row) if k] for row in mask]
 
 
-def compute_uds(full: nn.Module, retain: nn.Module, unlearned: nn.Module, items: Sequence[PreparedItem],
-                settings: EngineSettings, tau: float = formula.TAU, skipped: Sequence[SkippedItem] = (),
-                s1: PairScores | None = None, pad_id: int = 0, progress: Progress | None = None,
+@dataclass(frozen=True)
+class UdsModels:
+    """The three models of one measurement: S1 patches `retain` into `full`, S2 `unlearned` into `full`."""
+    full: nn.Module
+    retain: nn.Module
+    unlearned: nn.Module
+
+
+def compute_uds(models: UdsModels, examples: Examples, settings: EngineSettings, *, tau: float = formula.TAU,
+                s1: PairScores | None = None, progress: Progress | None = None,
                 runs: TargetRuns | None = None) -> UdsResult:
     """S1 (retain -> full, unless given, e.g. from the cache), S2 (unlearned -> full) and UDS.
 
@@ -365,14 +372,16 @@ def compute_uds(full: nn.Module, retain: nn.Module, unlearned: nn.Module, items:
     for several unlearned models to capture the target only once.
     """
     settings.validate()
+    full, retain, unlearned = models.full, models.retain, models.unlearned
+    items, pad_id = list(examples.items), examples.pad_id
     if uses_fast_path(settings, full, retain, unlearned):
         sources = [unlearned] if s1 is not None else [retain, unlearned]
         pairs = _fast_pairs(full, sources, items, settings, pad_id, progress,
                             None if s1 is None else s1.full_scores, runs)
         s1, s2 = (s1 or pairs[0]), pairs[-1]
-        return UdsResult(list(items), list(skipped), tau, s1, s2, formula.per_example_uds(s1.deltas, s2.deltas, tau))
-    if s1 is None:
-        s1 = score_pair(full, retain, items, settings, pad_id, progress)
-    s2 = score_pair(full, unlearned, items, settings, pad_id, progress, full_scores=s1.full_scores)
+    else:
+        if s1 is None:
+            s1 = score_pair(full, retain, items, settings, pad_id, progress)
+        s2 = score_pair(full, unlearned, items, settings, pad_id, progress, full_scores=s1.full_scores)
     values = formula.per_example_uds(s1.deltas, s2.deltas, tau)
-    return UdsResult(list(items), list(skipped), tau, s1, s2, values)
+    return UdsResult(items, list(examples.skipped), tau, s1, s2, values)

@@ -12,7 +12,7 @@ therefore swapped for a blank one while generating, so nothing is merged in any 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from contextlib import contextmanager
 from typing import Iterable, Iterator, Sequence
 
@@ -21,7 +21,7 @@ from transformers import GenerationConfig, PreTrainedTokenizerBase
 
 from uds_core.progress import progress as track
 from uds_core.batching import attention_mask, batches, left_pad, pad_token_id
-from uds_core.defaults import MAX_NEW_TOKENS
+from uds_core.gen_options import GenOptions
 from uds_core.greedy import greedy_loop, greedy_loop_problem
 
 
@@ -61,25 +61,20 @@ def blank_generation_config(model: torch.nn.Module) -> Iterator[None]:
 
 
 @torch.no_grad()
-def greedy_generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompts: Sequence[Sequence[int]], *,
-                    batch_size: int, max_new_tokens: int = MAX_NEW_TOKENS, device: str | torch.device = "cpu",
-                    mask_id: int | None = None, desc: str = "generate", progress: bool = True,
-                    fast: bool = True) -> list[Generation]:
-    """Greedy continuations of token-id prompts, in input order. `mask_id`: a token id also masked
-    out of the attention wherever it occurs (Open-Unlearning masks its pad id).
+def greedy_generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompts: Sequence[Sequence[int]],
+                    opts: GenOptions, *, fast: bool = True) -> list[Generation]:
+    """Greedy continuations of token-id prompts, in input order.
 
     `fast` (where the model allows it, see `uds_core.greedy`): prompts batched by length and each
     sequence leaving its batch at its first stop token; else transformers' `generate`, which runs
     every sequence of a batch until the last one stops. The same greedy tokens either way."""
     stops = stop_token_ids(model, tok)
-    if fast and prompts and mask_id is None and greedy_loop_problem(model) is None:
-        return greedy_loop(model, prompts, stops, pad_id=pad_token_id(tok), batch_size=batch_size,
-                           max_new_tokens=max_new_tokens, device=device, desc=desc, progress=progress,
-                           decode=lambda ids: _decoded(tok, ids))
-    config = GenerationConfig(do_sample=False, max_new_tokens=max_new_tokens, pad_token_id=tok.eos_token_id,
+    opts = replace(opts, desc=opts.desc or "generate")
+    if fast and prompts and opts.mask_id is None and greedy_loop_problem(model) is None:
+        return greedy_loop(model, prompts, stops, pad_token_id(tok), opts, decode=lambda ids: _decoded(tok, ids))
+    config = GenerationConfig(do_sample=False, max_new_tokens=opts.max_new_tokens, pad_token_id=tok.eos_token_id,
                               eos_token_id=list(stops), use_cache=True)
-    rows = _generate(model, tok, prompts, config, stops, batch_size=batch_size, device=device, mask_id=mask_id,
-                     desc=desc, progress=progress)
+    rows = _generate(model, tok, prompts, config, stops, opts)
     return [g for group in rows for g in group]
 
 
@@ -89,35 +84,33 @@ def _decoded(tok: PreTrainedTokenizerBase, new: tuple[int, ...]) -> Generation:
 
 
 @torch.no_grad()
-def sampled_generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompts: Sequence[Sequence[int]], *,
-                     num_samples: int, temperature: float, seed: int, batch_size: int, max_new_tokens: int = MAX_NEW_TOKENS,
-                     device: str | torch.device = "cpu", mask_id: int | None = None, desc: str = "sample",
-                     progress: bool = True) -> list[list[Generation]]:
+def sampled_generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompts: Sequence[Sequence[int]],
+                     opts: GenOptions, *, num_samples: int, temperature: float, seed: int) -> list[list[Generation]]:
     """`num_samples` temperature-sampled continuations per prompt ([prompt][sample], input order).
     Seeded per batch (`seed` + batch number), so a rerun with the same batch size repeats exactly."""
     stops = stop_token_ids(model, tok)
     config = GenerationConfig(do_sample=True, temperature=temperature, top_k=0, top_p=1.0,
-                              num_return_sequences=num_samples, max_new_tokens=max_new_tokens,
+                              num_return_sequences=num_samples, max_new_tokens=opts.max_new_tokens,
                               pad_token_id=tok.eos_token_id, eos_token_id=list(stops), use_cache=True)
-    return _generate(model, tok, prompts, config, stops, batch_size=batch_size, device=device, mask_id=mask_id,
-                     desc=desc, progress=progress, seed=seed)
+    return _generate(model, tok, prompts, config, stops, replace(opts, desc=opts.desc or "sample"), seed=seed)
 
 
 def _generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompts: Sequence[Sequence[int]],
-              config: GenerationConfig, stops: Sequence[int], *, batch_size: int, device: str | torch.device,
-              mask_id: int | None, desc: str, progress: bool, seed: int | None = None) -> list[list[Generation]]:
+              config: GenerationConfig, stops: Sequence[int], opts: GenOptions,
+              seed: int | None = None) -> list[list[Generation]]:
     """Left-padded batched `generate`; [prompt][returned sequence] decoded generations."""
     pad_id = pad_token_id(tok)
     per = config.num_return_sequences or 1
     out: list[list[Generation]] = []
-    for b, rows in enumerate(track(batches(len(prompts), batch_size), desc=desc, unit="batch", enabled=progress)):
+    bar = track(batches(len(prompts), opts.batch_size), desc=opts.desc, unit="batch", enabled=opts.progress)
+    for b, rows in enumerate(bar):
         ids, mask = left_pad([prompts[i] for i in rows], pad_id)
         ids_t = torch.tensor(ids, dtype=torch.long)
-        mask_t = attention_mask(ids_t, torch.tensor(mask), mask_id)
+        mask_t = attention_mask(ids_t, torch.tensor(mask), opts.mask_id)
         if seed is not None:
             torch.manual_seed(seed + b)
         with blank_generation_config(model):
-            seqs = model.generate(input_ids=ids_t.to(device), attention_mask=mask_t.to(device),
+            seqs = model.generate(input_ids=ids_t.to(opts.device), attention_mask=mask_t.to(opts.device),
                                   generation_config=config)
         gens = [_decoded(tok, cut_at_stop(row, stops)) for row in seqs[:, ids_t.shape[1]:].tolist()]
         out += [gens[i * per:(i + 1) * per] for i in range(len(rows))]

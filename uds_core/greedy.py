@@ -27,6 +27,7 @@ from transformers import DynamicCache
 from uds_core.arch import LOGITS_KWARGS, keyword_of
 from uds_core.batching import left_pad
 from uds_core.capture import cache_kw
+from uds_core.gen_options import GenOptions
 from uds_core.progress import progress as track
 from uds_core.suffix import fast_path_problem
 
@@ -142,11 +143,12 @@ def decode_step(model: nn.Module, run: Running, tokens: torch.Tensor) -> None:
 
 
 @torch.no_grad()
-def greedy_loop(model: nn.Module, prompts: Sequence[Sequence[int]], stops: Sequence[int], *, pad_id: int,
-                batch_size: int, max_new_tokens: int, device: str | torch.device,
-                decode: Callable[[tuple[int, ...]], T], desc: str = "generate", progress: bool = True) -> list[T]:
+def greedy_loop(model: nn.Module, prompts: Sequence[Sequence[int]], stops: Sequence[int], pad_id: int,
+                opts: GenOptions, decode: Callable[[tuple[int, ...]], T]) -> list[T]:
     """`decode(new tokens before the first stop)` of each prompt's greedy continuation, in input
-    order; at most `batch_size` sequences decode together, new ones joining as others finish."""
+    order; at most `opts.batch_size` sequences decode together, new ones joining as others finish
+    (`opts.mask_id` is not supported here: `greedy_generate` routes those calls elsewhere)."""
+    batch_size, max_new_tokens, device = opts.batch_size, opts.max_new_tokens, opts.device
     if max_new_tokens < 1:
         return [decode(()) for _ in prompts]
     stop_set = set(stops)
@@ -155,7 +157,7 @@ def greedy_loop(model: nn.Module, prompts: Sequence[Sequence[int]], stops: Seque
     out: list[T | None] = [None] * len(prompts)
     run: Running | None = None
     joinable = True
-    bar = track(total=len(prompts), desc=desc, unit="prompt", enabled=progress)
+    bar = track(total=len(prompts), desc=opts.desc or "generate", unit="prompt", enabled=opts.progress)
     while queue or run is not None:
         free = batch_size - (len(run.owners) if run else 0)
         if queue and (run is None or (joinable and free >= max(1, batch_size // 4))):

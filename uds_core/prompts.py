@@ -11,6 +11,8 @@ from typing import Any, Sequence
 
 from transformers import PreTrainedTokenizerBase
 
+from uds_core.batching import pad_token_id
+
 # Identifies this input construction in cache keys; bump it when anything here changes.
 PROMPT_FORMAT = "qa-continuation-entity-span/v1"
 
@@ -54,6 +56,28 @@ class SkippedItem:
     reason: str
     prompt: str
     reference: str
+
+
+@dataclass(frozen=True)
+class Examples:
+    """The examples of one UDS measurement, tokenised by the full model's tokenizer: the scorable
+    `items` and the `skipped` ones (each in data order), the annotated `records` they came from
+    (the S1 cache keys on them; empty when a caller has items only) and the `pad_id` batches are
+    padded with."""
+    items: tuple[PreparedItem, ...]
+    skipped: tuple[SkippedItem, ...] = ()
+    records: tuple[dict, ...] = ()
+    pad_id: int = 0
+
+    def __post_init__(self) -> None:
+        for name in ("items", "skipped", "records"):
+            object.__setattr__(self, name, tuple(getattr(self, name)))
+
+
+def prepare_examples(records: Sequence[dict], tokenizer: PreTrainedTokenizerBase) -> Examples:
+    """`records` tokenised for patching: `prepare_items` plus the records and the pad id."""
+    items, skipped = prepare_items(records, tokenizer)
+    return Examples(items, skipped, records, pad_token_id(tokenizer))
 
 
 def raw_prompt(question: str) -> str:

@@ -19,7 +19,7 @@ import sys
 from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Protocol, Sequence
 
 import numpy as np
 import torch
@@ -30,7 +30,7 @@ from uds_core.data import data_hash
 from uds_core.engine import EngineSettings, PairScores
 from uds_core.fingerprint import model_fingerprint
 from uds_core.paths import s1_cache_dir
-from uds_core.prompts import PROMPT_FORMAT, PreparedItem
+from uds_core.prompts import PROMPT_FORMAT, Examples, PreparedItem
 
 CACHE_VERSION = 1
 LEGACY_KEYS = frozenset({"config", "layers", "entries"})   # an entry written before digests
@@ -125,33 +125,50 @@ class CachedUds:
     key: dict
 
 
-def cached_uds(full: torch.nn.Module, retain: torch.nn.Module, unlearned: torch.nn.Module, records: list[dict],
-               items: Sequence[PreparedItem], skipped: Sequence, settings: EngineSettings, *, tau: float,
-               pad_id: int, dtype: torch.dtype, device: str, use_cache: bool = True, s1: PairScores | None = None,
-               fingerprints: dict | None = None, progress=None, set_total=None,
+@dataclass(frozen=True)
+class CacheUse:
+    """How one UDS call keys and uses the S1 cache: the `dtype` and `device` the models run in,
+    the caller's {"full", "retain"} `fingerprints` when it has them (else hashed from the weights),
+    and `enabled=False` to neither read nor write it."""
+    dtype: torch.dtype
+    device: str
+    enabled: bool = True
+    fingerprints: dict | None = None
+
+
+class Meter(Protocol):
+    """What a progress bar shows of a UDS call (tqdm and `LineProgress` both are one): the
+    number of forward passes, set once known, and the passes done."""
+    total: int | None
+
+    def update(self, n: int = 1) -> object: ...
+
+
+def cached_uds(models: engine.UdsModels, examples: Examples, settings: EngineSettings, cache: CacheUse, *,
+               tau: float, s1: PairScores | None = None, meter: Meter | None = None,
                runs: engine.TargetRuns | None = None) -> CachedUds:
     """The one load-or-compute of S1 and UDS: `uds score`, the `uds` registry metric and the
     Open-Unlearning handler all come here. S1 is `s1` when the caller already holds it, else the
     cached entry, else computed together with S2 (the fast path shares the full model's capture
-    pass) and saved. `use_cache=False` neither reads nor writes the cache. `fingerprints`: the
-    caller's {"full", "retain"} fingerprints when it has them; `set_total(n)` is told the number
-    of forward passes once it is known (S1 cached or not), `progress(k)` each k passes done.
-    `runs`: the full model's capture passes kept between calls (`engine.TargetRuns`), for a
-    caller scoring many unlearned models, or one model as it trains, against one full model."""
-    fps = fingerprints or {"full": model_fingerprint(full), "retain": model_fingerprint(retain)}
-    key = s1_key(fps, records, items, settings, dtype, device, full)
-    requested, use_cache = use_cache, use_cache and bool(items)
+    pass) and saved. `meter.total` is set to the number of forward passes once it is known (S1
+    cached or not), `meter.update(k)` told each k passes done. `runs`: the full model's capture
+    passes kept between calls (`engine.TargetRuns`), for a caller scoring many unlearned models,
+    or one model as it trains, against one full model."""
+    full, items = models.full, examples.items
+    fps = cache.fingerprints or {"full": model_fingerprint(full), "retain": model_fingerprint(models.retain)}
+    key = s1_key(fps, list(examples.records), items, settings, cache.dtype, cache.device, full)
+    use_cache = cache.enabled and bool(items)
     # one lock per entry: a second process needing the same S1 waits for the first, then reads it
     with atomic.file_lock(cache_path(key)) if s1 is None and use_cache else nullcontext():
         cached = s1 if s1 is not None else (load_s1(key, items) if use_cache else None)
-        if set_total is not None:
+        if meter is not None:
             n_layers = len(settings.layer_list(full))
             total = engine.passes_per_pair(len(items), n_layers, settings.batch_size, with_full=False)
             if cached is None:
                 total += engine.passes_per_pair(len(items), n_layers, settings.batch_size, with_full=True)
-            set_total(total)
-        result = engine.compute_uds(full, retain, unlearned, items, settings, tau=tau, skipped=skipped, s1=cached,
-                                    pad_id=pad_id, progress=progress, runs=runs)
+            meter.total = total
+        result = engine.compute_uds(models, examples, settings, tau=tau, s1=cached,
+                                    progress=None if meter is None else meter.update, runs=runs)
         if use_cache and cached is None:
             save_s1(key, items, result.s1)
-    return CachedUds(result, "off" if not requested else ("hit" if cached is not None else "miss"), key)
+    return CachedUds(result, "off" if not cache.enabled else ("hit" if cached is not None else "miss"), key)

@@ -7,8 +7,8 @@ from typing import Sequence
 
 from transformers import PreTrainedModel
 
-from uds_core.engine import EngineSettings, compute_uds
-from uds_core.prompts import PreparedItem
+from uds_core.engine import EngineSettings, UdsModels, compute_uds
+from uds_core.prompts import Examples
 
 ALPHAS = (0.0, 0.25, 0.5, 0.75, 1.0)
 
@@ -21,13 +21,13 @@ def interpolate_weights(full: PreTrainedModel, retain: PreTrainedModel, alpha: f
     return model
 
 
-def interpolation_curve(full: PreTrainedModel, retain: PreTrainedModel, items: Sequence[PreparedItem],
-                        settings: EngineSettings, pad_id: int, alphas: Sequence[float] = ALPHAS) -> list[float]:
+def interpolation_curve(full: PreTrainedModel, retain: PreTrainedModel, examples: Examples,
+                        settings: EngineSettings, alphas: Sequence[float] = ALPHAS) -> list[float]:
     """Mean UDS of each interpolated model (S1 computed once and reused)."""
     s1, curve = None, []
     for alpha in alphas:
-        res = compute_uds(full, retain, interpolate_weights(full, retain, alpha), items, settings, s1=s1,
-                          pad_id=pad_id)
+        models = UdsModels(full, retain, interpolate_weights(full, retain, alpha))
+        res = compute_uds(models, examples, settings, s1=s1)
         s1 = res.s1
         curve.append(res.mean)
     return curve

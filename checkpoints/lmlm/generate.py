@@ -19,6 +19,7 @@ from uds_core.progress import progress as track
 from checkpoints.lmlm.markup import pending_call, strip_markup, value_text
 from uds_core.batching import batches, left_pad, pad_token_id
 from uds_core.capture import cache_kw
+from uds_core.gen_options import GenOptions
 from uds_core.generation import stop_token_ids
 
 Lookup = Callable[[int, str, str], str]   # (row index in the input, subject, relation) -> value
@@ -33,15 +34,17 @@ class SpliceOutput:
 
 @torch.no_grad()
 def splice_generate(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompts: Sequence[Sequence[int]],
-                    lookup: Lookup, *, batch_size: int = 32, max_new_tokens: int = 64, max_calls: int = 2,
-                    device: str = "cpu", progress: bool = True, desc: str = "generate") -> list[SpliceOutput]:
-    """Greedy continuations of token-id prompts with lookups answered by `lookup`, in input order."""
+                    lookup: Lookup, opts: GenOptions = GenOptions(32, 64), *, max_calls: int = 2) -> list[SpliceOutput]:
+    """Greedy continuations of token-id prompts with lookups answered by `lookup`, in input order
+    (`opts.mask_id` is not supported: length masks only)."""
     stops = set(stop_token_ids(model, tok))
     kw = cache_kw(type(model).forward) or "past_key_values"   # `cache` in transformers >= 5.2x
     out: list[SpliceOutput] = []
-    for rows in track(batches(len(prompts), batch_size), desc=desc, unit="batch", enabled=progress):
-        out.extend(_batch(model, tok, [prompts[i] for i in rows], list(rows), lookup, max_new_tokens,
-                          max_calls, device, stops, kw))
+    bar = track(batches(len(prompts), opts.batch_size), desc=opts.desc or "generate", unit="batch",
+                enabled=opts.progress)
+    for rows in bar:
+        out.extend(_batch(model, tok, [prompts[i] for i in rows], list(rows), lookup, opts.max_new_tokens,
+                          max_calls, opts.device, stops, kw))
     return out
 
 

@@ -121,8 +121,7 @@ def _parametric_data(ctx: BuildContext, prompts, copies: int) -> list[dict]:
 
 def _trained(ctx: BuildContext, r: Recipe, data: list[dict]) -> PreTrainedModel:
     model = _init(ctx, r)
-    train(model, data, r.train, ctx.collate, desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress,
-          checkpoint=ctx.checkpoint)
+    train(model, data, r.train, ctx.collate, loop=ctx.loop(r.name))
     return model
 
 

@@ -12,6 +12,7 @@ a generator seeded once: the same training run draws the same sequence.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Callable, Mapping, Sequence
 
 import torch
@@ -25,6 +26,20 @@ from uds_core.errors import UdsInputError
 Example = dict[str, list[int]]
 Encoder = Callable[[PreTrainedTokenizerBase, str, str], Example]
 FORMS: dict[str, Encoder] = {"chat": encode_chat, "raw": encode_raw_qa}
+
+
+@dataclass(frozen=True)
+class UnlearnSets:
+    """What a method unlearns and keeps: `forget` and `retain` QA items ({"idx", "question",
+    "answer", ...}); `idk`, "I don't know" replies (IdkDPO, IdkNLL); `alternates`, idx -> alternate
+    answers (AltPO; None: sampled from the model itself before training); `forms`, the encodings
+    each forget item is trained in (the tiny world uses both; Open-Unlearning trains real models
+    on the chat form only)."""
+    forget: Sequence[dict]
+    retain: Sequence[dict]
+    idk: Sequence[str] = ()
+    alternates: Mapping[int, Sequence[str]] | None = None
+    forms: Sequence[str] = ("chat", "raw")
 
 
 class PairedData(Sequence):

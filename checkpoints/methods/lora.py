@@ -19,8 +19,9 @@ from typing import Mapping
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from checkpoints.methods.data import UnlearnSets
 from checkpoints.methods.trainer import unlearn
-from checkpoints.world.train import TrainConfig
+from checkpoints.world.train import Loop, TrainConfig
 from uds_core.errors import UdsInputError
 
 HOOKED_METHODS = ("rmu",)   # losses that read a block's output through uds_core.arch module paths
@@ -37,13 +38,13 @@ class LoraSettings:
     seed: int = 0
 
 
-def lora_unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: list[dict], retain: list[dict],
-                 method: str, cfg: TrainConfig, hparams: Mapping[str, float] | None = None,
-                 lora: LoraSettings = LoraSettings(), **kwargs):
+def lora_unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, sets: UnlearnSets, method: str,
+                 cfg: TrainConfig, hparams: Mapping[str, float] | None = None,
+                 lora: LoraSettings = LoraSettings(), loop: Loop | None = None):
     """(PeftModel around `model`, step losses): `method` unlearned into a fresh LoRA adapter.
 
-    `model` is wrapped in place (its own weights stay frozen and unchanged); `kwargs` go to
-    `trainer.unlearn` (idk, alternates, forms, progress, desc)."""
+    `model` is wrapped in place (its own weights stay frozen and unchanged); `sets`, `loop` as
+    `trainer.unlearn` takes them."""
     from peft import LoraConfig, get_peft_model
 
     if method in HOOKED_METHODS:
@@ -52,7 +53,7 @@ def lora_unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: l
     config = LoraConfig(task_type="CAUSAL_LM", r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
                         target_modules=list(lora.targets), bias="none")
     peft_model = get_peft_model(model, config)
-    losses = unlearn(peft_model, tok, forget, retain, method, cfg, hparams, **kwargs)
+    losses = unlearn(peft_model, tok, sets, method, cfg, hparams, loop)
     return peft_model.eval(), losses
 
 

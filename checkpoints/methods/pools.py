@@ -94,7 +94,6 @@ def train_pool(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
     model = ctx.load(r.parent)
     data = pool_examples(r.hparams["variant"], ctx.tok, ctx.world, r.train.seed, ctx.preset.forms,
                          ctx.preset.rehearse_utility)
-    train(model, data, r.train, ctx.collate, desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress,
-          checkpoint=ctx.checkpoint)
+    train(model, data, r.train, ctx.collate, loop=ctx.loop(r.name))
     return model
 

@@ -8,18 +8,18 @@
 from __future__ import annotations
 
 import copy
-from pathlib import Path
+from dataclasses import replace
 from typing import Mapping, Sequence
 
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints.methods.alternates import alternate_answers, cached_alternates
-from checkpoints.methods.data import PairedData, collate_views
+from checkpoints.methods.data import PairedData, UnlearnSets, collate_views
 from checkpoints.methods.losses import get_method
 from checkpoints.world.hooks import TrainHooks
 from checkpoints.world.recipes import Recipe
 from checkpoints.world.store import BuildContext
-from checkpoints.world.train import TrainConfig, train
+from checkpoints.world.train import Loop, TrainConfig, train
 from uds_core.batching import pad_token_id
 
 
@@ -31,32 +31,30 @@ def frozen_copy(model: PreTrainedModel) -> PreTrainedModel:
     return ref
 
 
-def unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: list[dict], retain: list[dict],
-            method: str, cfg: TrainConfig, hparams: Mapping[str, float] | None = None,
-            idk: Sequence[str] = (), alternates: Mapping[int, Sequence[str]] | None = None,
-            forms: Sequence[str] = ("chat", "raw"), progress: bool = True, desc: str | None = None,
-            checkpoint: Path | None = None, callbacks: Sequence = ()) -> list[float]:
-    """Unlearn `forget` from `model` in place with `method`; returns the loss of every step.
+def unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, sets: UnlearnSets, method: str, cfg: TrainConfig,
+            hparams: Mapping[str, float] | None = None, loop: Loop | None = None,
+            callbacks: Sequence = ()) -> list[float]:
+    """Unlearn `sets.forget` from `model` in place with `method`; returns the loss of every step.
 
-    forget, retain: QA items ({"idx", "question", "answer", ...}); idk: "I don't know" replies
-    (IdkDPO, IdkNLL); alternates: idx -> alternate answers (AltPO; sampled from `model` itself
-    before training when not given); forms: the encodings each forget item is trained in (the
-    tiny world uses both; OU trains real models on the chat form only: pass ("chat",)). The
-    reference, where the method needs one, is a frozen copy of `model` as it is on entry.
-    checkpoint: training-state file, resumed from when present (see `train`). callbacks: Hugging
-    Face `TrainerCallback`s (e.g. `uds.callbacks.UdsCallback`), driven by the loop as a Trainer
-    drives them, with `tok` as their tokenizer; none: the loop is unchanged.
+    AltPO's alternates, when `sets` has none, are sampled from `model` itself before training.
+    The reference, where the method needs one, is a frozen copy of `model` as it is on entry.
+    `loop`: progress label (default: the method), checkpoint file (see `train`). `callbacks`:
+    Hugging Face `TrainerCallback`s (e.g. `uds.callbacks.UdsCallback`), driven by the loop as a
+    Trainer drives them, with `tok` as their tokenizer; none: the loop is unchanged.
     """
     m = get_method(method)
     hp = m.hparams(hparams)
+    alternates = sets.alternates
     if "alt" in m.views and alternates is None:
-        alternates, _ = alternate_answers(model, tok, forget, seed=cfg.seed)
+        alternates, _ = alternate_answers(model, tok, list(sets.forget), seed=cfg.seed)
     ref = frozen_copy(model) if m.needs_ref else None
-    data = PairedData(tok, forget, retain, m.views, seed=cfg.seed, idk=idk, alternates=alternates, forms=forms)
+    data = PairedData(tok, list(sets.forget), list(sets.retain), m.views, seed=cfg.seed, idk=sets.idk,
+                      alternates=alternates, forms=sets.forms)
     pad = pad_token_id(tok)
+    loop = replace(loop or Loop(), desc=(loop and loop.desc) or method,
+                   hooks=TrainHooks(callbacks, tokenizer=tok) if callbacks else None)
     return train(model, data, cfg, lambda items: collate_views(items, pad),
-                 lambda mdl, views: m.loss(mdl, ref, views, hp), desc=desc or method, progress=progress,
-                 checkpoint=checkpoint, hooks=TrainHooks(callbacks, tokenizer=tok) if callbacks else None)
+                 lambda mdl, views: m.loss(mdl, ref, views, hp), loop)
 
 
 def train_unlearned(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
@@ -66,8 +64,6 @@ def train_unlearned(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
     if "alt" in get_method(r.method).views:
         path = ctx.root / "alternates" / f"{r.parent}-seed{r.train.seed}.json"
         alternates = cached_alternates(path, lambda: model, ctx.tok, ctx.world.forget, seed=r.train.seed)
-    unlearn(model, ctx.tok, ctx.world.forget, ctx.world.retain, r.method, r.train, r.hparams,
-            idk=ctx.world.idk, alternates=alternates, forms=ctx.preset.forms, progress=ctx.progress,
-            desc=f"{ctx.preset.name}/{r.name}",
-            checkpoint=ctx.checkpoint, callbacks=ctx.callbacks)
+    sets = UnlearnSets(ctx.world.forget, ctx.world.retain, ctx.world.idk, alternates, ctx.preset.forms)
+    unlearn(model, ctx.tok, sets, r.method, r.train, r.hparams, ctx.loop(r.name), callbacks=ctx.callbacks)
     return model

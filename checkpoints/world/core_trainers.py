@@ -16,8 +16,7 @@ from checkpoints.world.train import train
 def pretrain(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
     model = init_model(ctx.preset, ctx.tok, ctx.seed).to(ctx.device)
     data = base_corpus(ctx.tok, ctx.world)
-    train(model, data, r.train, ctx.collate, desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress,
-          checkpoint=ctx.checkpoint)
+    train(model, data, r.train, ctx.collate, loop=ctx.loop(r.name))
     return model
 
 
@@ -30,6 +29,5 @@ def finetune(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
     model = ctx.load(r.parent)
     items = ctx.world.retain + (ctx.world.forget if r.kind == "full" else [])
     data = finetune_examples(ctx.tok, ctx.world, items, ctx.preset.forms, ctx.preset.rehearse_utility)
-    train(model, data, r.train, ctx.collate,
-          desc=f"{ctx.preset.name}/{r.name}", progress=ctx.progress, checkpoint=ctx.checkpoint)
+    train(model, data, r.train, ctx.collate, loop=ctx.loop(r.name))
     return model

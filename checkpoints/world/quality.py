@@ -17,6 +17,7 @@ from checkpoints.world.build import is_built
 from checkpoints.world.matching import entity_hit
 from checkpoints.world.presets import get_preset
 from checkpoints.world.store import ensure_tokenizer, load_world, model_dir
+from uds_core.gen_options import GenOptions
 from uds_core.generation import greedy_generate
 from uds_core.chat import chat_prompt_ids
 from uds_core.engine import EngineSettings, chunks, forward_scores, make_batch, score_pair
@@ -31,7 +32,7 @@ def greedy_answers(model: PreTrainedModel, tok: PreTrainedTokenizerBase, questio
                    max_new_tokens: int = 40, batch_size: int = 32) -> list[str]:
     """Greedy chat answers (the output metrics' generation path), cut at eos."""
     prompts = [chat_prompt_ids(tok, q) for q in questions]
-    gens = greedy_generate(model, tok, prompts, batch_size=batch_size, max_new_tokens=max_new_tokens, progress=False)
+    gens = greedy_generate(model, tok, prompts, GenOptions(batch_size, max_new_tokens, progress=False))
     return [g.text for g in gens]
 
 

@@ -22,7 +22,7 @@ from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTraine
 from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.schema import World
 from checkpoints.world.tokenizer import train_tokenizer
-from checkpoints.world.train import collate
+from checkpoints.world.train import Loop, collate
 from uds_core import manifest
 from uds_core.atomic import file_lock, fsync_tree
 from uds_core.errors import UdsInputError
@@ -234,3 +234,8 @@ class BuildContext:
 
     def collate(self, examples):
         return collate(examples, self.tok.pad_token_id)
+
+    def loop(self, name: str) -> Loop:
+        """The training loop's options for the model `name` of this world: its progress label and
+        its resumable training-state file."""
+        return Loop(desc=f"{self.preset.name}/{name}", progress=self.progress, checkpoint=self.checkpoint)

@@ -102,19 +102,29 @@ def load_train_state(path: Path, model: PreTrainedModel, opt, sched, data: Seque
     return int(state["epoch"]), list(state["losses"])
 
 
+@dataclass(frozen=True)
+class Loop:
+    """How the loop runs around the optimisation (none of it moves a weight): the progress label
+    `desc` (None: the caller's default) and whether to show it; `checkpoint`, the file of the
+    training state, written after each epoch and resumed from when it exists (the caller ties it
+    to one recipe and removes it once the trained model is saved); `hooks`, Hugging Face
+    `TrainerCallback`s driven as a Trainer drives them (`checkpoints.world.hooks`)."""
+    desc: str | None = None
+    progress: bool = True
+    checkpoint: Path | None = None
+    hooks: TrainHooks | None = None
+
+
 def train(model: PreTrainedModel, data: Sequence, cfg: TrainConfig,
           collate_fn: Callable[[Sequence], object], loss_fn: Callable[[PreTrainedModel, object], torch.Tensor] = lm_loss,
-          desc: str = "train", progress: bool = True, checkpoint: Path | None = None,
-          hooks: TrainHooks | None = None) -> list[float]:
+          loop: Loop = Loop()) -> list[float]:
     """Train `model` in place on `data` for `cfg.epochs`; returns the loss of every step.
 
     `collate_fn` turns a list of data items into whatever `loss_fn(model, batch)` takes, so the
-    unlearning methods can feed (forget, retain) pairs through the same loop. `checkpoint`: file
-    of the training state, written after each epoch and resumed from when it exists (the caller
-    ties it to one recipe and removes it once the trained model is saved). `hooks`: Hugging Face
-    `TrainerCallback`s driven as a Trainer drives them (`checkpoints.world.hooks`); without them
-    the loop runs exactly as it always did.
+    unlearning methods can feed (forget, retain) pairs through the same loop. Without hooks the
+    loop runs exactly as it always did.
     """
+    desc, progress, checkpoint, hooks = loop.desc or "train", loop.progress, loop.checkpoint, loop.hooks
     torch.manual_seed(cfg.seed)
     steps_per_epoch = (len(data) + cfg.batch_size - 1) // cfg.batch_size
     total = steps_per_epoch * cfg.epochs

@@ -10,9 +10,10 @@ run that measures many models reads it once.
 
 from __future__ import annotations
 
-from uds_core.engine import EngineSettings
+from uds_core.engine import EngineSettings, UdsModels
 from uds_core.formula import TAU
-from uds_core.s1_cache import cached_uds
+from uds_core.prompts import Examples
+from uds_core.s1_cache import CacheUse, cached_uds
 from metrics.context import EvalContext
 from metrics.result import MetricResult
 from metrics.spec import ERASURE, FULL, MODEL, RETAIN, MetricSpec, Use, register
@@ -26,9 +27,10 @@ def uds_result(ctx: EvalContext) -> MetricResult:
     settings = EngineSettings(batch_size=ctx.settings.batch_size, reference_last_layer=ctx.settings.reference)
     full = ctx.models.get(FULL)
     memo = WorkKey("s1", (ctx.models.spec(FULL), ctx.models.spec(RETAIN)), (settings,))
-    run = cached_uds(full, ctx.models.get(RETAIN), ctx.models.get(MODEL), list(ctx.uds_records), items, skipped,
-                     settings, tau=TAU, pad_id=ctx.pad_id, dtype=next(full.parameters()).dtype,
-                     device=ctx.settings.device, s1=ctx.work.peek(memo))
+    models = UdsModels(full, ctx.models.get(RETAIN), ctx.models.get(MODEL))
+    examples = Examples(items, skipped, ctx.uds_records, ctx.pad_id)
+    cache = CacheUse(next(full.parameters()).dtype, ctx.settings.device)
+    run = cached_uds(models, examples, settings, cache, tau=TAU, s1=ctx.work.peek(memo))
     ctx.work.memo(memo, lambda: run.result.s1)
     result = run.result
     per_item = {it.idx: v for it, v in zip(result.items, result.uds)}

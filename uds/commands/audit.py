@@ -59,14 +59,14 @@ def run(args: argparse.Namespace) -> int:
     settings = AuditSettings(args.threshold, args.batch_size, args.max_new_tokens, args.limit,
                              chat=args.chat, system_prompt=args.system_prompt)
     model, tok = session.model(spec), session.tokenizer(spec)
-    facts, traces, files, secs = run_audit(model, tok, sets, dbs, settings)
+    run = run_audit(model, tok, sets, dbs, settings)
     published = Path(args.published) if args.published else published_root() / "published_outputs" / "per_state_metrics.csv"
-    summary = write_outputs(Path(args.out), spec, args.db, facts, traces, files, settings, secs, published)
+    summary = write_outputs(Path(args.out), spec, args.db, run, settings, published)
     print(f"{'variant':<12}{'n':>6}{'chance':>8}{'FULL EM':>9}{'DEL-ON':>8}{'DEL-OFF':>9}{'L':>7}{'R':>7}{'artef':>7}")
     for v, d in summary["variants"].items():
         print(f"{v:<12}{d['n_prompts']:>6}{d['chance']:>8.3f}{d['full_em']:>9.3f}{d['del_on_em']:>8.3f}"
               f"{d['del_off_em']:>9.3f}{d['leakage']:>7.3f}{d['retrieval_mediated']:>7.3f}{d['artifact_rate']:>7.3f}")
     print("chance: EM of answering the most frequent object of the relation after the target's deletion "
           "(EMs, L and artef are read against it; R against 0)")
-    print(f"wrote {args.out}/summary.json ({secs:.0f} s)")
+    print(f"wrote {args.out}/summary.json ({run.seconds:.0f} s)")
     return 0

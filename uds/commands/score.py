@@ -84,8 +84,7 @@ def run(args: argparse.Namespace) -> int:
     models = {role: (session.model(s), session.tokenizer(s, fallback=full_tok)) for role, s in specs.items()}
     check_compatible({f"{role} ({specs[role]})": models[role] for role in ROLES})
     with track(total=None, desc="uds score", unit="pass") as bar:
-        run, _, _ = session.score_uds(settings, args.tau, use_cache=not args.no_s1_cache, progress=bar.update,
-                                      set_total=lambda n: setattr(bar, "total", n))
+        run, _, _ = session.score_uds(settings, args.tau, use_cache=not args.no_s1_cache, meter=bar)
     key = run.key
     fps = {role: session.fingerprint(s) for role, s in specs.items()}
     out = Path(args.out) if args.out else Path("uds_out") / file_name(args.unlearned)

@@ -19,13 +19,12 @@ import torch.nn as nn
 import uds
 from uds_core import engine, formula, s1_cache
 from uds_core.arch import attention_implementation
-from uds_core.batching import pad_token_id
 from uds_core.compat import check_compatible
 from uds_core.engine import EngineSettings
 from uds_core.errors import UdsInputError
 from uds_core.fingerprint import model_fingerprint, tokenizer_hash
 from uds_core.numbers import finite_or_none
-from uds_core.prompts import prepare_items
+from uds_core.prompts import prepare_examples
 from uds_core.report import example_records, summary_fields
 from metrics.context import EvalContext, EvalSettings
 from metrics.registry import REGISTRY, evaluate, needs_records
@@ -92,14 +91,14 @@ def uds_handler(model: nn.Module, **kwargs) -> dict:
     records = session.records()   # forget_split's rows, checked against the split when data_path names a file
     check_rows(records, kwargs.get("data"), path)
     (full, tok), (retain, _) = anchors(session, model, kwargs.get("tokenizer"))
-    items, skipped = prepare_items(records, tok)   # the full model's tokenizer encodes (SPEC 2.6)
+    examples = prepare_examples(records, tok)   # the full model's tokenizer encodes (SPEC 2.6)
     settings = EngineSettings(component=opts.component, batch_size=int(opts.batch_size))
     device, dtype = placement(model)
     fps = {"full": session.fingerprint(session.roles["full"]), "retain": session.fingerprint(session.roles["retain"])}
     with torch.no_grad():
-        run = s1_cache.cached_uds(full, retain, model, records, items, skipped, settings, tau=float(opts.tau),
-                                  pad_id=pad_token_id(tok), dtype=dtype, device=torch.device(device).type,
-                                  use_cache=bool(opts.s1_cache), fingerprints=fps)
+        cache = s1_cache.CacheUse(dtype, torch.device(device).type, enabled=bool(opts.s1_cache), fingerprints=fps)
+        run = s1_cache.cached_uds(engine.UdsModels(full, retain, model), examples, settings, cache,
+                                  tau=float(opts.tau))
     meta = {"full_model": opts.full_model, "retain_model": session.roles["retain"], "data_path": str(path),
             "forget_split": session.split.name if session.split else None, "annotation": session.annotation,
             "data_hash": run.key["data"], "tau": float(opts.tau), "batch_size": settings.batch_size,

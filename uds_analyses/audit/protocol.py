@@ -19,7 +19,7 @@ target (`uds_analyses.audit.chance`), the level EM, L and the artefact rate are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from checkpoints.lmlm.db import UNKNOWN, FactDB
@@ -27,6 +27,7 @@ from checkpoints.lmlm.generate import splice_generate
 from checkpoints.lmlm.prompts import PromptRow
 from uds_analyses.audit.chance import prompt_chances
 from uds_analyses.audit.scoring import AnswerScore, gold_set, score_answer
+from uds_core.gen_options import GenOptions
 
 STATES = ("FULL", "DEL-ON", "DEL-OFF")
 
@@ -60,15 +61,33 @@ class FactResult:
                 "chance": self.chance, "chance_uniform": self.chance_uniform}
 
 
-def audit_rows(model, tok, db: FactDB, rows: list[PromptRow], variant: str, threshold: float,
-               batch_size: int = 32, max_new_tokens: int = 64, progress: bool = True,
-               traces: list[dict] | None = None, encode: Callable[[str], list[int]] | None = None
-               ) -> list[FactResult]:
-    """Run FULL, DEL-ON and DEL-OFF on `rows` (one prompt style) and score every fact. `encode`:
-    prompt text -> token ids (default: the raw text with the tokenizer's special tokens; a chat
-    model's template is passed in by the caller)."""
+@dataclass(frozen=True)
+class AuditSettings:
+    threshold: float = 0.75
+    batch_size: int = 32
+    max_new_tokens: int = 64
+    limit: int | None = None      # N evenly spaced prompt rows per file (None: all)
+    progress: bool = True
+    chat: bool = False            # prompts as a user turn of the model's chat template (chat-tuned models)
+    system_prompt: str | None = None   # with `chat`
+
+
+def prompt_encoder(tok, settings: AuditSettings) -> Callable[[str], list[int]]:
+    """Prompt text -> token ids: a user turn of the model's chat template under `settings.chat`,
+    else the raw text with the tokenizer's special tokens."""
+    if settings.chat:
+        from uds_core.chat import chat_prompt_ids
+
+        return lambda text: chat_prompt_ids(tok, text, settings.system_prompt)
+    return lambda text: tok.encode(text, add_special_tokens=True)
+
+
+def audit_rows(model, tok, db: FactDB, rows: list[PromptRow], variant: str, settings: AuditSettings,
+               traces: list[dict] | None = None) -> list[FactResult]:
+    """Run FULL, DEL-ON and DEL-OFF on `rows` (one prompt style) and score every fact; each
+    lookup's candidates go to `traces` when given."""
     deleted = [frozenset(db.delete_verified(r.subject, r.relation, r.gold)) for r in rows]
-    encode = encode or (lambda text: tok.encode(text, add_special_tokens=True))
+    encode = prompt_encoder(tok, settings)
     prompts = [encode(r.text) for r in rows]
     log: dict[tuple[str, int], list[dict]] = {}
 
@@ -76,16 +95,16 @@ def audit_rows(model, tok, db: FactDB, rows: list[PromptRow], variant: str, thre
         def lookup(i: int, s: str, rel: str) -> str:
             if state == "DEL-OFF":
                 return UNKNOWN
-            res = db.lookup(s, rel, threshold, exclude=deleted[i] if state == "DEL-ON" else frozenset())
+            res = db.lookup(s, rel, settings.threshold, exclude=deleted[i] if state == "DEL-ON" else frozenset())
             log.setdefault((state, i), []).append({"call": [s, rel], "value": res.value,
                                                    "candidates": [c.to_dict() for c in res.candidates]})
             return res.value
         return lookup
 
     device = getattr(model, "device", "cpu")   # generate where the caller put the model
-    outs = {st: splice_generate(model, tok, prompts, lookup_for(st), batch_size=batch_size,
-                                max_new_tokens=max_new_tokens, device=device, progress=progress,
-                                desc=f"{variant}/{rows[0].style}/{st}") for st in STATES}
+    opts = GenOptions(settings.batch_size, settings.max_new_tokens, device, progress=settings.progress)
+    outs = {st: splice_generate(model, tok, prompts, lookup_for(st),
+                                replace(opts, desc=f"{variant}/{rows[0].style}/{st}")) for st in STATES}
     results = []
     for i, (r, (chance, chance_uniform)) in enumerate(zip(rows, prompt_chances(db, rows))):
         golds = gold_set(db, r)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from checkpoints.lmlm.db import FactDB
 from checkpoints.lmlm.prompts import STYLES
-from uds_analyses.audit.protocol import FactResult, audit_rows
+from uds_analyses.audit.protocol import AuditSettings, FactResult, audit_rows
 from uds_analyses.audit.published import side_by_side
 from uds_analyses.audit.rates import attribution, cells, variant_summary
 from uds_analyses.audit.report import plot_attribution, write_csv, write_jsonl
@@ -18,37 +18,29 @@ from uds_analyses.audit.sources import AuditSet
 LOOKUP = "difflib.SequenceMatcher ratio, mean of subject and relation (casefolded), best candidate >= threshold"
 
 
-@dataclass(frozen=True)
-class AuditSettings:
-    threshold: float = 0.75
-    batch_size: int = 32
-    max_new_tokens: int = 64
-    limit: int | None = None      # N evenly spaced prompt rows per file (None: all)
-    progress: bool = True
-    chat: bool = False            # prompts as a user turn of the model's chat template (chat-tuned models)
-    system_prompt: str | None = None   # with `chat`
+@dataclass
+class AuditRun:
+    """What `run_audit` measured: per-fact results, lookup traces, {(variant, style): (prompt file,
+    database file)} and the seconds it took."""
+    facts: list[FactResult]
+    traces: list[dict]
+    files: dict
+    seconds: float
 
 
-def run_audit(model, tok, sets: list[AuditSet], dbs: list[FactDB], settings: AuditSettings
-              ) -> tuple[list[FactResult], list[dict], dict, float]:
-    """(per-fact results, traces, {(variant, style): (prompt file, database file)}, seconds);
-    `dbs`: each set's database, opened (`AuditSet.open_db`)."""
+def run_audit(model, tok, sets: list[AuditSet], dbs: list[FactDB], settings: AuditSettings) -> AuditRun:
+    """Every prompt style of every set through the three states; `dbs`: each set's database,
+    opened (`AuditSet.open_db`)."""
     t0 = time.time()
     facts: list[FactResult] = []
     traces: list[dict] = []
     files = {}
-    encode = None
-    if settings.chat:
-        from uds_core.chat import chat_prompt_ids
-
-        encode = lambda text: chat_prompt_ids(tok, text, settings.system_prompt)  # noqa: E731
     for s, db in zip(sets, dbs):
         for style, rows in s.prompts.items():
             rows = spaced(rows, settings.limit)
-            facts += audit_rows(model, tok, db, rows, s.variant, settings.threshold, settings.batch_size,
-                                settings.max_new_tokens, settings.progress, traces, encode)
+            facts += audit_rows(model, tok, db, rows, s.variant, settings, traces)
             files[(s.variant, style)] = (s.prompt_dir / f"prompts_{STYLES[style]}.jsonl", s.db_path)
-    return facts, traces, files, time.time() - t0
+    return AuditRun(facts, traces, files, time.time() - t0)
 
 
 def spaced(rows: list, limit: int | None) -> list:
@@ -59,16 +51,17 @@ def spaced(rows: list, limit: int | None) -> list:
     return [rows[i * len(rows) // limit] for i in range(limit)]
 
 
-def write_outputs(out: Path, model_spec: str, db_arg: str, facts: list[FactResult], traces: list[dict],
-                  files: dict, settings: AuditSettings, seconds: float, published: Path | None) -> dict:
+def write_outputs(out: Path, model_spec: str, db_arg: str, run: AuditRun, settings: AuditSettings,
+                  published: Path | None) -> dict:
     out.mkdir(parents=True, exist_ok=True)
+    facts, traces, files = run.facts, run.traces, run.files
     grid = cells(facts)
     summary = {"model": model_spec, "db": db_arg, "variants": variant_summary(facts), "cells": grid,
                "attribution": attribution(facts),
                "settings": {"threshold": settings.threshold, "lookup": LOOKUP, "limit": settings.limit,
                             "chat": settings.chat, "system_prompt": settings.system_prompt,
                             "max_new_tokens": settings.max_new_tokens, "batch_size": settings.batch_size},
-               "seconds": round(seconds, 1), "n_traces": len(traces)}
+               "seconds": round(run.seconds, 1), "n_traces": len(traces)}
     write_csv(out / "grid.csv", grid)
     write_jsonl(out / "traces.jsonl", traces)
     write_jsonl(out / "facts.jsonl", [f.row() for f in facts])

@@ -63,3 +63,17 @@ def phase_table(path: Path) -> str:
             f = new["floor_seconds"].get(ph, 0.0)
             rows.append([label, ph.replace("_", " "), f"{o:.1f}", f"{n:.1f}", _x(o, n), f"{f:.1f}", _x(n, f)])
     return table(["job", "phase", "straightforward, s", "fast, s", "speed-up", "floor, s", "fast / floor"], rows)
+
+
+def threads_table(path: Path) -> str:
+    """`benchmarks/bench_threads.py`: the wall seconds of each round of both ways, their medians
+    and the ratio."""
+    d = _doc(path)
+    ways = list(d["seconds"])
+    rows = [[w, ", ".join(f"{t:.1f}" for t in d["seconds"][w]), f"{d['median_seconds'][w]:.1f}"] for w in ways]
+    median = "median (the upper of two), s" if d["rounds"] == 2 else "median, s"
+    text = table(["way", "wall seconds, each round", median], rows)
+    return text + (f"\nUnits: {', '.join(f'`{u}`' for u in d['units'])} of `tiny:{d['preset']}`, "
+                   f"each in its own process; {d['cores']} cores ({d['os_cpu_count']} seen by the OS), "
+                   f"{d['rounds']} rounds alternating which way goes first. Sequential / side by side: "
+                   f"**{d['sequential_over_side_by_side']:.2f}**.\n")

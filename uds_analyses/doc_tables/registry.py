@@ -118,6 +118,9 @@ BLOCKS: list[Block] = [
     Block("docs/performance.md", "measure-phases-ci", "docs/smol/bench_measure_ci.json", measure.phase_table),
     Block("docs/performance.md", "measure-summary", "docs/smol/bench_measure.json", measure.summary_table),
     Block("docs/performance.md", "measure-phases", "docs/smol/bench_measure.json", measure.phase_table),
+    Block("docs/performance.md", "measure-threads", "docs/smol/bench_threads.json", measure.threads_table,
+          "python benchmarks/bench_threads.py --preset smol-ci --units orig:npo_lr3e-5_b01_a1_ep2,"
+          "nf4:npo_lr3e-5_b01_a1_ep2 --json docs/smol/bench_threads.json && python benchmarks/doc_tables.py"),
     Block("README.md", "smol-readme", "docs/smol", smol.results_table),
     Block("README.md", "probe-ladder-small-readme", "docs/probe/ladder_small.json", probe.ladder_table),
     *CAMPAIGN_BLOCKS,

@@ -9,7 +9,7 @@ refused at the strongest requested level is re-asked at the next level up the la
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import torch
@@ -21,6 +21,7 @@ from uds_analyses.probe.ladder import LEVELS, PREFIX_WORDS, TEMPLATES, Probe, bu
 from uds_analyses.probe.matching import MIN_LCS, PassageIndex, hit_bar, canonical_text
 from uds_analyses.probe.refusal import RefusalDetector
 from uds_core.chat import chat_prompt_ids
+from uds_core.gen_options import GenOptions
 from uds_core.generation import Generation, greedy_generate, sampled_generate
 
 
@@ -45,12 +46,12 @@ class ProbeSettings:
 def _outputs(model: torch.nn.Module, tok: PreTrainedTokenizerBase, prompts: list[list[int]], max_new: int,
              s: ProbeSettings, desc: str) -> list[list[Generation]]:
     """[prompt][sample]: greedy first, then `s.samples` seeded samples."""
-    kw = dict(batch_size=s.batch_size, max_new_tokens=max_new, device=s.device, progress=s.progress)
-    greedy = greedy_generate(model, tok, prompts, desc=f"{desc} greedy", **kw)
+    opts = GenOptions(s.batch_size, max_new, s.device, progress=s.progress)
+    greedy = greedy_generate(model, tok, prompts, replace(opts, desc=f"{desc} greedy"))
     if s.samples < 1:
         return [[g] for g in greedy]
-    sampled = sampled_generate(model, tok, prompts, num_samples=s.samples, temperature=s.temperature,
-                               seed=s.seed, desc=f"{desc} sampled", **kw)
+    sampled = sampled_generate(model, tok, prompts, replace(opts, desc=f"{desc} sampled"), num_samples=s.samples,
+                               temperature=s.temperature, seed=s.seed)
     return [[g, *rest] for g, rest in zip(greedy, sampled)]
 
 
