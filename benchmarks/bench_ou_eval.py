@@ -33,6 +33,7 @@ import json
 import os
 import platform
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -186,6 +187,9 @@ def ou_log_times(log: Path) -> tuple[float, dict[str, float]]:
 def run_ou(args: argparse.Namespace, paths: dict[str, Path], task: str) -> dict:
     """One OU evaluation in its own process: wall and evaluation seconds, per-metric seconds."""
     out_dir = paths["ou"] / "saves" / "eval" / task
+    # OU skips every metric already in a task folder and appends to its eval.log: an earlier
+    # invocation's round of the same name would be read back instead of measured
+    shutil.rmtree(out_dir, ignore_errors=True)
     wall, cpu = timed_process(ou_command(args, paths, task), paths["ou"], one_thread_env(),
                               args.work / f"{task}.stdout")
     eval_s, per = ou_log_times(out_dir / "eval.log")
