@@ -177,6 +177,10 @@ def family_seconds(entry: dict) -> dict[str, float]:
 def measure_once(measurer, job, clock: PhaseClock) -> tuple[dict, dict, list]:
     clock.reset()
     entry = measurer.run(job)
+    if entry.get("errors"):   # a failed metric costs nothing: no timing of this run would mean anything
+        first = "; ".join(f"{k}: {v}" for k, v in sorted(entry["errors"].items())[:3])
+        raise SystemExit(f"bench_measure: {job.setting}/{job.member.name}: {len(entry['errors'])} metric(s) "
+                         f"failed ({first})")
     snap = clock.snapshot()
     snap["families"] = family_seconds(entry)
     return snap, dict(entry["values"]), list(clock.generations)

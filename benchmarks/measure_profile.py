@@ -121,34 +121,34 @@ def instrument(clock: PhaseClock) -> Iterator[PhaseClock]:
 
     greedy = generation.greedy_generate
 
-    def counted_greedy(model, tok, prompts, **kwargs):
+    def counted_greedy(model, tok, prompts, opts, **kwargs):
         count_forwards(model, clock)
-        gens = greedy(model, tok, prompts, **kwargs)
+        gens = greedy(model, tok, prompts, opts, **kwargs)
         c = clock.counts[clock.current]
         c.prompts += len(prompts)
         c.prompt_tokens += sum(len(p) for p in prompts)
         c.generated_tokens += sum(len(g.ids) for g in gens)
-        spec = kwargs.get("desc", "").split(" ")[0]   # every generation's description starts with its model
+        spec = (opts.desc or "").split(" ")[0]   # every generation's description starts with its model
         clock.generations.extend(((spec, tuple(p)), g.ids) for p, g in zip(prompts, gens))
         return gens
 
     tf = forward.teacher_forced_stats
 
-    def counted_tf(model, encs, **kwargs):
+    def counted_tf(model, encs, opts, **kwargs):
         count_forwards(model, clock)
         c = clock.counts[clock.current]
         c.sequences += len(encs)
         c.tokens += sum(len(e.input_ids) for e in encs)
         c.labels += sum(sum(1 for y in e.labels if y != -100) for e in encs)
-        return tf(model, encs, **kwargs)
+        return tf(model, encs, opts, **kwargs)
 
     def counted_items(fn):
-        def wrapper(model, items, **kwargs):
+        def wrapper(model, items, *args, **kwargs):
             count_forwards(model, clock)
             c = clock.counts[clock.current]
             c.sequences += len(items)
             c.tokens += sum(it.eval_positions.stop for it in items)
-            return fn(model, items, **kwargs)
+            return fn(model, items, *args, **kwargs)
         return wrapper
 
     with ExitStack() as stack:
