@@ -38,7 +38,7 @@ def unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, sets: UnlearnS
 
     AltPO's alternates, when `sets` has none, are sampled from `model` itself before training.
     The reference, where the method needs one, is a frozen copy of `model` as it is on entry.
-    `loop`: progress label (default: the method), checkpoint file (see `train`). `callbacks`:
+    `loop`: progress label (default: the method), checkpoint file, hooks (see `train`). `callbacks`:
     Hugging Face `TrainerCallback`s (e.g. `uds.callbacks.UdsCallback`), driven by the loop as a
     Trainer drives them, with `tok` as their tokenizer; none: the loop is unchanged.
     """
@@ -51,8 +51,10 @@ def unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, sets: UnlearnS
     data = PairedData(tok, list(sets.forget), list(sets.retain), m.views, seed=cfg.seed, idk=sets.idk,
                       alternates=alternates, forms=sets.forms)
     pad = pad_token_id(tok)
-    loop = replace(loop or Loop(), desc=(loop and loop.desc) or method,
-                   hooks=TrainHooks(callbacks, tokenizer=tok) if callbacks else None)
+    loop = loop or Loop()
+    # `callbacks` get the tokenizer through hooks made here; without them a loop's own hooks stay
+    hooks = TrainHooks(callbacks, tokenizer=tok) if callbacks else loop.hooks
+    loop = replace(loop, desc=loop.desc or method, hooks=hooks)
     return train(model, data, cfg, lambda items: collate_views(items, pad),
                  lambda mdl, views: m.loss(mdl, ref, views, hp), loop)
 
