@@ -75,21 +75,20 @@ def driver():
 def go(driver, url: str, ready: str) -> None:
     """Open url and wait until the CSS selector `ready` matches."""
     driver.get(url)
-    for _ in range(100):
-        if driver.execute_script("return !!document.querySelector(arguments[0])", ready):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"{ready} never appeared on {url}")
+    try:
+        wait_until(driver, "return !!document.querySelector(arguments[0])", ready, timeout=5.0, poll=0.05)
+    except TimeoutError:
+        raise AssertionError(f"{ready} never appeared on {url}") from None
 
 
-def wait_until(driver, script: str, timeout: float = 30.0) -> None:
-    """Poll the JavaScript `script` (a `return` expression) until it is truthy; a timing
-    benchmark's wait, so the poll is short (seconds: `timeout`)."""
+def wait_until(driver, script: str, *args, timeout: float = 30.0, poll: float = 0.01) -> None:
+    """Poll the JavaScript `script` (a `return` expression, given `args`) until it is truthy;
+    TimeoutError after `timeout` seconds. The short default poll suits the timing benchmarks."""
     end = time.time() + timeout
-    while not driver.execute_script(script):
+    while not driver.execute_script(script, *args):
         if time.time() > end:
             raise TimeoutError(script)
-        time.sleep(0.01)
+        time.sleep(poll)
 
 
 def texts(driver, css: str) -> list[str]:
