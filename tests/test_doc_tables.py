@@ -778,3 +778,29 @@ def test_measurement_speedups_from_the_per_phase_seconds(block):
     body = doc_body(block, ROOT)
     assert f"token-identical: {sum(j['generations_identical'] for j in jobs)} of {sum(j['generations'] for j in jobs)}" in body
     assert d["checks"]["ok"] and max(j["max_abs_value_diff"] for j in jobs) <= 1e-6
+
+
+def test_readme_measurement_runs_from_the_per_phase_seconds():
+    """The README's performance rows: one per committed bench_measure run, each recomputed as sums of
+    the run's per-phase seconds, and the stated ranges the min and max of those ratios."""
+    runs = sorted((ROOT / "docs/smol").glob("bench_measure*.json"))
+    rows = _rows("measure-readme")
+    assert set(rows) == {f"`{p.name}`" for p in runs} and len(runs) >= 2
+    ups, floors = [], []
+    for p in runs:
+        d = json.loads(p.read_text())
+        old = sum(sum(d["runs"]["old"][s]["seconds"].values()) for s in d["summary"]["settings"])
+        new = sum(sum(d["runs"]["new"][s]["seconds"].values()) for s in d["summary"]["settings"])
+        floor = sum(sum(d["runs"]["new"][s]["floor_seconds"].values()) for s in d["summary"]["settings"])
+        ups.append(old / new)
+        floors.append(new / floor)
+        cells = rows[f"`{p.name}`"]
+        assert [_num(c) for c in cells[3:5]] == pytest.approx([old, new], abs=1.0)
+        assert [_num(c) for c in cells[5:8]] == pytest.approx([old / new, new / floor, old / floor], abs=0.011)
+        jobs = d["checks"]["jobs"].values()
+        assert cells[9] == f"{sum(j['generations_identical'] for j in jobs)} of {sum(j['generations'] for j in jobs)}"
+    body = doc_body(BY_NAME["measure-readme"], ROOT)
+    lo, hi = re.search(r"fast path is \*\*([\d.]+)-([\d.]+)x\*\*", body).groups()
+    assert (float(lo), float(hi)) == pytest.approx((min(ups), max(ups)), abs=0.006)
+    lo, hi = re.search(r"\*\*([\d.]+)-([\d.]+)x\*\* the floor", body).groups()
+    assert (float(lo), float(hi)) == pytest.approx((min(floors), max(floors)), abs=0.006)

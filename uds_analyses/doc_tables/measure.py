@@ -77,3 +77,41 @@ def threads_table(path: Path) -> str:
                    f"each in its own process; {d['cores']} cores ({d['os_cpu_count']} seen by the OS), "
                    f"{d['rounds']} rounds alternating which way goes first. Sequential / side by side: "
                    f"**{d['sequential_over_side_by_side']:.2f}**.\n")
+
+
+def _checks(d: dict) -> tuple[float, int, int]:
+    """Largest |value difference| between the paths, generations token-identical, generations."""
+    jobs = d["checks"]["jobs"].values()
+    return (max(j["max_abs_value_diff"] for j in jobs), sum(j["generations_identical"] for j in jobs),
+            sum(j["generations"] for j in jobs))
+
+
+def readme_table(folder: Path) -> str:
+    """The README's performance figures: one row per committed `bench_measure*.json` run of the
+    folder (both paths over the run's settings), then the range of the speed-up and of fast / floor
+    over the runs, and Open-Unlearning's eval against ours from `bench_ou_eval.json` when present."""
+    runs = sorted(folder.glob("bench_measure*.json"))
+    rows, ups, floors = [], [], []
+    for path in runs:
+        d = _doc(path)
+        s = d["summary"]
+        worst, same, total = _checks(d)
+        ups.append(s["old_seconds"] / s["new_seconds"])
+        floors.append(s["new_seconds"] / s["floor_seconds"])
+        rows.append([f"`{path.name}`", f"`{d['preset']}`", ", ".join(s["settings"]), f"{s['old_seconds']:.0f}",
+                     f"{s['new_seconds']:.0f}", f"{ups[-1]:.2f}", f"{floors[-1]:.2f}",
+                     _x(s["old_seconds"], s["floor_seconds"]), f"{worst:.1e}" if worst else "0", f"{same} of {total}"])
+    if not rows:
+        return "No `bench_measure*.json` run is committed yet.\n"
+    head = ["run", "model", "settings", "straightforward, s", "fast, s", "speed-up", "fast / floor",
+            "straightforward / floor", "largest value difference", "generations token-identical"]
+    out = table(head, rows) + (f"\nOver these {len(rows)} runs the fast path is **{min(ups):.2f}-{max(ups):.2f}x** "
+                               f"faster at identical values and **{min(floors):.2f}-{max(floors):.2f}x** the floor "
+                               f"(the seconds move with the machine's load; the ratios less).\n")
+    ou = folder / "bench_ou_eval.json"
+    if ou.exists():
+        s = _doc(ou)["summary"]
+        cpu = s["ou"]["cpu_s"]["median"] / s["ours"]["cpu_s"]["median"]
+        out += (f"Open-Unlearning's own eval takes **{cpu:.2f}x** our CPU seconds for the same metrics on the same "
+                f"model (`{ou.name}`, median of {s['ou']['cpu_s']['n']} round(s)).\n")
+    return out

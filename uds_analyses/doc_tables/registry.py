@@ -122,6 +122,8 @@ BLOCKS: list[Block] = [
           "python benchmarks/bench_threads.py --preset smol-ci --units orig:npo_lr3e-5_b01_a1_ep2,"
           "nf4:npo_lr3e-5_b01_a1_ep2 --json docs/smol/bench_threads.json && python benchmarks/doc_tables.py"),
     Block("README.md", "smol-readme", "docs/smol", smol.results_table),
+    Block("README.md", "measure-readme", "docs/smol", measure.readme_table,
+          "python benchmarks/bench_measure.py --out docs/smol/bench_measure*.json && python benchmarks/doc_tables.py"),
     Block("README.md", "probe-ladder-small-readme", "docs/probe/ladder_small.json", probe.ladder_table),
     *CAMPAIGN_BLOCKS,
     *CURVE_BLOCKS,
