@@ -100,16 +100,10 @@ def make_campaign(args: argparse.Namespace):
 
 
 def measure_settings(args: argparse.Namespace, zoo):
-    from meta_eval.perturb import RELEARN_LR, zoo_relearn_config
-    from metrics.context import EvalSettings
+    """The campaign measures on the CPU under the spec's parity (fixed by its protocol)."""
+    from uds.measure_args import measurement_settings
 
-    lr = RELEARN_LR if args.relearn_lr is None else args.relearn_lr
-    if not lr > 0:
-        raise UdsInputError(f"--relearn-lr must be positive, got {lr}")
-    settings = EvalSettings(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
-                            system_prompt=zoo.system_prompt, device="cpu", progress=False)
-    recipe = zoo_relearn_config(zoo.preset, lr)
-    return settings, recipe
+    return measurement_settings(args, zoo, device="cpu")
 
 
 def settings_digest(setting: str, settings, recipe) -> str:

@@ -88,21 +88,12 @@ def _cache_dir(args: argparse.Namespace, zoo) -> Path:
 
 def _measurer(args: argparse.Namespace, zoo):
     from meta_eval.measure import Measurer
-    from meta_eval.perturb import RELEARN_LR, zoo_relearn_config
     from meta_eval.store import MeasurementStore
     from uds.executor_args import device_for
-    from metrics.context import EvalSettings
+    from uds.measure_args import measurement_settings
 
-    if args.batch_size < 1 or args.max_new_tokens < 1:
-        raise UdsInputError("--batch-size and --max-new-tokens must be at least 1")
-    lr = RELEARN_LR if args.relearn_lr is None else args.relearn_lr
-    if not lr > 0:
-        raise UdsInputError(f"--relearn-lr must be positive, got {lr}")
+    settings, recipe = measurement_settings(args, zoo, device=device_for(args), parity=args.parity)
     cache = _cache_dir(args, zoo)
-    settings = EvalSettings(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
-                            system_prompt=zoo.system_prompt, parity=args.parity, device=device_for(args),
-                            progress=False)
-    recipe = zoo_relearn_config(zoo.preset, lr)
     return Measurer(zoo, MeasurementStore(cache / "store"), cache / "relearned", settings, recipe,
                     args.fluency_classifier)
 
