@@ -804,3 +804,18 @@ def test_readme_measurement_runs_from_the_per_phase_seconds():
     assert (float(lo), float(hi)) == pytest.approx((min(ups), max(ups)), abs=0.006)
     lo, hi = re.search(r"\*\*([\d.]+)-([\d.]+)x\*\* the floor", body).groups()
     assert (float(lo), float(hi)) == pytest.approx((min(floors), max(floors)), abs=0.006)
+
+
+def test_fisher_batch1_rows_from_the_benchmark_files():
+    """docs/performance.md's Fisher batch-1 rows: the speed-up from the two seconds, each score
+    difference |batch-4 score - batch-1 score| recomputed, the largest of them shown."""
+    runs = sorted((ROOT / "docs/smol").glob("bench_fisher_batch1*.json"))
+    rows = _rows_all("measure-fisher-batch1")
+    assert len(rows) == len(runs) >= 1
+    for p, cells in zip(runs, rows):
+        d = json.loads(p.read_text())
+        assert cells[1] == f"`{d['model']}`" and int(cells[2]) == d["items"]
+        assert _num(cells[5]) == pytest.approx(d["seconds"]["batch4"] / d["seconds"]["batch1"], abs=0.006)
+        diffs = [abs(v["batch4"] - v["batch1"]) for v in d["scores"].values()]
+        assert float(cells[8]) == pytest.approx(max(diffs), rel=0.06)
+        assert (cells[6] == "yes") == d["entries_identical"]

@@ -115,3 +115,20 @@ def readme_table(folder: Path) -> str:
         out += (f"Open-Unlearning's own eval takes **{cpu:.2f}x** our CPU seconds for the same metrics on the same "
                 f"model (`{ou.name}`, median of {s['ou']['cpu_s']['n']} round(s)).\n")
     return out
+
+
+def fisher_batch1_table(folder: Path) -> str:
+    """`benchmarks/bench_fisher_batch1.py` runs of the folder: Fisher seconds of the SPEC 4.5 path and
+    of a per-item batch-1 backward for full, retain and one unlearned model, the speed-up, the
+    largest relative entry difference and the three Fisher-masked scores' differences."""
+    rows = []
+    for path in sorted(folder.glob("bench_fisher_batch1*.json")):
+        d = _doc(path)
+        diffs = [v["abs_diff"] for v in d["scores"].values()]
+        rows.append([f"`{d['preset']}`", f"`{d['model']}`", str(d["items"]), f"{d['seconds']['batch4']:.1f}",
+                     f"{d['seconds']['batch1']:.1f}", _x(d["seconds"]["batch4"], d["seconds"]["batch1"]),
+                     "yes" if d["entries_identical"] else "no", f"{d['max_rel_entry_diff']:.1e}",
+                     f"{max(diffs):.1e}"])
+    head = ["world", "scored model", "items", "SPEC 4.5 path, s", "batch-1 backward, s", "speed-up",
+            "entries identical", "largest relative entry difference", "largest score difference (abs.)"]
+    return table(head, rows)

@@ -121,6 +121,9 @@ BLOCKS: list[Block] = [
     Block("docs/performance.md", "measure-threads", "docs/smol/bench_threads.json", measure.threads_table,
           "python benchmarks/bench_threads.py --preset smol-ci --units orig:npo_lr3e-5_b01_a1_ep2,"
           "nf4:npo_lr3e-5_b01_a1_ep2 --json docs/smol/bench_threads.json && python benchmarks/doc_tables.py"),
+    Block("docs/performance.md", "measure-fisher-batch1", "docs/smol", measure.fisher_batch1_table,
+          "python benchmarks/bench_fisher_batch1.py --preset PRESET --model NAME --json "
+          "docs/smol/bench_fisher_batch1*.json && python benchmarks/doc_tables.py"),
     Block("README.md", "smol-readme", "docs/smol", smol.results_table),
     Block("README.md", "measure-readme", "docs/smol", measure.readme_table,
           "python benchmarks/bench_measure.py --out docs/smol/bench_measure*.json && python benchmarks/doc_tables.py"),
