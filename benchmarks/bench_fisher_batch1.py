@@ -21,9 +21,8 @@ import torch
 
 from checkpoints.world.store import model_dir, stored_digest, world_dir
 from metrics.forward import PassOptions
-from metrics.hidden import fisher_diagonal
+from metrics.hidden import block_gradients, fisher_diagonal, per_block_mean
 from metrics.representation import FISHER_FRACTIONS, fisher_mask, fisher_masked_score
-from uds_core.arch import decoder_layers
 from uds_core.batching import batches
 from uds_core.logprobs import token_logprobs
 from uds_core.prompts import PreparedItem, prepare_items
@@ -32,34 +31,22 @@ from uds_core.prompts import PreparedItem, prepare_items
 def fisher_batch1(model: torch.nn.Module, items: list[PreparedItem], pad_id: int, chunk: int = 4) -> list[torch.Tensor]:
     """Mean squared per-item gradient of every decoder block, each item alone (batch 1) padded
     to the width of its `chunk`-item group; one flattened tensor per block, as `fisher_diagonal`."""
-    params = [list(b.parameters()) for b in decoder_layers(model)]
-    flat = [p for ps in params for p in ps]
-    saved = {p: p.requires_grad for p in model.parameters()}
-    for p in model.parameters():
-        p.requires_grad_(p in set(flat))
-    acc = [torch.zeros_like(p) for p in flat]
-    try:
-        with torch.enable_grad():
-            for idx in batches(len(items), chunk):
-                width = max(len(items[i].input_ids) for i in idx)
-                for it in (items[i] for i in idx):
-                    n = len(it.input_ids)
-                    ids = torch.tensor([list(it.input_ids) + [pad_id] * (width - n)])
-                    mask = torch.tensor([[1] * n + [0] * (width - n)])
-                    keep = torch.zeros((1, width), dtype=torch.bool)
-                    keep[0, list(it.eval_positions)] = True
-                    rows = model(input_ids=ids, attention_mask=mask, use_cache=False, logits_to_keep=keep).logits
-                    loss = -token_logprobs(rows.float(), torch.tensor(it.target_ids)).mean()
-                    for a, g in zip(acc, torch.autograd.grad(loss, flat)):
-                        a.add_(g.square())
-    finally:
-        for p, flag in saved.items():
-            p.requires_grad_(flag)
-    out, k = [], 0
-    for ps in params:
-        out.append(torch.cat([a.flatten() for a in acc[k:k + len(ps)]]).div_(len(items)))
-        k += len(ps)
-    return out
+    with block_gradients(model) as params:
+        flat = [p for ps in params for p in ps]
+        acc = [[torch.zeros_like(p) for p in ps] for ps in params]
+        for idx in batches(len(items), chunk):
+            width = max(len(items[i].input_ids) for i in idx)
+            for it in (items[i] for i in idx):
+                n = len(it.input_ids)
+                ids = torch.tensor([list(it.input_ids) + [pad_id] * (width - n)])
+                mask = torch.tensor([[1] * n + [0] * (width - n)])
+                keep = torch.zeros((1, width), dtype=torch.bool)
+                keep[0, list(it.eval_positions)] = True
+                rows = model(input_ids=ids, attention_mask=mask, use_cache=False, logits_to_keep=keep).logits
+                loss = -token_logprobs(rows.float(), torch.tensor(it.target_ids)).mean()
+                for a, g in zip((a for accs in acc for a in accs), torch.autograd.grad(loss, flat)):
+                    a.add_(g.square())
+    return per_block_mean(acc, len(items))
 
 
 def timed(fn):

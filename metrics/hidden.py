@@ -8,8 +8,9 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -133,29 +134,44 @@ def fisher_diagonal(model: torch.nn.Module, items: Sequence[PreparedItem], opts:
     the per-item loss too is computed in the model dtype (the reference's), not in fp32. `fast`:
     the LM head runs (forward and backward) at the entity positions only, where the loss reads it.
     """
+    keep_kw = keyword_of(type(model).forward, LOGITS_KWARGS) if fast and transformers_major() >= 5 else None
+    with block_gradients(model) as params:
+        acc = [[torch.zeros_like(p) for p in ps] for ps in params]
+        bar = track(batches(len(items), opts.batch_size), desc=opts.desc, unit="batch", enabled=opts.progress)
+        for idx in bar:
+            chunk = [items[i] for i in idx]
+            losses = _chunk_losses(model, chunk, opts.pad_id, opts.device, model_dtype, keep_kw)
+            for k, loss in enumerate(losses):
+                grads = torch.autograd.grad(loss, [p for ps in params for p in ps],
+                                            retain_graph=k < len(losses) - 1)
+                for a, g in zip((a for accs in acc for a in accs), grads):
+                    a.add_(g.square())
+    return per_block_mean(acc, len(items))
+
+
+@contextmanager
+def block_gradients(model: torch.nn.Module) -> Iterator[list[list[torch.nn.Parameter]]]:
+    """Gradients on, for the decoder blocks' parameters only (where Fisher reads them); yields
+    those parameters per block in registration order and restores every parameter's
+    `requires_grad` flag on exit."""
     params = [list(b.parameters()) for b in decoder_layers(model)]
-    acc = [[torch.zeros_like(p) for p in ps] for ps in params]
     saved = {p: p.requires_grad for p in model.parameters()}
-    for p in model.parameters():  # gradients only where they are used: the decoder blocks
+    for p in model.parameters():
         p.requires_grad_(False)
     for p in (p for ps in params for p in ps):
         p.requires_grad_(True)
-    keep_kw = keyword_of(type(model).forward, LOGITS_KWARGS) if fast and transformers_major() >= 5 else None
     try:
         with torch.enable_grad():
-            bar = track(batches(len(items), opts.batch_size), desc=opts.desc, unit="batch", enabled=opts.progress)
-            for idx in bar:
-                chunk = [items[i] for i in idx]
-                losses = _chunk_losses(model, chunk, opts.pad_id, opts.device, model_dtype, keep_kw)
-                for k, loss in enumerate(losses):
-                    grads = torch.autograd.grad(loss, [p for ps in params for p in ps],
-                                                retain_graph=k < len(losses) - 1)
-                    for a, g in zip((a for accs in acc for a in accs), grads):
-                        a.add_(g.square())
+            yield params
     finally:
         for p, flag in saved.items():
             p.requires_grad_(flag)
-    return [torch.cat([a.flatten() for a in accs]).div_(len(items)).cpu() for accs in acc]
+
+
+def per_block_mean(acc: Sequence[Sequence[torch.Tensor]], n_items: int) -> list[torch.Tensor]:
+    """Per block, its accumulated squared gradients flattened in registration order and divided
+    by the number of items: one CPU tensor per block."""
+    return [torch.cat([a.flatten() for a in accs]).div_(n_items).cpu() for accs in acc]
 
 
 def _chunk_losses(model: torch.nn.Module, chunk: Sequence[PreparedItem], pad_id: int, device, model_dtype: bool,

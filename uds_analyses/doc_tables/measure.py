@@ -1,4 +1,4 @@
-"""docs/performance.md's tables of one meta-evaluation measurement, the straightforward path against
+"""docs/performance.md's and the README's tables of meta-evaluation measurements, the straightforward path against
 the fast one, from `benchmarks/bench_measure.py`'s JSON."""
 
 from __future__ import annotations
@@ -19,6 +19,13 @@ def _x(a: float, b: float) -> str:
     return f"{a / b:.2f}" if b else "-"
 
 
+def _checks(d: dict) -> tuple[float, int, int]:
+    """Largest |value difference| between the paths, generations token-identical, generations."""
+    jobs = d["checks"]["jobs"].values()
+    return (max(j["max_abs_value_diff"] for j in jobs), sum(j["generations_identical"] for j in jobs),
+            sum(j["generations"] for j in jobs))
+
+
 def summary_table(path: Path) -> str:
     """Per setting of the unlearned model and for the three together: seconds of each path, the
     speed-up, the floor and the fast path's multiple of it; then the value and token checks."""
@@ -37,10 +44,7 @@ def summary_table(path: Path) -> str:
                      f"**{s['new_x_floor']:.2f}**", f"**{_x(s['old_seconds'], s['floor_seconds'])}**"])
     head = ["setting", "straightforward, s", "fast, s", "speed-up", "floor, s", "fast / floor",
             "straightforward / floor (the most any path could gain)"]
-    checks = d["checks"]
-    worst = max(j["max_abs_value_diff"] for j in checks["jobs"].values())
-    same = sum(j["generations_identical"] for j in checks["jobs"].values())
-    total = sum(j["generations"] for j in checks["jobs"].values())
+    worst, same, total = _checks(d)
     r, m = d["rates"], d["machine"]
     return (table(head, rows)
             + f"\n`tiny:{d['preset']}/{d['model']}`, batch {d['batch_size']}, at most {d['max_new_tokens']} new "
@@ -77,13 +81,6 @@ def threads_table(path: Path) -> str:
                    f"each in its own process; {d['cores']} cores ({d['os_cpu_count']} seen by the OS), "
                    f"{d['rounds']} rounds alternating which way goes first. Sequential / side by side: "
                    f"**{d['sequential_over_side_by_side']:.2f}**.\n")
-
-
-def _checks(d: dict) -> tuple[float, int, int]:
-    """Largest |value difference| between the paths, generations token-identical, generations."""
-    jobs = d["checks"]["jobs"].values()
-    return (max(j["max_abs_value_diff"] for j in jobs), sum(j["generations_identical"] for j in jobs),
-            sum(j["generations"] for j in jobs))
 
 
 def readme_table(folder: Path) -> str:
