@@ -19,7 +19,7 @@ from meta_eval.assemble import meta_evaluate
 from meta_eval.campaign_files import digest_of
 from meta_eval.campaign_read import CampaignData, campaign_zoo
 from meta_eval.campaign_status import coverage, needs
-from meta_eval.pool_variants import confused_pair, knowledge_by_variant, knowledge_rows, variant_aucs, variant_means
+from meta_eval.pool_variants import confused_pairs, knowledge_by_variant, knowledge_rows, variant_aucs, variant_means
 from meta_eval.faithfulness import MIN_POOL
 from meta_eval.published import PUBLISHED, SOURCE
 from metrics.ranking import spearman
@@ -55,7 +55,7 @@ def assemble_campaign(data: CampaignData, keys: Sequence[str], form: str = "symm
 
 def variant_section(members, values, key: str) -> dict:
     aucs = variant_aucs(members, values, key)
-    return {"means": variant_means(members, values, key), "aucs": aucs, "confused": confused_pair(aucs)}
+    return {"means": variant_means(members, values, key), "aucs": aucs, "confused": confused_pairs(aucs)}
 
 
 def knowledge_section(data: CampaignData) -> dict:

@@ -72,10 +72,16 @@ def pool_needs(n_p: int, n_n: int, p_label: str = "P", n_label: str = "N") -> st
     return f"needs {' and '.join(parts)}" if parts else None
 
 
-def confused_pair(aucs: Mapping[str, Mapping]) -> str | None:
-    """The variant pair with the lowest AUC (the one the metric confuses most), None if none has one."""
+def confused_pairs(aucs: Mapping[str, Mapping]) -> list[str]:
+    """The variant pairs the metric confuses most: every pair at the lowest AUC, in name order,
+    when that AUC is below 1. Empty when every pair with an AUC is separated perfectly (naming one
+    of several tied perfect pairs would say the metric confuses something it does not) or when
+    none has an AUC yet."""
     scored = {pair: a["auc_roc"] for pair, a in aucs.items() if a["auc_roc"] is not None}
-    return min(scored, key=lambda pair: (scored[pair], pair)) if scored else None
+    if not scored or min(scored.values()) >= 1.0:
+        return []
+    low = min(scored.values())
+    return sorted(pair for pair, auc in scored.items() if auc == low)
 
 
 KNOWLEDGE_FIELDS = ("forget_questions", "paraphrased_questions")

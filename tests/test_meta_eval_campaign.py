@@ -25,6 +25,7 @@ from meta_eval.campaign_assemble import assemble_campaign
 from uds_core.sealed import read_sealed
 from meta_eval.campaign_read import campaign_zoo, read_campaign
 from meta_eval.faithfulness import MIN_POOL
+from meta_eval.pool_variants import confused_pairs
 from meta_eval.published import PUBLISHED
 from tests.campaign_fixtures import KEYS, POOL, UNLEARNED, SyntheticCampaign
 
@@ -109,8 +110,9 @@ def test_variants_knowledge_coverage_anchors(full_campaign):
             p = [oriented(key, c.values[("orig", n)][key]) for n in POOL if n.startswith(pv + "_")]
             n = [oriented(key, c.values[("orig", m)][key]) for m in POOL if m.startswith(nv + "_")]
             assert a["auc_roc"] == pytest.approx(roc_auc_score([1] * len(p) + [0] * len(n), p + n)), (key, pair)
-        low = min(aucs, key=lambda k: (aucs[k]["auc_roc"], k))
-        assert camp["variants"][key]["confused"] == low
+        lowest = min(a["auc_roc"] for a in aucs.values())
+        tied = sorted(pair for pair, a in aucs.items() if a["auc_roc"] == lowest)
+        assert camp["variants"][key]["confused"] == (tied if lowest < 1 else [])
         means = camp["variants"][key]["means"]
         assert means["neg_bio"]["mean"] == pytest.approx(np.mean([c.values[("orig", n)][key] for n in POOL
                                                                    if n.startswith("neg_bio_")]))
@@ -148,6 +150,30 @@ def _damage(c: SyntheticCampaign) -> dict[str, str]:
     shutil.copy(c.measure("orig", "pos_full_lr2e-4_ep5"), c.root / "measurements/orig/neg_retain_lr2e-4_ep5.json")
     bad["measurements/orig/neg_retain_lr2e-4_ep5.json"] = "names"
     return bad
+
+
+def _aucs(**by_pair: float | None) -> dict:
+    return {pair.replace("__", "|"): {"auc_roc": a, "n_p": 2, "n_n": 2} for pair, a in by_pair.items()}
+
+
+def test_confused_pairs_are_every_pair_at_the_lowest_auc_below_one(tmp_path):
+    tied = _aucs(pos_full__neg_retain=1.0, pos_bio__neg_pert=0.25, pos_para__neg_pert=0.25, pos_bio__neg_bio=0.5)
+    perfect = _aucs(pos_full__neg_retain=1.0, pos_bio__neg_pert=1.0, pos_para__neg_pert=None)
+    three = _aucs(pos_full__neg_retain=0.0, pos_bio__neg_pert=0.0, pos_para__neg_pert=0.0, pos_bio__neg_bio=1.0)
+    empty = _aucs(pos_full__neg_retain=None)
+    cases = {"tied": tied, "perfect": perfect, "three": three, "empty": empty}
+    confused = {name: confused_pairs(a) for name, a in cases.items()}
+    assert confused == {"tied": ["pos_bio|neg_pert", "pos_para|neg_pert"], "perfect": [], "three":
+                        ["pos_bio|neg_pert", "pos_full|neg_retain", "pos_para|neg_pert"], "empty": []}
+    doc = {"campaign": {"min_pool": MIN_POOL, "variants": {
+        name: {"aucs": {p: a.get(p, {"auc_roc": None, "n_p": 0, "n_n": 0}) for p in tied}, "confused": confused[name]}
+        for name, a in cases.items()}}}
+    path = tmp_path / "meta_eval.json"
+    path.write_text(json.dumps(doc))
+    last = {line.split(" | ")[0].strip("| "): line.rstrip(" |").split(" | ")[-1]
+            for line in pages.variants_block(path).splitlines()[2:]}
+    assert last == {"tied": "pos_bio vs neg_pert, pos_para vs neg_pert (0.250)", "perfect": "none",
+                    "three": "3 pairs at 0.000", "empty": "—"}
 
 
 def test_invalid_files_are_reported_and_left_out(tmp_path):

@@ -132,15 +132,25 @@ def _pair_names(d: dict) -> list[str]:
 
 
 def variants_block(path: Path) -> str:
-    """Per metric: the AUC of each P variant against each N variant, and the pair it confuses most."""
+    """Per metric: the AUC of each P variant against each N variant, and the pairs it confuses most."""
     d = _doc(path)
     pairs, least = _pair_names(d), d["campaign"]["min_pool"]
     rows = []
     for k, v in d["campaign"]["variants"].items():
         cells = [fixed(a["auc_roc"]) if a["auc_roc"] is not None else
                  f"*needs +{max(0, least - a['n_p'])} / +{max(0, least - a['n_n'])}*" for a in v["aucs"].values()]
-        rows.append([k] + cells + [v["confused"].replace("|", " vs ") if v["confused"] else "—"])
-    return table(["metric"] + [p.replace("|", " vs ") for p in pairs] + ["lowest AUC"], rows)
+        rows.append([k] + cells + [_confused_cell(v["confused"], v["aucs"])])
+    return table(["metric"] + [p.replace("|", " vs ") for p in pairs] + ["confused most"], rows)
+
+
+def _confused_cell(confused: list[str], aucs: dict) -> str:
+    """The pair(s) at the lowest AUC (below 1) with that AUC; "none" when every pair is separated."""
+    if not confused:
+        return "none" if any(a["auc_roc"] is not None for a in aucs.values()) else "—"
+    low = fixed(aucs[confused[0]]["auc_roc"])
+    if len(confused) > 2:
+        return f"{len(confused)} pairs at {low}"
+    return f"{', '.join(p.replace('|', ' vs ') for p in confused)} ({low})"
 
 
 def variant_means_block(path: Path) -> str:
