@@ -105,8 +105,14 @@ def knowledge_rows(members: Sequence[Member], builds: Mapping[str, dict], measur
 
 def knowledge_by_variant(rows: Sequence[dict], members: Sequence[Member]) -> dict[str, dict]:
     """Variant -> {"n" built of "of" in the zoo, mean / min / max forget-question accuracy,
-    mean paraphrased-question accuracy} over the built pool members."""
+    mean paraphrased-question accuracy} over the built pool members. A P variant also gets
+    "above_n": how many of its members answer more forget questions than every built N member
+    (None while no N member is built), the reference "n_max", per member the margin over it in
+    questions ("margins", sorted) and the number of forget questions ("n_questions", None if the
+    members were checked on different numbers)."""
     total = {v: len(n) for v, n in by_variant(members).items()}
+    n_acc = [r["forget_questions"] for r in rows if r["pool"] == "N" and r["forget_questions"] is not None]
+    n_max = max(n_acc, default=None)
     out = {}
     for variant, of in total.items():
         acc = [r["forget_questions"] for r in rows if r["variant"] == variant and r["forget_questions"] is not None]
@@ -116,4 +122,18 @@ def knowledge_by_variant(rows: Sequence[dict], members: Sequence[Member]) -> dic
                         "min": min(acc, default=None), "max": max(acc, default=None),
                         "paraphrased_mean": sum(para) / len(para) if para else None,
                         "pool": POOL_VARIANTS[variant].sign}
+        if POOL_VARIANTS[variant].sign == "P":
+            out[variant].update(_above_n(rows, variant, n_max))
     return out
+
+
+def _above_n(rows: Sequence[dict], variant: str, n_max: float | None) -> dict:
+    """How far the variant's built members sit above the best N member, in forget questions."""
+    built = [r for r in rows if r["variant"] == variant and r["forget_questions"] is not None]
+    if n_max is None:
+        return {"above_n": None, "n_max": None, "margins": [], "n_questions": None}
+    margins = sorted(round((r["forget_questions"] - n_max) * r["n_questions"]) for r in built
+                     if r.get("n_questions"))
+    questions = sorted({r["n_questions"] for r in built if r.get("n_questions")})
+    return {"above_n": sum(r["forget_questions"] > n_max for r in built), "n_max": n_max, "margins": margins,
+            "n_questions": questions[0] if len(questions) == 1 else None}

@@ -25,7 +25,7 @@ from meta_eval.campaign_assemble import assemble_campaign
 from uds_core.sealed import read_sealed
 from meta_eval.campaign_read import campaign_zoo, read_campaign
 from meta_eval.faithfulness import MIN_POOL
-from meta_eval.pool_variants import confused_pairs
+from meta_eval.pool_variants import confused_pairs, knowledge_by_variant
 from meta_eval.published import PUBLISHED
 from tests.campaign_fixtures import KEYS, POOL, UNLEARNED, SyntheticCampaign
 
@@ -174,6 +174,27 @@ def test_confused_pairs_are_every_pair_at_the_lowest_auc_below_one(tmp_path):
             for line in pages.variants_block(path).splitlines()[2:]}
     assert last == {"tied": "pos_bio vs neg_pert, pos_para vs neg_pert (0.250)", "perfect": "none",
                     "three": "3 pairs at 0.000", "empty": "—"}
+
+
+def test_knowledge_above_every_n_member_counts_questions_by_hand(full_campaign, tmp_path):
+    members = read_campaign(full_campaign.root).members
+
+    def row(variant: str, pool: str, right: int) -> dict:
+        return {"variant": variant, "pool": pool, "forget_questions": right / 37, "paraphrased_questions": None,
+                "n_questions": 37}
+    rows = [row("neg_retain", "N", 2), row("neg_bio", "N", 3), row("neg_pert", "N", 0),
+            row("pos_bio", "P", 5), row("pos_bio", "P", 3), row("pos_para", "P", 4), row("pos_full", "P", 30)]
+    by = knowledge_by_variant(rows, members)
+    assert by["pos_bio"]["above_n"] == 1 and by["pos_bio"]["margins"] == [0, 2]   # 3 ties the best N (3), 5 is +2
+    assert by["pos_para"]["margins"] == [1] and by["pos_full"]["margins"] == [27]
+    assert by["pos_bio"]["n_max"] == pytest.approx(3 / 37) and "above_n" not in by["neg_bio"]
+    alone = knowledge_by_variant([row("pos_bio", "P", 5)], members)["pos_bio"]
+    assert alone["above_n"] is None and alone["margins"] == []
+    path = tmp_path / "meta_eval.json"
+    path.write_text(json.dumps({"campaign": {"knowledge": {"by_variant": by, "members": []}}}))
+    text = pages.knowledge_block(path)
+    assert ("- `pos_bio`: 1 of 2 built members answer more forget questions than every built N member "
+            "(the best N member: 0.081); margins over it: +0, +2 questions of 37") in text
 
 
 def test_invalid_files_are_reported_and_left_out(tmp_path):

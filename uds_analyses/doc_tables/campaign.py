@@ -174,8 +174,26 @@ def knowledge_block(path: Path) -> str:
              fixed(r["paraphrased_questions"]), _yes(r["measured"])]
             for r in sorted(kn["members"], key=lambda r: (r["kind"] == "pool", r["variant"], r["lr"] or 0.0,
                                                           r["epochs"] or 0, r["model"]))]
-    return out + "\n" + table(["model", "pool", "variant", "lr", "epochs", "forget questions", "paraphrased",
-                               "measured"], rows)
+    return (out + "\n" + _above_n_lines(kn["by_variant"]) + "\n"
+            + table(["model", "pool", "variant", "lr", "epochs", "forget questions", "paraphrased", "measured"], rows))
+
+
+def _above_n_lines(by_variant: dict) -> str:
+    """Per P variant: how many built members carry detectable forget knowledge, read as answering
+    more forget questions than every built N member, and by how many questions."""
+    lines = []
+    for v, s in by_variant.items():
+        if s["pool"] != "P" or not s["n"]:
+            continue
+        if s.get("above_n") is None:
+            lines.append(f"- `{v}`: *needs a built N member to compare with*")
+            continue
+        of = f" of {s['n_questions']}" if s.get("n_questions") else ""
+        margins = ", ".join(f"{m:+d}" for m in s["margins"])
+        lines.append(f"- `{v}`: {s['above_n']} of {s['n']} built members answer more forget questions than every "
+                     f"built N member (the best N member: {s['n_max']:.3f}); margins over it: {margins} "
+                     f"questions{of}")
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def plots_block(path: Path) -> str:
