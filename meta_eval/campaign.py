@@ -57,8 +57,18 @@ class Progress:
         self.seconds.setdefault(kind, []).append(seconds)
 
     def estimate(self, kind: str) -> float:
+        """Median seconds of the units of `kind` timed so far; before the first, the median of
+        the timed units of its family (builds, or measurements), so that a zoo of another size
+        than the guesses' is not estimated at theirs once anything of it is timed; else a guess."""
         seen = self.seconds.get(kind)
-        return statistics.median(seen) if seen else GUESS.get(kind, 400.0)
+        if seen:
+            return statistics.median(seen)
+        family = [s for k, ss in self.seconds.items() if _is_build(k) == _is_build(kind) for s in ss]
+        return statistics.median(family) if family else GUESS.get(kind, 400.0)
+
+
+def _is_build(kind: str) -> bool:
+    return kind.startswith("build:")
 
 
 def campaign_order(zoo: Zoo) -> list[Member]:

@@ -218,3 +218,17 @@ def test_the_tables_assemble_from_the_files(killed, moved, uds, tmp_path):
     assert doc["campaign"]["left_out"] == []
     assert {p.split("/", 1)[1].removesuffix(".json") for p in doc["campaign"]["inputs"] if p.startswith("measurements/")} == \
         set(have)
+
+
+def test_eta_estimates_an_untimed_kind_from_its_family():
+    from meta_eval.campaign import GUESS, Progress
+
+    p = Progress()
+    assert p.estimate("build:pool") == GUESS["build:pool"] and p.estimate("pool:orig") == GUESS["pool:orig"]
+    p.add("build:full", 10.0)
+    p.add("build:retain", 20.0)
+    p.add("full:orig", 2.0)
+    assert p.estimate("build:pool") == 15.0                      # the builds timed, not the guess
+    assert p.estimate("unlearned:nf4") == 2.0                    # the measurements timed, never a build's time
+    p.add("build:pool", 40.0)
+    assert p.estimate("build:pool") == 40.0 and p.estimate("build:unlearned") == 20.0
