@@ -208,6 +208,33 @@ class Campaign:
                 f"{sum(self.member_done(m) for m in self.order)}/{p.members} models complete; "
                 f"ETA {eta / 3600:.1f} h on this machine")
 
+    def status_report(self) -> list[str]:
+        """The status line, then from the files: units measured per kind and setting, the next
+        member to work on, and the median seconds per unit kind."""
+        p = self.count()
+        done = {(j.member.name, j.setting) for j in self.jobs if self.done(j)}
+
+        def tally(kind: str, setting: str, pool: str | None = None) -> str:
+            js = [j for j in self.jobs if j.member.kind == kind and j.setting == setting
+                  and (pool is None or j.member.pool == pool)]
+            return f"{sum((j.member.name, j.setting) in done for j in js)}/{len(js)}"
+        anchors = [f"{j.setting}/{j.member.name} {'yes' if (j.member.name, j.setting) in done else 'no'}"
+                   for j in self.jobs if j.member.kind in (FULL, RETAIN)]
+        lines = [self.status_line(p),
+                 f"  pool members measured: P {tally(POOL, ORIG, 'P')}, N {tally(POOL, ORIG, 'N')}",
+                 f"  unlearned models measured: as built {tally(UNLEARNED, ORIG)}, NF4 {tally(UNLEARNED, NF4)}, "
+                 f"relearned {tally(UNLEARNED, RELEARN)}",
+                 f"  anchors measured: {', '.join(anchors)}"]
+        todo = [(m, [j.setting for j in self.jobs_of(m) if (m.name, j.setting) not in done]) for m in self.order]
+        member, settings = next(((m, s) for m, s in todo if s), (None, []))
+        if member is not None:
+            state = "built here" if self.spec.is_built(member) else "to build"
+            lines.append(f"  next: {member.name} ({state}; then {', '.join(settings)})")
+        if p.seconds:
+            timed = ", ".join(f"{k} {statistics.median(v):.0f}" for k, v in sorted(p.seconds.items()))
+            lines.append(f"  median seconds per unit (from the files): {timed}")
+        return lines
+
     # --- running ---------------------------------------------------------------------------
     def run(self, max_units: int | None = None) -> int:
         """Measure what is missing, in order; returns the number of units measured. A signal

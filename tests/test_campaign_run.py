@@ -152,11 +152,16 @@ def moved(killed, test_world) -> dict:
 
 
 def test_a_fresh_machine_continues_from_the_files_alone(moved):
-    assert "measured 5/57 (model, setting) units" in moved["status"][0]
+    out = moved["status"][0]
+    assert "measured 5/57 (model, setting) units" in out
+    assert "  pool members measured: P 1/3, N 0/3" in out.splitlines()             # pos_full_lr3e-3_ep12 alone
+    assert "  anchors measured: orig/full yes, orig/retain yes, relearn/retain yes" in out.splitlines()
+    nxt = re.search(r"next: (\S+) \((?:built here|to build); then (\S+?)[,)]", out)
     run = moved["run"]
     assert run.returncode == 0, run.stderr
     new = measured(run.stderr)
     assert len(new) == 1 and new[0] not in moved["before"]
+    assert new[0] == f"{nxt.group(2)}/{nxt.group(1)}"                           # status said what comes next
     assert {k: moved["after"][k] for k in moved["before"]} == moved["before"]
     assert POOL_MEMBER not in models_built(moved["home"])     # done before the move: not rebuilt
     assert "was rebuilt here" not in run.stderr              # same machine kind: same bytes, same fingerprint
@@ -216,8 +221,8 @@ def test_the_tables_assemble_from_the_files(killed, moved, uds, tmp_path):
     have = files_of(camp)
     assert cov["units"] == len(have) == 6 and cov["units_total"] == 57 and not cov["complete"]
     assert doc["campaign"]["left_out"] == []
-    assert {p.split("/", 1)[1].removesuffix(".json") for p in doc["campaign"]["inputs"] if p.startswith("measurements/")} == \
-        set(have)
+    inputs = [p for p in doc["campaign"]["inputs"] if p.startswith("measurements/")]
+    assert {p.split("/", 1)[1].removesuffix(".json") for p in inputs} == set(have)
 
 
 def test_eta_estimates_an_untimed_kind_from_its_family():

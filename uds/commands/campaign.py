@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__.splitlines()[0])
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
     run = verbs.add_parser("run", help="build and measure what is missing, in order")
-    status = verbs.add_parser("status", help="done / total and an ETA, from the files alone")
+    status = verbs.add_parser("status", help="done / total (per kind and setting), what comes next and an ETA, "
+                                              "from the files alone")
     for q in (run, status):
         q.add_argument("--zoo", default=DEFAULT_ZOO, help=f"tiny:<preset>[-<seed>] (default {DEFAULT_ZOO})")
         q.add_argument("--dir", required=True, metavar="DIR", help="the campaign folder (committed files)")
@@ -45,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     campaign = make_campaign(args)
     if args.verb == "status":
-        print(campaign.status_line())
+        print("\n".join(campaign.status_report()))
         return 0
     import torch
 
