@@ -66,3 +66,18 @@ def fake_command(monkeypatch, measurer) -> Callable[..., int]:
     monkeypatch.setattr(cmd, "_measurer", lambda args, zoo: measurer)
     monkeypatch.setattr(cmd, "write_plots", lambda *a: None)
     return lambda out, *options: main(["meta-eval", "--zoo", "tiny:fake", "--out", str(out), *options])
+
+
+def measurer_settings(monkeypatch, home: Path, args) -> tuple:
+    """The (metric settings, relearning recipe) `uds meta-eval` hands its Measurer for the command
+    line `args` on `fake_zoo()` (the Measurer itself replaced: nothing is loaded)."""
+    captured = {}
+
+    class Capture:
+        def __init__(self, zoo, store, models_dir, settings, recipe, fluency):
+            captured["measurer"] = (settings, recipe)
+
+    monkeypatch.setattr("meta_eval.measure.Measurer", Capture)
+    monkeypatch.setenv("UDS_HOME", str(home))
+    cmd._measurer(args, fake_zoo())
+    return captured["measurer"]

@@ -8,7 +8,7 @@ import argparse
 import pytest
 
 from meta_eval.perturb import RELEARN_LR
-from tests.meta_eval_fixtures import fake_zoo
+from tests.meta_eval_fixtures import fake_zoo, measurer_settings
 from uds.measure_args import measurement_settings
 from uds_core.errors import UdsInputError
 
@@ -38,18 +38,10 @@ def test_bad_options_are_named(bad, message):
 def test_campaign_and_meta_eval_build_the_same_settings(monkeypatch, tmp_path):
     """The campaign measures on the CPU under the spec's parity: what `uds meta-eval --device cpu`
     measures with by default."""
-    from uds.commands import campaign, meta_eval
+    from uds.commands import campaign
 
-    captured = {}
-
-    class Capture:
-        def __init__(self, zoo, store, models_dir, settings, recipe, fluency):
-            captured["meta"] = (settings, recipe)
-
-    monkeypatch.setattr("meta_eval.measure.Measurer", Capture)
-    monkeypatch.setenv("UDS_HOME", str(tmp_path))
+    meta = measurer_settings(monkeypatch, tmp_path, _args(device="cpu", fluency_classifier=None, parity="spec"))
     zoo = fake_zoo()
-    meta_eval._measurer(_args(device="cpu", fluency_classifier=None, parity="spec"), zoo)
-    assert campaign.measure_settings(_args(), zoo) == captured["meta"]
+    assert campaign.measure_settings(_args(), zoo) == meta
     with pytest.raises(UdsInputError, match="--batch-size"):   # the campaign checks it too now
         campaign.measure_settings(_args(batch_size=0), zoo)

@@ -18,7 +18,7 @@ from metrics.registry import META_KEYS
 from metrics.result import MetricResult
 from metrics.utility import UTILITY_KEYS
 from metrics.work import WorkCache, WorkKey
-from tests.meta_eval_fixtures import FakeMeasurer, fake_command, fake_zoo
+from tests.meta_eval_fixtures import FakeMeasurer, fake_command, fake_zoo, measurer_settings
 from uds.cli import main
 
 
@@ -235,18 +235,10 @@ def test_measurer_settings_carry_parity(monkeypatch, tmp_path):
     """`_measurer` builds the metric settings from the command line, parity included."""
     import argparse
 
-    captured = {}
-
-    class Capture:
-        def __init__(self, zoo, store, models_dir, settings, recipe, fluency):
-            captured["settings"] = settings
-
-    monkeypatch.setattr("meta_eval.measure.Measurer", Capture)
-    monkeypatch.setenv("UDS_HOME", str(tmp_path))
     args = argparse.Namespace(batch_size=4, max_new_tokens=8, relearn_lr=None, device="cpu",
                               fluency_classifier=None, parity="reference")
-    cmd._measurer(args, fake_zoo())
-    assert captured["settings"].parity == "reference" and captured["settings"].reference
+    settings, _ = measurer_settings(monkeypatch, tmp_path, args)
+    assert settings.parity == "reference" and settings.reference
 
 
 def test_probe_keys_are_meta_evaluated_when_named_but_not_under_all():
