@@ -5,7 +5,9 @@ Settings (named in `perturb`): ORIG (the checkpoint as built), NF4 (quantised, S
 `Measurer` computes the missing metric keys of one job through the metrics registry, writing each
 value as soon as it exists. Anchor work (the retain model's MIA statistics, the full/retain states
 and Fisher diagonals, S1, the full model's generations for the fluency proxy) stays in one work
-cache shared by all jobs; each job's own model work is dropped from it when the job ends.
+cache shared by all jobs; each job's own model work is dropped from it when the job ends. The
+anchors' Fisher diagonals and entity states are also kept on disk beside the store
+(`anchor_work`), so a restarted campaign or another task of a fan-out reads them instead.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Callable, Sequence
 
 import torch
 
+from meta_eval.anchor_work import AnchorWorkFiles
 from meta_eval.assemble import FILTER_SOURCE
 from meta_eval.perturb import NF4, ORIG, RELEARN, RelearnRecipe, ensure_relearned, load_nf4, nf4_description
 from meta_eval.store import MeasurementStore
@@ -132,7 +135,9 @@ class Measurer:
         self.forget = world.forget
         self.records = self.session.records()
         self.tokenizer = self.session.tokenizer(zoo.full)
-        self.shared_work = WorkCache()   # the contexts' work cache: anchor work is kept across jobs
+        # the contexts' work cache: anchor work is kept across jobs, its heaviest part across processes
+        self.shared_work = WorkCache(AnchorWorkFiles(store.root / "anchor_work", (zoo.full, zoo.retain),
+                                                     self._anchor_context))
         self._loaders = {ORIG: self._load_orig, NF4: self._load_nf4, RELEARN: self._load_relearned}
 
     # --- identities ------------------------------------------------------------------------
@@ -146,6 +151,12 @@ class Measurer:
         anchors = [model_identity(s) for s in (self.zoo.full, self.zoo.retain, self.zoo.base) if s]
         return _digest([MEASURE_VERSION, model_identity(member.spec), setting,
                         self.setting_recipe(setting), stamp_settings(self.settings), anchors, self.fluency_classifier])
+
+    def _anchor_context(self) -> list:
+        """What the anchors' kept work depends on beyond its key (`anchor_work`)."""
+        anchors = [model_identity(s) for s in (self.zoo.full, self.zoo.retain)]
+        return [MEASURE_VERSION, torch.__version__, anchors, stamp_settings(self.settings), self.settings.fast,
+                _digest(self.records)]
 
     # --- loading ---------------------------------------------------------------------------
     def _load_orig(self, member: Member) -> torch.nn.Module:

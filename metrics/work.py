@@ -3,13 +3,15 @@
 A `WorkKey` names one piece of work by its kind, the checkpoint specs it depends on and any other
 detail (split, answer variant, prompt kind, fraction, settings). A `WorkCache` computes each key
 once; several evaluation contexts may share one cache (the meta-evaluation keeps the anchors' work
-across models) and drop everything one model contributed with `drop_model`.
+across models) and drop everything one model contributed with `drop_model`. A `WorkStore` given
+to the cache keeps the keys it chooses beyond the process (the meta-evaluation's anchor work on
+disk, `meta_eval.anchor_work`): a key it holds is loaded instead of computed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Hashable
+from typing import Callable, Hashable, Protocol
 
 
 @dataclass(frozen=True)
@@ -19,14 +21,29 @@ class WorkKey:
     detail: tuple[Hashable, ...] = ()
 
 
+class WorkStore(Protocol):
+    def load(self, key: WorkKey) -> tuple[bool, object]:
+        """(True, value) when the store holds `key`, else (False, None)."""
+
+    def save(self, key: WorkKey, value: object) -> None:
+        """Keep `value` under `key` if the store keeps keys of its kind (else nothing)."""
+
+
 class WorkCache:
-    def __init__(self) -> None:
+    def __init__(self, store: WorkStore | None = None) -> None:
         self._entries: dict[WorkKey, object] = {}
+        self._store = store
 
     def memo(self, key: WorkKey, make: Callable[[], object]):
-        """The value of `key`, computed by `make()` the first time it is asked for."""
+        """The value of `key`: from the store, else computed by `make()` (and given to the store),
+        the first time it is asked for."""
         if key not in self._entries:
-            self._entries[key] = make()
+            found, value = self._store.load(key) if self._store is not None else (False, None)
+            if not found:
+                value = make()
+                if self._store is not None:
+                    self._store.save(key, value)
+            self._entries[key] = value
         return self._entries[key]
 
     def peek(self, key: WorkKey):
