@@ -7,7 +7,9 @@ those keys: one safetensors file per key (the tensors, no pickle) and a JSON fil
 the key and the file's xxh3-128 digest, checked before every load (a damaged or half-written file
 is computed again and overwritten). The file name is a digest of the key and of the `context` the
 values depend on beyond the key: anchor identities (folder stamps: a rebuilt model is a new
-model), metric settings, the annotated records and the code and torch versions.
+model), metric settings, the annotated records and the code and torch versions. Writing a key
+removes its files of other contexts, so the folder holds one copy of each key (for a 1B-parameter
+model, a Fisher diagonal is about 4 GB).
 """
 
 from __future__ import annotations
@@ -73,8 +75,12 @@ class AnchorWorkFiles:
     def _paths(self, key: WorkKey) -> tuple[Path, Path] | None:
         if key.kind not in CODECS or not key.specs or not set(key.specs) <= self.anchors:
             return None
-        name = f"{key.kind}-{digest([FORMAT, self.context, key.kind, list(key.specs), list(key.detail)])}"
+        name = f"{self._stem(key)}-{digest([FORMAT, self.context])}"
         return self.root / f"{name}.safetensors", self.root / f"{name}.json"
+
+    @staticmethod
+    def _stem(key: WorkKey) -> str:
+        return f"{key.kind}-{digest([key.kind, list(key.specs), list(key.detail)])}"
 
     def load(self, key: WorkKey) -> tuple[bool, object]:
         paths = self._paths(key)
@@ -100,3 +106,7 @@ class AnchorWorkFiles:
             save_file({k: t.contiguous() for k, t in tensors.items()}, str(tmp))
         write_json(about, {"key": {"kind": key.kind, "specs": list(key.specs), "detail": list(key.detail)},
                            "context": self.context, "meta": meta, "xxh3_128": file_digest(data, "xxh3_128")})
+        # the same key under an older context (a rebuilt anchor, other settings) is not read again
+        for old in self.root.glob(f"{self._stem(key)}-*"):
+            if old not in paths:
+                old.unlink(missing_ok=True)

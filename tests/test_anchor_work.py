@@ -52,7 +52,14 @@ def test_round_trips_are_exact_and_only_anchor_keys_are_kept(tmp_path):
         assert files.load(key) == (False, None)
     assert sorted(p.suffix for p in tmp_path.iterdir()) == written == [".json", ".json", ".safetensors", ".safetensors"]
     assert files.load(WorkKey("fisher", (FULL,), (True,)))[0] is False          # another detail, another file
-    assert _files(tmp_path, "other").load(WorkKey("fisher", (FULL,), (False,)))[0] is False   # another context
+    key = WorkKey("fisher", (FULL,), (False,))
+    rebuilt = _files(tmp_path, "other")                                          # another context: a miss ...
+    assert rebuilt.load(key)[0] is False
+    rebuilt.save(key, _fisher(3))                                                # ... whose save replaces the old copy
+    assert len(list(tmp_path.iterdir())) == 4 and files.load(key)[0] is False
+    found, back = rebuilt.load(key)
+    assert found and all(torch.equal(a, b) for a, b in zip(back, _fisher(3)))
+    assert files.load(WorkKey("states", (RETAIN,)))[0]                          # other keys untouched
 
 
 def test_a_damaged_file_is_a_miss_and_is_rewritten(tmp_path):
