@@ -106,10 +106,14 @@ def test_a_new_measurer_reads_the_anchor_work_and_measures_the_same(test_world, 
             computed.append(kw["desc"] if "desc" in kw else a[2].desc)
             return _real(*a, **kw)
         monkeypatch.setattr(hidden, name, spy)
+    from checkpoints.world.build import ensure_model
+
     keys = ("fisher_masked_0.001", "cka", "logit_lens")
     first = _measurer(tmp_path / "a")
     by_name = {m.name: m for m in first.zoo.members}
     one, two = by_name["npo_lr2e-4_b01_a1_ep5"], by_name["rmu_lr2e-4_l2_s10_ep5"]
+    for member in (one, two):                              # a fresh clone has built only base, full, retain
+        ensure_model("test", 0, member.name, progress=False)
     first.run(Job(one, ORIG, keys))
     anchors = {d for d in computed if d.startswith(("tiny:test/full ", "tiny:test/retain "))}
     assert len(anchors) == 4, computed                    # Fisher and states of full and retain
