@@ -128,6 +128,19 @@ def test_model_page_numbers_and_layer_hover(driver, site):
     not_pwned(driver)
 
 
+def text_when(driver, selector: str, expected: str, tries: int = 100) -> str | None:
+    """The element's text once it is `expected` (read in the page by script, so a re-render
+    between finding and reading it cannot fail the read), or its last text after `tries` polls."""
+    text = None
+    for _ in range(tries):
+        text = driver.execute_script("const e = document.querySelector(arguments[0]);"
+                                     "return e ? e.textContent.trim() : null;", selector)
+        if text == expected:
+            break
+        time.sleep(0.05)
+    return text
+
+
 def test_example_page_span_numbers_and_paging(driver, site):
     name = NAMES[0]
     mid = None
@@ -151,14 +164,10 @@ def test_example_page_span_numbers_and_paging(driver, site):
     shot(driver, site, "example")
     not_pwned(driver)
     driver.find_element("css selector", "#ex-next").click()
-    for _ in range(50):
-        if driver.find_element("css selector", "#ex-idx").text == str(site["examples"][name][pos + 1]["idx"]):
-            break
-        time.sleep(0.05)
-    assert driver.find_element("css selector", "#ex-idx").text == str(site["examples"][name][pos + 1]["idx"])
+    assert text_when(driver, "#ex-idx", str(site["examples"][name][pos + 1]["idx"])) == \
+        str(site["examples"][name][pos + 1]["idx"])
     driver.find_element("css selector", "#ex-prev").click()
-    time.sleep(0.2)
-    assert driver.find_element("css selector", "#ex-idx").text == str(rec["idx"])
+    assert text_when(driver, "#ex-idx", str(rec["idx"])) == str(rec["idx"])
     box = driver.find_element("css selector", "#ex-jump")
     box.send_keys("Author 7 ")
     assert [t.split(" · ")[0] for t in texts(driver, "#ex-list a")] == ["7"]
