@@ -14,14 +14,13 @@ model, a Fisher diagonal is about 4 GB).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Callable, Iterable
 
 import torch
 from safetensors.torch import load_file, save_file
 
+from meta_eval.campaign_files import digest_of
 from metrics.hidden import EntityStates
 from metrics.work import WorkKey
 from uds_core.atomic import atomic_file, read_json, write_json
@@ -54,10 +53,6 @@ def _unstates(tensors: dict[str, torch.Tensor], meta: dict) -> EntityStates:
 CODECS: dict[str, tuple[Callable, Callable]] = {"fisher": (_blocks, _unblocks), "states": (_states, _unstates)}
 
 
-def digest(obj) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:24]
-
-
 class AnchorWorkFiles:
     """A `metrics.work.WorkStore` for the Fisher diagonals and entity states of the `anchors`
     (checkpoint specs), under `root`, valid for what `context()` returns (JSON-able)."""
@@ -69,18 +64,18 @@ class AnchorWorkFiles:
     def context(self) -> str:
         """Digest of `context()`, asked once, when the first anchor key is (the anchors are built then)."""
         if self._digest is None:
-            self._digest = digest(self._context())
+            self._digest = digest_of(self._context())
         return self._digest
 
     def _paths(self, key: WorkKey) -> tuple[Path, Path] | None:
         if key.kind not in CODECS or not key.specs or not set(key.specs) <= self.anchors:
             return None
-        name = f"{self._stem(key)}-{digest([FORMAT, self.context])}"
+        name = f"{self._stem(key)}-{digest_of([FORMAT, self.context])}"
         return self.root / f"{name}.safetensors", self.root / f"{name}.json"
 
     @staticmethod
     def _stem(key: WorkKey) -> str:
-        return f"{key.kind}-{digest([key.kind, list(key.specs), list(key.detail)])}"
+        return f"{key.kind}-{digest_of([key.kind, list(key.specs), list(key.detail)])}"
 
     def load(self, key: WorkKey) -> tuple[bool, object]:
         paths = self._paths(key)

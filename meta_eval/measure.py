@@ -12,8 +12,6 @@ anchors' Fisher diagonals and entity states are also kept on disk beside the sto
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sys
 import time
 from dataclasses import asdict, dataclass
@@ -24,6 +22,7 @@ import torch
 
 from meta_eval.anchor_work import AnchorWorkFiles
 from meta_eval.assemble import FILTER_SOURCE
+from meta_eval.campaign_files import digest_of
 from meta_eval.perturb import NF4, ORIG, RELEARN, RelearnRecipe, ensure_relearned, load_nf4, nf4_description
 from meta_eval.store import MeasurementStore
 from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member, Zoo, model_identity
@@ -112,10 +111,6 @@ def setting_recipe(setting: str, device: str, recipe: RelearnRecipe) -> dict:
     return {ORIG: {}, NF4: nf4_description(device), RELEARN: recipe.to_dict()}[setting]
 
 
-def _digest(obj) -> str:
-    return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:20]
-
-
 class Measurer:
     """Runs jobs for one zoo. `settings` are the metric settings shared by every job."""
 
@@ -149,14 +144,14 @@ class Measurer:
         """Model identity + setting recipe + metric settings + anchors: a change in any of them
         invalidates the cached values of this (model, setting)."""
         anchors = [model_identity(s) for s in (self.zoo.full, self.zoo.retain, self.zoo.base) if s]
-        return _digest([MEASURE_VERSION, model_identity(member.spec), setting,
+        return digest_of([MEASURE_VERSION, model_identity(member.spec), setting,
                         self.setting_recipe(setting), stamp_settings(self.settings), anchors, self.fluency_classifier])
 
     def _anchor_context(self) -> list:
         """What the anchors' kept work depends on beyond its key (`anchor_work`)."""
         anchors = [model_identity(s) for s in (self.zoo.full, self.zoo.retain)]
         return [MEASURE_VERSION, torch.__version__, anchors, stamp_settings(self.settings), self.settings.fast,
-                _digest(self.records)]
+                digest_of(self.records)]
 
     # --- loading ---------------------------------------------------------------------------
     def _load_orig(self, member: Member) -> torch.nn.Module:

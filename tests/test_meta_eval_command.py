@@ -10,6 +10,7 @@ import pytest
 
 from uds.commands import meta_eval as cmd
 from meta_eval import measure
+from meta_eval.campaign_files import digest_of
 from meta_eval.measure import Job, Measurer, plan_jobs
 from meta_eval.perturb import ORIG, relearn_config
 from meta_eval.store import MeasurementStore
@@ -214,7 +215,7 @@ def test_parity_enters_the_stamp_and_the_benchmark(tmp_path, monkeypatch):
     legacy = {k: v for k, v in asdict(EvalSettings()).items() if k not in ("progress", "parity", "fast")}
     legacy["ou_attention_mask"] = False
     anchors = [f"id:{s}" for s in ("z/full", "z/retain", "z/base")]
-    assert stamps["spec"] == measure._digest([measure.MEASURE_VERSION, "id:z/u0", ORIG, {}, legacy, anchors, None])
+    assert stamps["spec"] == digest_of([measure.MEASURE_VERSION, "id:z/u0", ORIG, {}, legacy, anchors, None])
 
     fake = FakeMeasurer(tmp_path / "store")
     seen = []
