@@ -3,7 +3,8 @@ README, with its file."""
 
 from __future__ import annotations
 
-from uds_analyses.doc_tables import audit, campaign, capacity, curves, measure, mem_bits, probe, reliability, smol, spans
+from uds_analyses.doc_tables import (audit, campaign, campaign_protocol, capacity, curves, measure, mem_bits, probe,
+                                     reliability, smol, spans)
 from uds_analyses.doc_tables.blocks import Block
 
 # the long-passage probe (issue 28): per-level, per-position and per-start tables of each source,
@@ -25,7 +26,10 @@ CAMPAIGN_BLOCKS: list[Block] = [
     for name, render in (("status", campaign.status_block), ("results", campaign.results_block),
                          ("spearman", campaign.spearman_block), ("variants", campaign.variants_block),
                          ("variant-means", campaign.variant_means_block), ("knowledge", campaign.knowledge_block),
-                         ("plots", campaign.plots_block), ("anchors", campaign.anchors_block))]
+                         ("plots", campaign.plots_block), ("anchors", campaign.anchors_block))] + [
+    # the protocol the campaign's files are measured under, rendered from the recipes protocol.json fixes
+    Block("docs/smol_meta_eval.md", "campaign-protocol", "docs/smol/campaign/protocol.json",
+          campaign_protocol.protocol_block)]
 
 # curves during unlearning (issue 43): the smol curves and their cost (benchmarks/bench_curve.py), and the
 # check on Open-Unlearning's own trainer (benchmarks/ou_train_curve.sh)
