@@ -4,8 +4,8 @@
 the members that have at least one valid measurement, and adds a `campaign` section: coverage
 counts, what each statistic still needs (`campaign_status`), the files left out and why, the
 anchor builds the measurements used (with the spread of UDS under rebuilt anchors), the per-variant
-breakdown and the knowledge check of the pool members (`pool_variants`), and every input file's
-digest; plus `versus_published`: Spearman's rho of our rankings against SPEC 5.7's.
+breakdown and the knowledge check of the pool members (`pool_variants`), the compute the files
+record, and every input file's digest; plus `versus_published`: Spearman's rho of our rankings against SPEC 5.7's.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def assemble_campaign(data: CampaignData, keys: Sequence[str], form: str = "symm
         "left_out": [{"path": x.path, "why": x.why} for x in data.left_out],
         "anchors": anchor_use(data), "spread": spread_rows(data),
         "variants": {k: variant_section(zoo.members, data.values, k) for k in keys},
-        "knowledge": knowledge_section(data), "min_pool": MIN_POOL,
+        "knowledge": knowledge_section(data), "compute": compute_section(data), "min_pool": MIN_POOL,
         "inputs": dict(sorted(data.inputs.items()))}
     doc["versus_published"] = versus_published(doc, keys, state)
     # the published rows themselves, so that a page renders from this document alone
@@ -61,6 +61,29 @@ def variant_section(members, values, key: str) -> dict:
 def knowledge_section(data: CampaignData) -> dict:
     rows = knowledge_rows(data.members, data.builds, data.measured_names)
     return {"members": rows, "by_variant": knowledge_by_variant(rows, data.members)}
+
+
+def compute_section(data: CampaignData) -> dict:
+    """What the valid files took, by their own timings: training seconds of the builds and the
+    metric seconds of the measurements (each per model kind), and the machines that ran them."""
+    kinds = {m.name: m.kind for m in data.members}
+    builds = [(kinds.get(name, "?"), doc.get("train_seconds")) for name, doc in data.builds.items()]
+    runs = [(f"{kinds.get(name, '?')}:{setting}", sum((doc.get("seconds") or {}).values()))
+            for (setting, name), doc in data.measurements.items()]
+
+    def tally(pairs: list[tuple[str, float | None]]) -> dict:
+        timed = [(k, float(v)) for k, v in pairs if finite_or_none(v) is not None]
+        by = {}
+        for k, v in sorted(timed):
+            entry = by.setdefault(k, {"n": 0, "seconds": 0.0})
+            entry["n"] += 1
+            entry["seconds"] = round(entry["seconds"] + v, 1)
+        return {"n": len(timed), "seconds": round(sum(v for _, v in timed), 1), "by_kind": by}
+
+    machines = [doc.get("machine") or {} for doc in [*data.builds.values(), *data.measurements.values()]]
+    return {"builds": tally(builds), "measurements": tally(runs),
+            "cpus": sorted({m.get("cpu") for m in machines if m.get("cpu")}),
+            "threads": sorted({m.get("threads") for m in machines if m.get("threads") is not None})}
 
 
 def anchor_use(data: CampaignData) -> list[dict]:

@@ -265,6 +265,29 @@ def test_partial_page_shows_needs_not_numbers(tmp_path):
     assert "*needs at least 3 metrics" in pages.spearman_block(path)
 
 
+def test_compute_is_the_sum_of_the_files_timings(tmp_path):
+    c = SyntheticCampaign(tmp_path / "c", seed=5)
+    machine = {"cpu": "Test CPU", "threads": 1}
+    timed = {"pos_full_lr1e-4_ep5": ({"es": 10.5, "uds": 4.5}, 100.0), "neg_retain_lr1e-4_ep5": ({"es": 20.0}, 200.0),
+             "pos_bio_lr1e-4_ep5": ({"es": 7.0}, None)}   # a build without a recorded time is not counted
+    for name, (seconds, train) in timed.items():
+        c.measure("orig", name, seconds=seconds, machine=machine)
+        path = c.root / "builds" / f"{name}.json"
+        build = {k: v for k, v in read_sealed(path)[0].items() if k != "digest"}
+        c._write(path, build | {"train_seconds": train, "machine": machine})
+    doc, _, said = _assemble(c.root)
+    assert said == [] and len(doc["campaign"]["left_out"]) == 0
+    compute = doc["campaign"]["compute"]
+    assert compute["builds"]["n"] == 2 and compute["builds"]["seconds"] == pytest.approx(300.0)
+    assert compute["measurements"] == {"n": 3, "seconds": pytest.approx(42.0),
+                                       "by_kind": {"pool:orig": {"n": 3, "seconds": pytest.approx(42.0)}}}
+    assert compute["cpus"] == ["Test CPU"] and compute["threads"] == [1]
+    path = tmp_path / "meta_eval.json"
+    path.write_text(json.dumps(doc))
+    assert "2 builds, 0.1 h of training; 3 measurements, 0.0 h of metrics (Test CPU, 1 torch thread(s)" \
+        in pages.status_block(path)
+
+
 def test_bad_input_is_one_line_exit_2(tmp_path, uds):
     missing = uds("meta-eval", "--from-campaign", str(tmp_path / "nowhere"))
     assert missing.returncode == 2 and "no such folder" in missing.stderr

@@ -57,7 +57,18 @@ def status_block(path: Path) -> str:
     left = c["left_out"]
     out += f"\n{len(left)} file(s) of the campaign folder left out (not valid){':' if left else '.'}\n"
     out += "".join(f"- `{x['path']}`: {x['why']}\n" for x in left)
-    return out
+    return out + _compute_line(c.get("compute"))
+
+
+def _compute_line(compute: dict | None) -> str:
+    """The CPU time the valid files record (training of the builds, metrics of the measurements)."""
+    if not compute:
+        return ""
+    b, m = compute["builds"], compute["measurements"]
+    threads = " or ".join(str(t) for t in compute["threads"]) or "?"
+    return (f"\nTime the files record: {b['n']} builds, {b['seconds'] / 3600:.1f} h of training; {m['n']} "
+            f"measurements, {m['seconds'] / 3600:.1f} h of metrics ({', '.join(compute['cpus']) or 'CPU not recorded'}"
+            f", {threads} torch thread(s); `uds campaign status` gives the median per kind and an ETA).\n")
 
 
 def anchors_block(path: Path) -> str:
