@@ -417,15 +417,16 @@ def _raise_stopped(signum, frame) -> None:
     raise Stopped(signal.Signals(signum).name)
 
 
-def check_protocol(files: CampaignFiles, protocol: dict) -> None:
-    """Write the protocol on the first run; afterwards refuse to run under another one."""
+def check_protocol(files: CampaignFiles, protocol: dict, write: bool = True) -> None:
+    """Write the protocol on the first run (`write`); afterwards refuse to run under another one."""
     import json
 
     doc = files.read(files.protocol)
     if doc is None:
         if files.protocol.is_file():
             raise UdsInputError(f"{files.protocol} is damaged; restore it from git (it fixes the campaign's protocol)")
-        files.write(files.protocol, protocol)
+        if write:
+            files.write(files.protocol, protocol)
         return
     body = {k: v for k, v in doc.items() if k != "digest"}
     if body != protocol:

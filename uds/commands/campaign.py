@@ -47,6 +47,9 @@ def main(args: argparse.Namespace) -> int:
     campaign = make_campaign(args)
     if args.verb == "status":
         print("\n".join(campaign.status_report()))
+        if not campaign.files.protocol.is_file():
+            print(f"  no campaign in {args.dir} yet: `uds campaign run --zoo {args.zoo} --dir {args.dir}` fixes its "
+                  "protocol (protocol.json) and starts it")
         return 0
     import torch
 
@@ -61,6 +64,7 @@ def main(args: argparse.Namespace) -> int:
 
 def make_campaign(args: argparse.Namespace):
     from checkpoints.catalogue import find_recipe
+    from checkpoints.specs import parse_tiny_zoo
     from checkpoints.world.build import ensure_model, is_built, recipe_digest
     from checkpoints.world.presets import get_preset
     from checkpoints.world.store import model_dir
@@ -73,6 +77,12 @@ def make_campaign(args: argparse.Namespace):
 
     if args.batch_size < 1 or args.max_new_tokens < 1:
         raise UdsInputError("--batch-size and --max-new-tokens must be at least 1")
+    if parse_tiny_zoo(args.zoo) is None:
+        raise UdsInputError(f"--zoo {args.zoo}: a campaign builds its models, so it takes a tiny-world zoo "
+                            f"(tiny:<preset>[-<seed>], e.g. {DEFAULT_ZOO}); published checkpoints are measured by "
+                            "`uds meta-eval --zoo ou:tofu`")
+    if Path(args.dir).exists() and not Path(args.dir).is_dir():
+        raise UdsInputError(f"--dir {args.dir} is a file, not a campaign folder")
     zoo = tiny_zoo(args.zoo)
     preset = get_preset(zoo.preset)
     keep = frozenset(k.strip() for k in getattr(args, "keep", "").split(",") if k.strip())
@@ -95,7 +105,8 @@ def make_campaign(args: argparse.Namespace):
         knowledge=lambda m: knowledge_of(preset.name, zoo.seed, m.name),
         keep=keep, alternates=world_dir(preset.name, zoo.seed) / "alternates" / "full-seed0.json",
         relearned=scratch / "relearned")
-    check_protocol(files, protocol(zoo, digests, settings, recipe, campaign_order(zoo)))
+    # status only reads: a folder without protocol.json stays as it is until the first run fixes it
+    check_protocol(files, protocol(zoo, digests, settings, recipe, campaign_order(zoo)), write=args.verb == "run")
     return Campaign(spec, lambda: make_measurer(zoo, scratch, settings, recipe),
                     publish=git_publish(files.root) if getattr(args, "commit", False) else lambda paths, msg: None)
 

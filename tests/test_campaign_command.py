@@ -1,0 +1,27 @@
+"""`uds campaign` on bad input and as a read-only status: a zoo it cannot build, a --dir that is a
+file, and `status` on a folder with no campaign yet (said, and nothing written)."""
+
+from __future__ import annotations
+
+
+def test_a_zoo_of_published_checkpoints_is_refused_with_what_to_use(uds, tmp_path):
+    r = uds("campaign", "status", "--zoo", "ou:tofu", "--dir", str(tmp_path / "c"))
+    assert r.returncode == 2 and r.stdout == ""
+    assert "tiny-world zoo" in r.stderr and "uds meta-eval --zoo ou:tofu" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and not (tmp_path / "c").exists()
+
+
+def test_a_dir_that_is_a_file_is_refused(uds, tmp_path):
+    file = tmp_path / "protocol.json"
+    file.write_text("{}")
+    r = uds("campaign", "run", "--zoo", "tiny:test", "--dir", str(file))
+    assert r.returncode == 2 and "is a file, not a campaign folder" in r.stderr
+    assert "Traceback" not in r.stderr and file.read_text() == "{}"
+
+
+def test_status_of_a_new_folder_writes_nothing(uds, tmp_path, test_world):
+    camp = tmp_path / "new"
+    r = uds("campaign", "status", "--zoo", "tiny:test", "--dir", str(camp))
+    assert r.returncode == 0
+    assert "measured 0/" in r.stdout and "no campaign in" in r.stdout and "uds campaign run --zoo tiny:test" in r.stdout
+    assert not camp.exists()
