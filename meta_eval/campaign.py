@@ -203,35 +203,50 @@ class Campaign:
 
     def status_line(self, p: Progress | None = None) -> str:
         p = p or self.count()
-        eta = self.eta_seconds(p)
-        return (f"campaign {self.zoo.tag}: measured {p.measured}/{p.total} (model, setting) units, "
-                f"{sum(self.member_done(m) for m in self.order)}/{p.members} models complete; "
-                f"ETA {eta / 3600:.1f} h on this machine")
+        return _headline(self.zoo.tag, p.measured, p.total, sum(self.member_done(m) for m in self.order), p.members,
+                         self.eta_seconds(p))
 
-    def status_report(self) -> list[str]:
-        """The status line, then from the files: units measured per kind and setting, the next
-        member to work on, and the median seconds per unit kind."""
+    def status(self) -> dict:
+        """Where the campaign stands, from the files: units measured (per kind and setting), models
+        complete, the next member to work on, the median seconds per unit kind and the ETA."""
         p = self.count()
         done = {(j.member.name, j.setting) for j in self.jobs if self.done(j)}
 
-        def tally(kind: str, setting: str, pool: str | None = None) -> str:
+        def tally(kind: str, setting: str, pool: str | None = None) -> dict:
             js = [j for j in self.jobs if j.member.kind == kind and j.setting == setting
                   and (pool is None or j.member.pool == pool)]
-            return f"{sum((j.member.name, j.setting) in done for j in js)}/{len(js)}"
-        anchors = [f"{j.setting}/{j.member.name} {'yes' if (j.member.name, j.setting) in done else 'no'}"
-                   for j in self.jobs if j.member.kind in (FULL, RETAIN)]
-        lines = [self.status_line(p),
-                 f"  pool members measured: P {tally(POOL, ORIG, 'P')}, N {tally(POOL, ORIG, 'N')}",
-                 f"  unlearned models measured: as built {tally(UNLEARNED, ORIG)}, NF4 {tally(UNLEARNED, NF4)}, "
-                 f"relearned {tally(UNLEARNED, RELEARN)}",
-                 f"  anchors measured: {', '.join(anchors)}"]
+            return {"measured": sum((j.member.name, j.setting) in done for j in js), "total": len(js)}
         todo = [(m, [j.setting for j in self.jobs_of(m) if (m.name, j.setting) not in done]) for m in self.order]
         member, settings = next(((m, s) for m, s in todo if s), (None, []))
-        if member is not None:
-            state = "built here" if self.spec.is_built(member) else "to build"
-            lines.append(f"  next: {member.name} ({state}; then {', '.join(settings)})")
-        if p.seconds:
-            timed = ", ".join(f"{k} {statistics.median(v):.0f}" for k, v in sorted(p.seconds.items()))
+        return {
+            "zoo": self.zoo.tag, "units": p.measured, "units_total": p.total,
+            "models_complete": sum(self.member_done(m) for m in self.order), "models_total": p.members,
+            "pool": {lab: tally(POOL, ORIG, lab) for lab in ("P", "N")},
+            "unlearned": {s: tally(UNLEARNED, s) for s in (ORIG, NF4, RELEARN)},
+            "anchors": {f"{j.setting}/{j.member.name}": (j.member.name, j.setting) in done
+                        for j in self.jobs if j.member.kind in (FULL, RETAIN)},
+            "next": None if member is None else {"member": member.name, "built": self.spec.is_built(member),
+                                                 "settings": settings},
+            "median_seconds": {k: statistics.median(v) for k, v in sorted(p.seconds.items())},
+            "eta_seconds": round(self.eta_seconds(p), 1)}
+
+    def status_report(self, st: dict | None = None) -> list[str]:
+        """`status` as the lines `uds campaign status` prints."""
+        st = st or self.status()
+        count = lambda t: f"{t['measured']}/{t['total']}"  # noqa: E731
+        un = st["unlearned"]
+        lines = [_headline(st["zoo"], st["units"], st["units_total"], st["models_complete"], st["models_total"],
+                           st["eta_seconds"]),
+                 f"  pool members measured: P {count(st['pool']['P'])}, N {count(st['pool']['N'])}",
+                 f"  unlearned models measured: as built {count(un[ORIG])}, NF4 {count(un[NF4])}, "
+                 f"relearned {count(un[RELEARN])}",
+                 "  anchors measured: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in st["anchors"].items())]
+        if st["next"] is not None:
+            nxt = st["next"]
+            lines.append(f"  next: {nxt['member']} ({'built here' if nxt['built'] else 'to build'}; "
+                         f"then {', '.join(nxt['settings'])})")
+        if st["median_seconds"]:
+            timed = ", ".join(f"{k} {v:.0f}" for k, v in st["median_seconds"].items())
             lines.append(f"  median seconds per unit (from the files): {timed}")
         return lines
 
@@ -411,6 +426,11 @@ class Campaign:
         for folder in folders:
             if folder.exists():
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+def _headline(zoo: str, units: int, total: int, complete: int, members: int, eta_seconds: float) -> str:
+    return (f"campaign {zoo}: measured {units}/{total} (model, setting) units, {complete}/{members} models "
+            f"complete; ETA {eta_seconds / 3600:.1f} h on this machine")
 
 
 def _raise_stopped(signum, frame) -> None:

@@ -3,6 +3,8 @@ file, and `status` on a folder with no campaign yet (said, and nothing written).
 
 from __future__ import annotations
 
+import json
+
 
 def test_a_zoo_of_published_checkpoints_is_refused_with_what_to_use(uds, tmp_path):
     r = uds("campaign", "status", "--zoo", "ou:tofu", "--dir", str(tmp_path / "c"))
@@ -25,3 +27,27 @@ def test_status_of_a_new_folder_writes_nothing(uds, tmp_path, test_world):
     assert r.returncode == 0
     assert "measured 0/" in r.stdout and "no campaign in" in r.stdout and "uds campaign run --zoo tiny:test" in r.stdout
     assert not camp.exists()
+
+
+def test_status_json_counts_the_protocol_units(uds, tmp_path, test_world):
+    """A new campaign's JSON status: nothing measured, and the totals the protocol implies, counted
+    here from the catalogue (pool members once, unlearned models in three settings, full and retain
+    as built, retain relearned)."""
+    from checkpoints.catalogue import recipes
+    from checkpoints.world.presets import get_preset
+
+    rs = recipes(get_preset("test"))
+    pool = {s: sum(r.kind == "pool" and r.hparams["pool"] == s for r in rs) for s in ("P", "N")}
+    unlearned = sum(r.kind == "unlearned" for r in rs)
+    r = uds("campaign", "status", "--zoo", "tiny:test", "--dir", str(tmp_path / "new"), "--json")
+    assert r.returncode == 0
+    st = json.loads(r.stdout)
+    assert st["units"] == 0 and st["started"] is False
+    assert st["units_total"] == pool["P"] + pool["N"] + 3 * unlearned + 3
+    assert st["models_total"] == pool["P"] + pool["N"] + unlearned + 2
+    assert {k: v["total"] for k, v in st["pool"].items()} == pool
+    assert {v["total"] for v in st["unlearned"].values()} == {unlearned}
+    assert st["anchors"] == {"orig/full": False, "orig/retain": False, "relearn/retain": False}
+    assert st["next"] == {"member": "full", "built": True, "settings": ["orig"]}
+    text = uds("campaign", "status", "--zoo", "tiny:test", "--dir", str(tmp_path / "new")).stdout
+    assert f"measured 0/{st['units_total']} (model, setting) units, 0/{st['models_total']} models" in text

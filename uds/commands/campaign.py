@@ -11,6 +11,7 @@ machine) to continue. `uds campaign status` counts what is done without loading 
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 import sys
 import time
@@ -35,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--batch-size", type=int, default=32, help="metric batch size (fixed by the first run)")
         q.add_argument("--max-new-tokens", type=int, default=128, help="generation length (fixed by the first run)")
         q.add_argument("--relearn-lr", type=float, default=None, help="relearning learning rate (default 2e-4)")
+    status.add_argument("--json", action="store_true", help="print the status as one JSON object (for scripts)")
     run.add_argument("--commit", action="store_true", help="git-commit each unit's file as soon as it is written")
     run.add_argument("--keep", default="", metavar="KINDS",
                      help=f"comma-separated kinds whose weights are kept after measuring ({', '.join(KEEP_KINDS)})")
@@ -46,8 +48,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 def main(args: argparse.Namespace) -> int:
     campaign = make_campaign(args)
     if args.verb == "status":
-        print("\n".join(campaign.status_report()))
-        if not campaign.files.protocol.is_file():
+        st = campaign.status() | {"started": campaign.files.protocol.is_file()}
+        if args.json:
+            print(json.dumps(st, indent=1))
+            return 0
+        print("\n".join(campaign.status_report(st)))
+        if not st["started"]:
             print(f"  no campaign in {args.dir} yet: `uds campaign run --zoo {args.zoo} --dir {args.dir}` fixes its "
                   "protocol (protocol.json) and starts it")
         return 0
