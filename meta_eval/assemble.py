@@ -17,6 +17,7 @@ from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member
 from uds_core.parity import SPEC
 from metrics.families.mia import ATTACKS
 from metrics.registry import REGISTRY
+from metrics.spec import ERASURE
 
 Values = Mapping[tuple[str, str], Mapping[str, float | None]]
 
@@ -50,7 +51,18 @@ def _knowledge(key: str, values: Values, setting: str, names: Sequence[str]) -> 
 def _faithfulness(key: str, members: Sequence[Member], values: Values) -> Faithfulness:
     raw = lambda label: [values.get((ORIG, m.name), {}).get(key) for m in members  # noqa: E731
                          if m.kind == POOL and m.pool == label]
-    return faithfulness(raw("P"), raw("N"), invert=REGISTRY[key].orientation == "erasure")
+    return faithfulness(raw("P"), raw("N"), invert=REGISTRY[key].orientation == ERASURE)
+
+
+def filter_passes(key: str, unlearned: Sequence[str], utility_rel: Mapping[str, float | None], values: Values,
+                  thresholds: Mapping[str, float | None]) -> tuple[list[str], list[str]]:
+    """The unlearned models that pass each SPEC 5.5 rule on their own: (utility_rel >= 0.8, the
+    faithfulness-threshold rule of the key's filter source on the un-perturbed value)."""
+    source = FILTER_SOURCE.get(key, key)
+    before = _knowledge(source, values, ORIG, unlearned)
+    utility = [n for n in unlearned if passes_utility(utility_rel.get(n))]
+    threshold = [n for n in unlearned if before[n] is not None and classified_absent(before[n], thresholds.get(source))]
+    return utility, threshold
 
 
 def kept_models(key: str, unlearned: Sequence[str], utility_rel: Mapping[str, float | None], values: Values,
@@ -59,10 +71,17 @@ def kept_models(key: str, unlearned: Sequence[str], utility_rel: Mapping[str, fl
     source (itself, or the raw MIA metric of an s_* key) on the un-perturbed value."""
     if not use_filters:
         return list(unlearned)
-    source = FILTER_SOURCE.get(key, key)
-    before = _knowledge(source, values, ORIG, unlearned)
-    return [n for n in unlearned if passes_utility(utility_rel.get(n))
-            and before[n] is not None and classified_absent(before[n], thresholds.get(source))]
+    utility, threshold = filter_passes(key, unlearned, utility_rel, values, thresholds)
+    return [n for n in utility if n in threshold]
+
+
+def threshold_rule(source: str, threshold: float | None) -> dict | None:
+    """The faithfulness-threshold rule in the raw units of `source`: a model is classified
+    knowledge-absent (kept) when its value is `op` `value` (SPEC 5.5; UDS: >= 1 - t)."""
+    if threshold is None:
+        return None
+    erasure = REGISTRY[source].orientation == ERASURE
+    return {"metric": source, "op": ">=" if erasure else "<=", "value": 1.0 - threshold if erasure else threshold}
 
 
 def meta_evaluate(members: Sequence[Member], values: Values, keys: Sequence[str], form: str = "symmetric",
@@ -85,8 +104,13 @@ def meta_evaluate(members: Sequence[Member], values: Values, keys: Sequence[str]
                                      _knowledge(key, values, NF4, unlearned),
                                      _knowledge(key, values, RELEARN, unlearned), ret, ret_after, form)
         doc["faithfulness"][key] = faith[key].to_dict()
-        doc["robustness"][key] = rob.to_dict() | {"n_kept": len(kept), "filter_source": FILTER_SOURCE.get(key, key),
-                                                  "kept": kept}
+        utility, threshold = filter_passes(key, unlearned, utility_rel, values, thresholds)
+        source = FILTER_SOURCE.get(key, key)
+        doc["robustness"][key] = rob.to_dict() | {
+            "n_kept": len(kept), "filter_source": source, "kept": kept,
+            "filters": {"measured": sum(values.get((ORIG, n), {}).get(source) is not None for n in unlearned),
+                        "utility_pass": len(utility), "threshold_pass": len(threshold),
+                        "threshold_rule": threshold_rule(source, thresholds.get(source))}}
         doc["overall"][key] = hm_pair(faith[key].auc_roc, rob.agg)
     doc["benchmark"] = rows
     return doc

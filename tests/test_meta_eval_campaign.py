@@ -99,6 +99,29 @@ def test_with_filters_equals_meta_evaluate_on_the_values_written(full_campaign):
     assert {r["model"] for r in rows} == set(UNLEARNED) | {"full", "retain"}
 
 
+def test_filter_counts_from_the_values_and_thresholds(full_campaign, tmp_path):
+    """Each SPEC 5.5 rule counted here from the values (utility_rel from the benchmark rows, the
+    knowledge view against the source's threshold), and the page's row says the same."""
+    c = full_campaign
+    doc, rows, _ = _assemble(c.root)
+    util = {r["model"]: r["utility_rel"] for r in rows}
+    path = tmp_path / "meta_eval.json"
+    path.write_text(json.dumps(doc))
+    page = {line.split(" | ")[0].strip("| "): line.strip("|").split(" | ") for line in
+            pages.filters_block(path).splitlines()[2:]}
+    for key in KEYS:
+        source = "mia_loss" if key == "s_mia_loss" else key
+        t = doc["faithfulness"][source]["threshold"]
+        utility = {n for n in UNLEARNED if util[n] is not None and util[n] >= 0.8}
+        rule = {n for n in UNLEARNED if oriented(source, c.values[("orig", n)][source]) <= t}
+        f = doc["robustness"][key]["filters"]
+        assert (f["utility_pass"], f["threshold_pass"]) == (len(utility), len(rule)), key
+        assert sorted(doc["robustness"][key]["kept"]) == sorted(utility & rule), key
+        raw = 1 - t if source in ERASURE else t
+        assert page[key][1].strip() == f"`{source}` {'≥' if source in ERASURE else '≤'} {raw:.3f}"
+        assert [int(x) for x in page[key][2:]] == [len(UNLEARNED), len(utility), len(rule), len(utility & rule)]
+
+
 def test_variants_knowledge_coverage_anchors(full_campaign):
     c = full_campaign
     doc, _, _ = _assemble(c.root)

@@ -153,6 +153,14 @@ def test_meta_evaluate_filters_and_inverts():
     # s_mia_loss filters with mia_loss's threshold (mia .5 is classified absent), not its own
     assert doc["robustness"]["s_mia_loss"]["filter_source"] == "mia_loss"
     assert doc["robustness"]["s_mia_loss"]["kept"] == ["u1", "u2"]
+    # each rule on its own: utility drops u3, the UDS threshold (UDS >= 1 - .5) drops u2
+    f = doc["robustness"]["uds"]["filters"]
+    assert (f["measured"], f["utility_pass"], f["threshold_pass"]) == (3, 2, 2)
+    assert f["threshold_rule"] == {"metric": "uds", "op": ">=", "value": pytest.approx(0.5)}
+    # mia_loss knowledge view is raw: P .9 x3, N .50 .51 .52 -> t = (.52 + .9) / 2, every u passes it
+    f = doc["robustness"]["s_mia_loss"]["filters"]
+    assert (f["utility_pass"], f["threshold_pass"]) == (2, 3)
+    assert f["threshold_rule"] == {"metric": "mia_loss", "op": "<=", "value": pytest.approx((0.52 + 0.9) / 2)}
     rows = {r["model"]: r for r in doc["benchmark"]}
     assert rows["u3"]["utility_rel"] == pytest.approx(0.5 / 0.8) and rows["u1"]["utility_rel"] == pytest.approx(1.0)
     assert kept_models("uds", ["u1", "u2", "u3"], {}, values, {}, use_filters=False) == ["u1", "u2", "u3"]

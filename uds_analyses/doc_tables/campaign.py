@@ -119,6 +119,23 @@ def results_block(path: Path) -> str:
                   "R (relearn)", "robustness", "overall", "kept / measured / in the zoo"], rows)
 
 
+def filters_block(path: Path) -> str:
+    """Per metric, SPEC 5.5's two rules on the unlearned models measured as built: the threshold
+    rule in the filter source's raw units, how many pass each rule, and how many pass both."""
+    d = _doc(path)
+    rows = []
+    for key, r in d["robustness"].items():
+        f = r.get("filters")
+        if f is None:
+            continue
+        rule = f["threshold_rule"]
+        text = f"`{rule['metric']}` {'≥' if rule['op'] == '>=' else '≤'} {rule['value']:.3f}" if rule else \
+            "none (pools too small: every model passes)"
+        rows.append([key, text, str(f["measured"]), str(f["utility_pass"]), str(f["threshold_pass"]), str(r["n_kept"])])
+    return table(["metric", "knowledge-absent rule (filter source, raw value)", "unlearned, measured as built",
+                  "pass utility_rel ≥ 0.8", "pass the rule", "kept (both)"], rows)
+
+
 def spearman_block(path: Path) -> str:
     """Spearman's rho of our faithfulness and overall rankings against SPEC 5.7's, and the ranks."""
     vs = _doc(path)["versus_published"]

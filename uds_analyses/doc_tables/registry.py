@@ -24,6 +24,7 @@ CAMPAIGN_COMMAND = ("uds meta-eval --from-campaign docs/smol/campaign --out docs
 CAMPAIGN_BLOCKS: list[Block] = [
     Block("docs/smol_meta_eval.md", f"campaign-{name}", CAMPAIGN_SNAPSHOT, render, CAMPAIGN_COMMAND)
     for name, render in (("status", campaign.status_block), ("results", campaign.results_block),
+                         ("filters", campaign.filters_block),
                          ("spearman", campaign.spearman_block), ("variants", campaign.variants_block),
                          ("variant-means", campaign.variant_means_block), ("knowledge", campaign.knowledge_block),
                          ("plots", campaign.plots_block), ("anchors", campaign.anchors_block))] + [
