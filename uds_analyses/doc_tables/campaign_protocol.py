@@ -72,7 +72,9 @@ def _published(label: str, rs: list[Recipe]) -> str:
     if label in ANCHORS:
         return "—"
     if rs[0].kind == "pool":
-        spec = [c for c in POOLS if c.alias.split("_lr")[0] == f"{label[:3]}_{SPEC_VARIANTS[label.split()[0]]}"]
+        variant = rs[0].hparams["variant"]
+        prefix = f"{variant.split('_')[0]}_{SPEC_VARIANTS[variant]}_lr"   # e.g. pos_retain90_forget10_bio_lr
+        spec = [c for c in POOLS if c.alias.startswith(prefix)]
         coeff = "—"
     else:
         spec = [c for c in UNLEARNED if c.method == label]
