@@ -68,7 +68,8 @@ def campaign_zoo(data: CampaignData, names: set[str] | None = None) -> Zoo:
 def read_protocol(root: Path) -> dict:
     """protocol.json of a campaign folder; bad input when the folder is not a whole campaign."""
     if not root.is_dir():
-        raise UdsInputError(f"--from-campaign {root}: no such folder")
+        raise UdsInputError(f"--from-campaign {root}: " + ("a file, not a campaign folder" if root.exists()
+                                                           else "no such folder"))
     path = root / "protocol.json"
     if not path.is_file():
         raise UdsInputError(f"--from-campaign {root}: not a campaign folder (no protocol.json; `uds campaign run "

@@ -317,12 +317,15 @@ def test_bad_input_is_one_line_exit_2(tmp_path, uds):
     (tmp_path / "plain").mkdir()
     plain = uds("meta-eval", "--from-campaign", str(tmp_path / "plain"))
     assert plain.returncode == 2 and "not a campaign folder" in plain.stderr
+    (tmp_path / "protocol.json").write_text("{}")
+    a_file = uds("meta-eval", "--from-campaign", str(tmp_path / "protocol.json"))
+    assert a_file.returncode == 2 and "a file, not a campaign folder" in a_file.stderr
     SyntheticCampaign(tmp_path / "empty")
     empty = uds("meta-eval", "--from-campaign", str(tmp_path / "empty"))
     assert empty.returncode == 2 and "no measurement files" in empty.stderr
     both = uds("meta-eval", "--from-campaign", str(tmp_path / "empty"), "--shard", "0/2")
     assert both.returncode == 2 and "--shard" in both.stderr
-    for r in (missing, plain, empty, both):
+    for r in (missing, plain, a_file, empty, both):
         assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
     c = SyntheticCampaign(tmp_path / "damaged")
     c.measure("orig", "full", recipe_digest="0" * 16)
