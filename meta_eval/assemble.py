@@ -71,7 +71,12 @@ def kept_models(key: str, unlearned: Sequence[str], utility_rel: Mapping[str, fl
     source (itself, or the raw MIA metric of an s_* key) on the un-perturbed value."""
     if not use_filters:
         return list(unlearned)
-    utility, threshold = filter_passes(key, unlearned, utility_rel, values, thresholds)
+    return _both(filter_passes(key, unlearned, utility_rel, values, thresholds))
+
+
+def _both(passes: tuple[list[str], list[str]]) -> list[str]:
+    """The models that pass both rules, in the order of the first list."""
+    utility, threshold = passes
     return [n for n in utility if n in threshold]
 
 
@@ -97,14 +102,15 @@ def meta_evaluate(members: Sequence[Member], values: Values, keys: Sequence[str]
     thresholds = {k: f.threshold for k, f in faith.items()}
     doc = {"faithfulness": {}, "robustness": {}, "overall": {}}
     for key in keys:
-        kept = kept_models(key, unlearned, utility_rel, values, thresholds, use_filters)
+        passes = filter_passes(key, unlearned, utility_rel, values, thresholds)
+        kept = _both(passes) if use_filters else list(unlearned)
         ret = _knowledge(key, values, ORIG, [retain])[retain] if retain else None
         ret_after = _knowledge(key, values, RELEARN, [retain])[retain] if retain else None
         rob: Robustness = robustness(kept, _knowledge(key, values, ORIG, unlearned),
                                      _knowledge(key, values, NF4, unlearned),
                                      _knowledge(key, values, RELEARN, unlearned), ret, ret_after, form)
         doc["faithfulness"][key] = faith[key].to_dict()
-        utility, threshold = filter_passes(key, unlearned, utility_rel, values, thresholds)
+        utility, threshold = passes
         source = FILTER_SOURCE.get(key, key)
         doc["robustness"][key] = rob.to_dict() | {
             "n_kept": len(kept), "filter_source": source, "kept": kept,

@@ -73,12 +73,9 @@ def compute_section(data: CampaignData) -> dict:
 
     def tally(pairs: list[tuple[str, float | None]]) -> dict:
         timed = [(k, float(v)) for k, v in pairs if finite_or_none(v) is not None]
-        by = {}
-        for k, v in sorted(timed):
-            entry = by.setdefault(k, {"n": 0, "seconds": 0.0})
-            entry["n"] += 1
-            entry["seconds"] = round(entry["seconds"] + v, 1)
-        return {"n": len(timed), "seconds": round(sum(v for _, v in timed), 1), "by_kind": by}
+        by = {k: [v for kk, v in timed if kk == k] for k in sorted({k for k, _ in timed})}
+        return {"n": len(timed), "seconds": round(sum(v for _, v in timed), 1),
+                "by_kind": {k: {"n": len(vs), "seconds": round(sum(vs), 1)} for k, vs in by.items()}}
 
     machines = [doc.get("machine") or {} for doc in [*data.builds.values(), *data.measurements.values()]]
     return {"builds": tally(builds), "measurements": tally(runs),
