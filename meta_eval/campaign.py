@@ -113,6 +113,16 @@ def _spread_pool_order(members: Sequence[Member]) -> list[Member]:
     return out
 
 
+def cheapest_to_rebuild(measured: Sequence[dict], builds: dict[str, dict]) -> list[dict]:
+    """Measurement documents ordered by their model's committed training seconds (unknown last, then
+    by name): re-scoring a model on a fresh machine means training it again, so the spread of rebuilt
+    anchors takes the quickest ones."""
+    def cost(doc: dict) -> tuple[float, str]:
+        seconds = builds.get(doc["model"], {}).get("train_seconds")
+        return (float("inf") if seconds is None else float(seconds), doc["model"])
+    return sorted(measured, key=cost)
+
+
 def cpu_name() -> str:
     """The CPU's model name (Linux), else the architecture."""
     try:
@@ -376,8 +386,9 @@ class Campaign:
 
     def write_spread(self, fps: dict[str, str], measured: list[dict]) -> None:
         names = {m.name: m for m in self.zoo.members}
-        chosen = [d for d in measured if d["kind"] == UNLEARNED and d["model"] in names
-                  and d["values"].get("uds") is not None][:SPREAD_MODELS]
+        candidates = [d for d in measured if d["kind"] == UNLEARNED and d["model"] in names
+                      and d["values"].get("uds") is not None]
+        chosen = cheapest_to_rebuild(candidates, self.files.builds())[:SPREAD_MODELS]
         rows = []
         for d in chosen:
             member = names[d["model"]]
