@@ -83,6 +83,11 @@ def compute_section(data: CampaignData) -> dict:
             "threads": sorted({m.get("threads") for m in machines if m.get("threads") is not None})}
 
 
+def _build_id(fps: dict | None) -> str | None:
+    """The short id of an anchor build (as anchors/ names it) from its fingerprints."""
+    return digest_of(fps)[:16] if fps else None
+
+
 def anchor_use(data: CampaignData) -> list[dict]:
     """Each anchor build (full and retain fingerprints) the assembled measurements were made with:
     how many measurements per setting, and whether anchors/ records that build."""
@@ -98,12 +103,14 @@ def anchor_use(data: CampaignData) -> list[dict]:
 
 
 def spread_rows(data: CampaignData) -> list[dict]:
-    """The spread files: per rebuilt anchor build, UDS of measured models as committed and
-    re-scored with that build, and the largest |difference|."""
+    """The spread files: per rebuilt anchor build, UDS of measured models as committed (with the
+    anchor build that measured it, `committed_with`) and re-scored with that build, and the largest
+    |difference|."""
     out = []
     for key, doc in sorted(data.spread.items()):
         fields = ("model", "uds_committed", "uds_here", "abs_diff")
-        rows = [{k: r.get(k) for k in fields} for r in doc.get("models", [])]
+        rows = [{k: r.get(k) for k in fields} | {"committed_with": _build_id(r.get("committed_anchors"))}
+                for r in doc.get("models", [])]
         diffs = [r["abs_diff"] for r in rows if r["abs_diff"] is not None]
         out.append({"anchor_build": key, "models": rows, "max_abs_diff": max(diffs, default=None)})
     return out

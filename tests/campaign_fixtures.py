@@ -112,7 +112,8 @@ class SyntheticCampaign:
     def anchors_and_spread(self) -> None:
         for fps in ANCHORS:
             self._write(self.root / "anchors" / f"{digest_of(fps)[:16]}.json", {"anchors": fps})
-        rows = [{"model": n, "uds_committed": 0.3 + i / 10, "uds_here": 0.3 + i / 10 + d, "abs_diff": d}
+        rows = [{"model": n, "uds_committed": 0.3 + i / 10, "uds_here": 0.3 + i / 10 + d, "abs_diff": d,
+                 "committed_anchors": ANCHORS[0]}
                 for i, (n, d) in enumerate((("npo_lr1e-5_ep5", 2e-4), ("graddiff_lr1e-5_ep5", 5e-5)))]
         self._write(self.root / "spread" / f"{digest_of(ANCHORS[1])[:16]}.json",
                     {"anchors_here": ANCHORS[1], "models": rows})

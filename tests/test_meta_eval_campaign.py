@@ -27,7 +27,8 @@ from meta_eval.campaign_read import campaign_zoo, read_campaign
 from meta_eval.faithfulness import MIN_POOL
 from meta_eval.pool_variants import confused_pairs, knowledge_by_variant
 from meta_eval.published import PUBLISHED
-from tests.campaign_fixtures import KEYS, POOL, UNLEARNED, SyntheticCampaign
+from meta_eval.campaign_files import digest_of
+from tests.campaign_fixtures import ANCHORS, KEYS, POOL, UNLEARNED, SyntheticCampaign
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT = ROOT / "docs/smol/campaign_meta_eval/meta_eval.json"
@@ -150,6 +151,19 @@ def test_variants_knowledge_coverage_anchors(full_campaign):
     assert sorted(used.values()) == [relearned + 1, len(c.protocol["jobs"]) - relearned - 1]
     assert all(a["recorded"] for a in camp["anchors"])
     assert camp["spread"][0]["max_abs_diff"] == 2e-4
+
+
+def test_spread_table_says_which_build_each_committed_uds_came_from(full_campaign, tmp_path):
+    doc, _, _ = _assemble(full_campaign.root)
+    path = tmp_path / "meta_eval.json"
+    path.write_text(json.dumps(doc))
+    block = pages.anchors_block(path)
+    spread = block[block.index("Spread (`spread/`)"):]
+    rows = [[c.strip() for c in ln.strip("|").split("|")] for ln in spread.splitlines() if ln.startswith("| `")]
+    first, rebuilt = (digest_of(a)[:16] for a in ANCHORS)   # the fixture re-scores with the second build
+    assert [r[:3] for r in rows] == [[f"`{rebuilt}`", f"`{m}`", f"`{first}`"]
+                                     for m in ("npo_lr1e-5_ep5", "graddiff_lr1e-5_ep5")]
+    assert [float(c) for r in rows for c in r[3:]] == pytest.approx([0.3, 0.3002, 2e-4, 0.4, 0.40005, 5e-5], abs=1e-6)
 
 
 def _damage(c: SyntheticCampaign) -> dict[str, str]:

@@ -79,12 +79,14 @@ def anchors_block(path: Path) -> str:
              ", ".join(f"{s} {n}" for s, n in sorted(a["by_setting"].items())), _yes(a["recorded"])]
             for a in c["anchors"]]
     out = table(["anchor build", "full", "retain", "measurements", "by setting", "in anchors/"], rows)
-    spread = [[f"`{s['anchor_build']}`", f"`{m['model']}`", fixed(m["uds_committed"], 6), fixed(m["uds_here"], 6),
+    spread = [[f"`{s['anchor_build']}`", f"`{m['model']}`", f"`{m.get('committed_with') or 'n/a'}`",
+               fixed(m["uds_committed"], 6), fixed(m["uds_here"], 6),
                "n/a" if m["abs_diff"] is None else f"{m['abs_diff']:.1e}"] for s in c["spread"] for m in s["models"]]
     if spread:
-        out += "\nSpread (`spread/`): UDS of measured models re-scored with a rebuilt anchor pair.\n\n"
-        out += table(["rebuilt anchors", "model", "UDS as committed", "UDS with the rebuilt anchors", "abs. ΔUDS"],
-                     spread)
+        out += ("\nSpread (`spread/`): UDS of measured models re-scored with a rebuilt anchor pair (each model is "
+                "trained again on that machine too).\n\n")
+        out += table(["rebuilt anchors", "model", "committed with", "UDS as committed", "UDS with the rebuilt anchors",
+                      "abs. ΔUDS"], spread)
     else:
         out += "\nNo spread file: the anchors were not rebuilt while measurements existed.\n"
     return out
