@@ -373,10 +373,16 @@ class Campaign:
         a few measured models with this one and write the spread (once per anchor build)."""
         fps = self.anchor_fingerprints()
         path = self.files.anchors(digest_of(fps))
+        measurements = self.files.measurements()
         if self.files.read(path) is None:
             self.files.write(path, {"anchors": fps, "machine": machine()})
             self.publish([path], f"campaign {self.zoo.tag}: anchor build {digest_of(fps)[:12]}")
-        measured = [d for d in self.files.measurements() if d.get("setting") == ORIG]
+        else:
+            # a build on another machine that reproduced the recorded bytes needs no spread: say so
+            used = sum(digest_of(d["anchors"]) == digest_of(fps) for d in measurements if d.get("anchors"))
+            self.log(f"campaign: full/retain here are anchor build {digest_of(fps)[:16]} of anchors/ "
+                     f"(the same fingerprints; {used} committed measurement(s) used it)")
+        measured = [d for d in measurements if d.get("setting") == ORIG]
         earlier = {digest_of(d["anchors"]) for d in measured if d.get("anchors")}
         if earlier <= {digest_of(fps)} or self.files.read(self.files.spread(digest_of(fps))) is not None:
             return

@@ -148,7 +148,7 @@ def moved(killed, test_world) -> dict:
     said = status(home, camp)
     before = files_of(camp)
     run = campaign(home, camp, "run", "--max-units", "1")
-    return {"home": home, "status": said, "before": before, "run": run, "after": files_of(camp)}
+    return {"home": home, "camp": camp, "status": said, "before": before, "run": run, "after": files_of(camp)}
 
 
 def test_a_fresh_machine_continues_from_the_files_alone(moved):
@@ -165,6 +165,11 @@ def test_a_fresh_machine_continues_from_the_files_alone(moved):
     assert {k: moved["after"][k] for k in moved["before"]} == moved["before"]
     assert POOL_MEMBER not in models_built(moved["home"])     # done before the move: not rebuilt
     assert "was rebuilt here" not in run.stderr              # same machine kind: same bytes, same fingerprint
+    # one anchor build, recorded by the first machine; every file measured before the move used it
+    [anchors] = list((moved["camp"] / "anchors").glob("*.json"))
+    assert all(json.loads(b)["anchors"] == sealed(anchors)["anchors"] for b in moved["before"].values())
+    assert (f"are anchor build {anchors.stem} of anchors/ (the same fingerprints; {len(moved['before'])} committed"
+            in run.stderr)
 
 
 def test_a_damaged_file_is_said_left_out_and_redone(killed, moved):
