@@ -1,9 +1,19 @@
 """`uds campaign` on bad input and as a read-only status: a zoo it cannot build, a --dir that is a
-file, and `status` on a folder with no campaign yet (said, and nothing written)."""
+file, and `status` on a folder with no campaign yet (said, and nothing written); `--commit`'s git
+publishing in a scratch repository (the campaign folder alone; a stale index.lock said at once)."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from uds.commands.campaign import git_publish
 
 
 def test_a_zoo_of_published_checkpoints_is_refused_with_what_to_use(uds, tmp_path):
@@ -51,3 +61,50 @@ def test_status_json_counts_the_protocol_units(uds, tmp_path, test_world):
     assert st["next"] == {"member": "full", "built": True, "settings": ["orig"]}
     text = uds("campaign", "status", "--zoo", "tiny:test", "--dir", str(tmp_path / "new")).stdout
     assert f"measured 0/{st['units_total']} (model, setting) units, 0/{st['models_total']} models" in text
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout
+
+
+@pytest.fixture
+def repo(tmp_path, monkeypatch) -> Path:
+    """A git repository with one commit, a staged change outside the campaign folder and a new
+    campaign file; the working directory is the repository (as for `uds campaign run --commit`)."""
+    for var in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{var}_NAME", "test")
+        monkeypatch.setenv(f"GIT_{var}_EMAIL", "test@example.org")
+    monkeypatch.chdir(tmp_path)
+    _git("init", "-q")
+    Path("other.txt").write_text("a\n")
+    _git("add", "other.txt")
+    _git("commit", "-q", "-m", "first")
+    Path("other.txt").write_text("b\n")
+    _git("add", "other.txt")
+    (tmp_path / "camp").mkdir()
+    (tmp_path / "camp" / "unit.json").write_text("{}\n")
+    return tmp_path
+
+
+def test_publish_commits_the_campaign_folder_alone(repo):
+    git_publish(Path("camp"))([Path("camp/unit.json")], "campaign: unit")
+    assert _git("log", "-1", "--format=%s", "--name-only").split() == ["campaign:", "unit", "camp/unit.json"]
+    assert _git("diff", "--cached", "--name-only").split() == ["other.txt"]      # still staged, not committed
+
+
+def test_a_stale_index_lock_is_said_at_once_and_a_young_one_waited_for(repo, monkeypatch, capsys):
+    lock = repo / ".git" / "index.lock"
+    lock.write_text("")
+    hour_ago = time.time() - 3600
+    os.utime(lock, (hour_ago, hour_ago))
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)
+    git_publish(Path("camp"))([Path("camp/unit.json")], "campaign: unit")
+    said = capsys.readouterr().err
+    assert slept == [] and re.search(r"index\.lock is 36\d\d s old", said) and "files are on disk" in said
+    assert _git("log", "--format=%s").split() == ["first"]
+    # a lock a running git holds (young) is retried; here it goes away during the first wait
+    os.utime(lock)
+    monkeypatch.setattr(time, "sleep", lambda s: (slept.append(s), lock.unlink()))
+    git_publish(Path("camp"))([Path("camp/unit.json")], "campaign: unit")
+    assert slept == [2] and _git("log", "-1", "--format=%s").strip() == "campaign: unit"

@@ -21,6 +21,7 @@ from uds_core.errors import UdsInputError
 
 DEFAULT_ZOO = "tiny:smol"
 KEEP_KINDS = ("pool", "unlearned")
+STALE_LOCK_S = 300.0   # git holds index.lock for about a second per commit; one this old outlived its process
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -170,9 +171,24 @@ def make_measurer(zoo, scratch: Path, settings, recipe):
     return Measurer(zoo, MeasurementStore(scratch / "store"), scratch / "relearned", settings, recipe)
 
 
+def stale_index_lock(stale_after: float = STALE_LOCK_S) -> tuple[Path, float] | None:
+    """The repository's index.lock and its age in seconds, when it is older than `stale_after`
+    (None: no lock, or a young one that a running git process may still hold)."""
+    where = subprocess.run(["git", "rev-parse", "--git-path", "index.lock"], capture_output=True, text=True)
+    if where.returncode != 0:
+        return None
+    path = Path(where.stdout.strip())
+    try:
+        age = time.time() - path.stat().st_mtime
+    except FileNotFoundError:
+        return None
+    return (path, age) if age > stale_after else None
+
+
 def git_publish(root: Path, attempts: int = 30):
     """A publish callback: `git add` + `git commit` of the campaign folder alone (other staged or
-    changed files are left as they are), retried while another git process holds the index."""
+    changed files are left as they are), retried while another git process holds the index; an
+    index.lock too old to belong to a running git is said at once (retrying cannot clear it)."""
     def publish(paths: list[Path], message: str) -> None:
         for attempt in range(attempts):
             add = subprocess.run(["git", "add", "--", str(root)], capture_output=True, text=True)
@@ -182,6 +198,11 @@ def git_publish(root: Path, attempts: int = 30):
                 return
             if "index.lock" not in commit.stderr and "merge" not in commit.stderr:
                 break
+            if (stale := stale_index_lock()) is not None:
+                print(f"campaign: git cannot commit: {stale[0]} is {stale[1]:.0f} s old, left by a git process that "
+                      "was killed; remove it if no git command is running. The files are on disk and go with the "
+                      "next commit", file=sys.stderr)
+                return
             time.sleep(2 + attempt)
         print(f"campaign: git commit of {root} failed ({(commit.stderr or commit.stdout).strip()[:200]}); "
               "the files are on disk and go with the next commit", file=sys.stderr)
