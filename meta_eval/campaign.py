@@ -372,19 +372,20 @@ class Campaign:
         """Record this build of the anchors; when earlier measurements used another build, re-score
         a few measured models with this one and write the spread (once per anchor build)."""
         fps = self.anchor_fingerprints()
-        path = self.files.anchors(digest_of(fps))
+        build = digest_of(fps)
+        path = self.files.anchors(build)
         measurements = self.files.measurements()
         if self.files.read(path) is None:
             self.files.write(path, {"anchors": fps, "machine": machine()})
-            self.publish([path], f"campaign {self.zoo.tag}: anchor build {digest_of(fps)[:12]}")
+            self.publish([path], f"campaign {self.zoo.tag}: anchor build {build[:12]}")
         else:
             # a build on another machine that reproduced the recorded bytes needs no spread: say so
-            used = sum(digest_of(d["anchors"]) == digest_of(fps) for d in measurements if d.get("anchors"))
-            self.log(f"campaign: full/retain here are anchor build {digest_of(fps)[:16]} of anchors/ "
+            used = sum(d.get("anchors") == fps for d in measurements)
+            self.log(f"campaign: full/retain here are anchor build {path.stem} of anchors/ "
                      f"(the same fingerprints; {used} committed measurement(s) used it)")
         measured = [d for d in measurements if d.get("setting") == ORIG]
         earlier = {digest_of(d["anchors"]) for d in measured if d.get("anchors")}
-        if earlier <= {digest_of(fps)} or self.files.read(self.files.spread(digest_of(fps))) is not None:
+        if earlier <= {build} or self.files.read(self.files.spread(build)) is not None:
             return
         self.log(f"campaign: full/retain here differ from the build the committed measurements used; "
                  f"re-scoring {SPREAD_MODELS} measured models to state the spread")

@@ -211,7 +211,8 @@ def test_rebuilt_anchors_state_their_spread(killed, test_world, tmp_path, monkey
     rows = spread[0]["models"]
     files = CampaignFiles(camp)
     unlearned = {d["model"] for d in files.measurements() if d["kind"] == "unlearned" and d["setting"] == "orig"}
-    seconds = {m: files.builds()[m]["train_seconds"] for m in unlearned}
+    builds = files.builds()
+    seconds = {m: builds[m]["train_seconds"] for m in unlearned}
     chosen = [r["model"] for r in rows]
     assert len(chosen) == min(2, len(unlearned)) and rows
     # the quickest to train again: no model left out trained faster than one re-scored
