@@ -76,3 +76,27 @@ def test_a_protocol_the_code_does_not_hold_is_refused(tmp_path, change):
     path.write_text(json.dumps(protocol))
     with pytest.raises(UdsInputError, match=re.escape(named)):
         protocol_block(path)
+
+
+def test_unlearned_rows_name_the_forms_the_trainer_uses(monkeypatch):
+    """The cell's forms are the ones `train_unlearned` hands the method, seen by stubbing the method
+    out, not the recipe's recorded words (which say chat + raw for every preset)."""
+    from types import SimpleNamespace
+
+    from checkpoints.methods import trainer
+    from checkpoints.world.presets import get_preset
+
+    protocol = json.loads(PROTOCOL.read_text())
+    seen = []
+    monkeypatch.setattr(trainer, "unlearn", lambda model, tok, sets, *a, **k: seen.append(tuple(sets.forms)))
+    world = SimpleNamespace(forget=[], retain=[], idk=[])
+    ctx = SimpleNamespace(load=lambda name: None, tok=None, world=world, preset=get_preset(protocol["preset"]),
+                          loop=lambda name: None, callbacks=None)
+    trainer.train_unlearned(ctx, SimpleNamespace(parent="full", method="npo", train=None, hparams={}, name="x"))
+    assert seen == [("chat",)]
+    rows = _rows(protocol_block(PROTOCOL))
+    unlearned = {m["method"] for m in protocol["members"].values() if m["kind"] == "unlearned"}
+    assert len(unlearned) == 8
+    for method in unlearned:
+        assert "(chat form*)" in rows[method][3] and "raw" not in rows[method][3], method
+    assert "encodes the forget and retain QA in the chat form only" in protocol_block(PROTOCOL)

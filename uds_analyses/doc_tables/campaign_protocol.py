@@ -25,6 +25,10 @@ from uds_core.errors import UdsInputError
 
 ANCHORS = ("full", "retain")
 # SPEC 5.1's pool variant names, in the order of checkpoints.methods.pools.POOL_VARIANTS
+# Unlearned recipes' words for their data, the same for every preset; the words enter the recipe
+# digests that fix a campaign's protocol, so they stay as recorded and the block states the forms
+# the trainer really uses (`Preset.forms`, which `train_unlearned` passes on).
+RECORDED_FORMS = "(chat + raw forms)"
 SPEC_VARIANTS = {"pos_full": "full", "pos_bio": "retain90_forget10_bio", "pos_para": "retain90_forget10_para",
                  "neg_retain": "retain90", "neg_pert": "retain90_forget10_pert", "neg_bio": "retain90_celeb10_bio"}
 
@@ -52,6 +56,14 @@ def checked_recipes(protocol: dict) -> dict[str, Recipe]:
             f"(not in the catalogue: {', '.join(missing) or 'none'}; another recipe than the recorded digest: "
             f"{', '.join(changed) or 'none'}); the protocol block states only the recorded protocol")
     return {n: catalogue[n] for n in protocol["recipes"]}
+
+
+def trained_on(r: Recipe, forms: tuple[str, ...]) -> str:
+    """The recipe's data in words, with an unlearned recipe's recorded forms replaced by `forms`
+    (marked *) where the preset trains in other encodings than the words say."""
+    if r.kind != "unlearned" or RECORDED_FORMS not in r.data or tuple(forms) == ("chat", "raw"):
+        return r.data
+    return r.data.replace(RECORDED_FORMS, f"({' + '.join(forms)} form{'s' if len(forms) > 1 else ''}*)")
 
 
 def _groups(members: dict, rs: dict[str, Recipe], order: list[str]) -> list[tuple[str, list[Recipe]]]:
@@ -87,10 +99,12 @@ def _published(label: str, rs: list[Recipe]) -> str:
 def models_table(protocol: dict, rs: dict[str, Recipe]) -> str:
     """One row per anchor, pool variant and unlearning method: the values its recipes take."""
     rows = []
-    order = [r.name for r in recipes(get_preset(protocol["preset"]))]
+    preset = get_preset(protocol["preset"])
+    order = [r.name for r in recipes(preset)]
     for label, group in _groups(protocol["members"], rs, order):
         t = [r.train for r in group]
-        rows.append([f"`{label}`", str(len(group)), group[0].parent or "—", _values(r.data for r in group),
+        rows.append([f"`{label}`", str(len(group)), group[0].parent or "—",
+                     _values(trained_on(r, preset.forms) for r in group),
                      _values((x.lr for x in t), lr_token), _values(x.epochs for x in t),
                      _values(x.batch_size for x in t), _coefficients(group), _values(x.seed for x in t),
                      _values(round(x.warmup_ratio, 4) for x in t), _values(x.weight_decay for x in t),
@@ -116,7 +130,12 @@ def protocol_block(path: Path) -> str:
     extra = {j: [k for k in ks if k not in keys] for j, ks in protocol["jobs"].items()}
     with_extra = [j for j, ks in extra.items() if ks]
     kinds = Counter(members[j.split("/", 1)[1]]["kind"] for j in with_extra)
-    lines = [models_table(protocol, rs).rstrip("\n"), "",
+    forms = get_preset(protocol["preset"]).forms
+    marked = [r.name for r in rs.values() if trained_on(r, forms) != r.data]
+    note = ([f"\\* The {len(marked)} unlearned recipes record their data as \"forget QA {RECORDED_FORMS}\", the "
+             f"words of every preset (they enter the recipe digests, so they stay); this preset encodes the forget "
+             f"and retain QA in the {' + '.join(forms)} form only, as the column says.", ""] if marked else [])
+    lines = [models_table(protocol, rs).rstrip("\n"), "", *note,
              f"All {len(rs)} recipes above have the digests `protocol.json` records for their models (checked when "
              f"this block is rendered). The {len(protocol['jobs'])} (model, setting) jobs each measure the "
              f"{len(keys)} metrics; {len(with_extra)} of them (setting "
