@@ -24,11 +24,11 @@ from uds_analyses.doc_tables.markdown import table
 from uds_core.errors import UdsInputError
 
 ANCHORS = ("full", "retain")
-# SPEC 5.1's pool variant names, in the order of checkpoints.methods.pools.POOL_VARIANTS
 # Unlearned recipes' words for their data, the same for every preset; the words enter the recipe
 # digests that fix a campaign's protocol, so they stay as recorded and the block states the forms
 # the trainer really uses (`Preset.forms`, which `train_unlearned` passes on).
 RECORDED_FORMS = "(chat + raw forms)"
+# SPEC 5.1's pool variant names, in the order of checkpoints.methods.pools.POOL_VARIANTS
 SPEC_VARIANTS = {"pos_full": "full", "pos_bio": "retain90_forget10_bio", "pos_para": "retain90_forget10_para",
                  "neg_retain": "retain90", "neg_pert": "retain90_forget10_pert", "neg_bio": "retain90_celeb10_bio"}
 
