@@ -26,7 +26,7 @@ from typing import Sequence
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from checkpoints.world.encode import qa_examples
+from checkpoints.world.encode import forms_words, qa_examples
 from checkpoints.world.train import Loop, TrainConfig, collate, train
 from uds_core import manifest
 from uds_core.batching import pad_token_id
@@ -123,8 +123,7 @@ def relearn_config(batch_size: int, lr: float = RELEARN_LR, forms: tuple[str, ..
                         max_grad_norm=1.0, seed=RELEARN_SEED)
     if tuple(forms) == ("chat", "raw"):
         return RelearnRecipe(train)
-    return RelearnRecipe(train, f"forget QA ({' + '.join(forms)} form{'s' if len(forms) > 1 else ''}, as the zoo "
-                                "was fine-tuned)", tuple(forms))
+    return RelearnRecipe(train, f"forget QA ({forms_words(tuple(forms))}, as the zoo was fine-tuned)", tuple(forms))
 
 
 def zoo_relearn_config(preset: str | None, lr: float = RELEARN_LR) -> RelearnRecipe:

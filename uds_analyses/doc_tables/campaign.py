@@ -79,7 +79,8 @@ def anchors_block(path: Path) -> str:
              ", ".join(f"{s} {n}" for s, n in sorted(a["by_setting"].items())), _yes(a["recorded"])]
             for a in c["anchors"]]
     out = table(["anchor build", "full", "retain", "measurements", "by setting", "in anchors/"], rows)
-    spread = [[f"`{s['anchor_build']}`", f"`{m['model']}`", f"`{m['committed_with']}`" if m.get("committed_with") else "n/a",
+    spread = [[f"`{s['anchor_build']}`", f"`{m['model']}`",
+               f"`{m['committed_with']}`" if m.get("committed_with") else "n/a",
                fixed(m["uds_committed"], 6), fixed(m["uds_here"], 6),
                "n/a" if m["abs_diff"] is None else f"{m['abs_diff']:.1e}"] for s in c["spread"] for m in s["models"]]
     if spread:

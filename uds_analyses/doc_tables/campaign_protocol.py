@@ -18,6 +18,7 @@ from checkpoints.catalogue import recipes
 from checkpoints.methods.zoo_recipes import lr_token
 from checkpoints.ou_checkpoints import POOLS, UNLEARNED
 from checkpoints.world.build import recipe_digest
+from checkpoints.world.encode import forms_words
 from checkpoints.world.presets import get_preset
 from checkpoints.world.recipes import Recipe
 from uds_analyses.doc_tables.markdown import table
@@ -63,7 +64,7 @@ def trained_on(r: Recipe, forms: tuple[str, ...]) -> str:
     (marked *) where the preset trains in other encodings than the words say."""
     if r.kind != "unlearned" or RECORDED_FORMS not in r.data or tuple(forms) == ("chat", "raw"):
         return r.data
-    return r.data.replace(RECORDED_FORMS, f"({' + '.join(forms)} form{'s' if len(forms) > 1 else ''}*)")
+    return r.data.replace(RECORDED_FORMS, f"({forms_words(forms)}*)")
 
 
 def _groups(members: dict, rs: dict[str, Recipe], order: list[str]) -> list[tuple[str, list[Recipe]]]:
@@ -134,7 +135,7 @@ def protocol_block(path: Path) -> str:
     marked = [r.name for r in rs.values() if trained_on(r, forms) != r.data]
     note = ([f"\\* The {len(marked)} unlearned recipes record their data as \"forget QA {RECORDED_FORMS}\", the "
              f"words of every preset (they enter the recipe digests, so they stay); this preset encodes the forget "
-             f"and retain QA in the {' + '.join(forms)} form only, as the column says.", ""] if marked else [])
+             f"and retain QA in the {forms_words(forms)} only, as the column says.", ""] if marked else [])
     lines = [models_table(protocol, rs).rstrip("\n"), "", *note,
              f"All {len(rs)} recipes above have the digests `protocol.json` records for their models (checked when "
              f"this block is rendered). The {len(protocol['jobs'])} (model, setting) jobs each measure the "
