@@ -8,6 +8,7 @@ from checkpoints.world.schema import World
 from uds_core.chat import IGNORE, encode_chat
 from uds_core.prompts import raw_prompt
 
+
 def forms_words(forms: tuple[str, ...]) -> str:
     """QA encodings in the words recipes record them: ("chat",) -> "chat form"."""
     return f"{' + '.join(forms)} form{'s' if len(forms) > 1 else ''}"
