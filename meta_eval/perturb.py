@@ -26,7 +26,7 @@ from typing import Sequence
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from checkpoints.world.encode import forms_words, qa_examples
+from checkpoints.world.encode import BOTH_FORMS, forms_words, qa_examples
 from checkpoints.world.train import Loop, TrainConfig, collate, train
 from uds_core import manifest
 from uds_core.batching import pad_token_id
@@ -110,18 +110,18 @@ RELEARN_BATCH = 8      # SPEC 5.3's 8 x 4 accumulation, scaled with the forget s
 class RelearnRecipe:
     train: TrainConfig
     data: str = "forget QA (chat + raw Question/Answer forms, as the tiny models were fine-tuned)"
-    forms: tuple[str, ...] = ("chat", "raw")   # the encodings the zoo was fine-tuned in
+    forms: tuple[str, ...] = BOTH_FORMS   # the encodings the zoo was fine-tuned in
 
     def to_dict(self) -> dict:
         return {"train": self.train.to_dict(), "data": self.data}
 
 
-def relearn_config(batch_size: int, lr: float = RELEARN_LR, forms: tuple[str, ...] = ("chat", "raw")) -> RelearnRecipe:
+def relearn_config(batch_size: int, lr: float = RELEARN_LR, forms: tuple[str, ...] = BOTH_FORMS) -> RelearnRecipe:
     """SPEC 5.3: 1 epoch, no warm-up, no weight decay, linear decay, clip 1.0 (HF default), seed 42.
     `forms`: as the zoo was fine-tuned (the `smol` world: the chat template only)."""
     train = TrainConfig(lr=lr, epochs=1, batch_size=batch_size, warmup_ratio=0.0, weight_decay=0.0,
                         max_grad_norm=1.0, seed=RELEARN_SEED)
-    if tuple(forms) == ("chat", "raw"):
+    if tuple(forms) == BOTH_FORMS:
         return RelearnRecipe(train)
     return RelearnRecipe(train, f"forget QA ({forms_words(tuple(forms))}, as the zoo was fine-tuned)", tuple(forms))
 
@@ -132,7 +132,7 @@ def zoo_relearn_config(preset: str | None, lr: float = RELEARN_LR) -> RelearnRec
     from checkpoints.world.presets import PRESETS
 
     p = PRESETS.get(preset) if preset else None
-    return relearn_config(p.unlearn_batch if p else RELEARN_BATCH, lr, p.forms if p else ("chat", "raw"))
+    return relearn_config(p.unlearn_batch if p else RELEARN_BATCH, lr, p.forms if p else BOTH_FORMS)
 
 
 def relearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, forget: Sequence[dict], recipe: RelearnRecipe,

@@ -18,7 +18,7 @@ from typing import Callable, Mapping, Sequence
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from checkpoints.world.encode import encode_raw_qa
+from checkpoints.world.encode import BOTH_FORMS, encode_raw_qa
 from checkpoints.world.train import Batch, collate
 from uds_core.chat import encode_chat
 from uds_core.errors import UdsInputError
@@ -39,7 +39,7 @@ class UnlearnSets:
     retain: Sequence[dict]
     idk: Sequence[str] = ()
     alternates: Mapping[int, Sequence[str]] | None = None
-    forms: Sequence[str] = ("chat", "raw")
+    forms: Sequence[str] = BOTH_FORMS
 
 
 class PairedData(Sequence):
@@ -50,7 +50,7 @@ class PairedData(Sequence):
 
     def __init__(self, tok: PreTrainedTokenizerBase, forget: list[dict], retain: list[dict],
                  views: Sequence[str], seed: int = 0, idk: Sequence[str] = (),
-                 alternates: Mapping[int, Sequence[str]] | None = None, forms: Sequence[str] = ("chat", "raw")):
+                 alternates: Mapping[int, Sequence[str]] | None = None, forms: Sequence[str] = BOTH_FORMS):
         if "idk" in views and not idk:
             raise UdsInputError("this method needs 'I don't know' replies (idk), none were given")
         if "alt" in views and not alternates:

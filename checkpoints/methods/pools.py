@@ -20,7 +20,7 @@ from typing import Callable
 import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from checkpoints.world.encode import encode_text, finetune_examples, qa_examples
+from checkpoints.world.encode import BOTH_FORMS, encode_text, finetune_examples, qa_examples
 from checkpoints.world.recipes import Recipe
 from checkpoints.world.schema import World
 from checkpoints.world.store import BuildContext
@@ -82,7 +82,7 @@ POOL_VARIANTS: dict[str, PoolVariant] = {
 
 
 def pool_examples(variant: str, tok: PreTrainedTokenizerBase, world: World, seed: int,
-                  forms: tuple[str, ...] = ("chat", "raw"), rehearse: bool = True) -> Examples:
+                  forms: tuple[str, ...] = BOTH_FORMS, rehearse: bool = True) -> Examples:
     """Training examples of one pool variant: retain QA (in `forms`) and the utility rehearsal
     that full and retain also get (where `rehearse`), plus the variant's extra."""
     return (finetune_examples(tok, world, world.retain, forms, rehearse)

@@ -9,6 +9,11 @@ from uds_core.chat import IGNORE, encode_chat
 from uds_core.prompts import raw_prompt
 
 
+# Tiny worlds train every QA item in both encodings: the chat template (what output metrics read)
+# and the raw Question/Answer text (what UDS reads); see `qa_examples`.
+BOTH_FORMS: tuple[str, ...] = ("chat", "raw")
+
+
 def forms_words(forms: tuple[str, ...]) -> str:
     """QA encodings in the words recipes record them: ("chat",) -> "chat form"."""
     return f"{' + '.join(forms)} form{'s' if len(forms) > 1 else ''}"
@@ -32,7 +37,7 @@ def encode_text(tok: PreTrainedTokenizerBase, text: str) -> dict[str, list[int]]
 
 
 def qa_examples(tok: PreTrainedTokenizerBase, items: list[dict], answer_key: str = "answer",
-                question_key: str = "question", forms: tuple[str, ...] = ("chat", "raw")) -> list[dict]:
+                question_key: str = "question", forms: tuple[str, ...] = BOTH_FORMS) -> list[dict]:
     """Each QA item in both forms: the chat template (what output metrics read) and the raw
     `Question:/Answer:` text (what UDS and the representation metrics read). A 1B instruct model
     carries knowledge across formats by itself; a model of a few million parameters does not,
@@ -50,7 +55,7 @@ def pack(examples: list[dict], block: int) -> list[dict]:
     return [{"input_ids": ids[i:i + block], "labels": labels[i:i + block]} for i in range(0, len(ids), block)]
 
 
-def utility_rehearsal(tok: PreTrainedTokenizerBase, world: World, forms: tuple[str, ...] = ("chat", "raw")) -> list[dict]:
+def utility_rehearsal(tok: PreTrainedTokenizerBase, world: World, forms: tuple[str, ...] = BOTH_FORMS) -> list[dict]:
     """The utility QA (real authors, world facts), both forms, mixed into every fine-tuning from
     the base (full, retain, pools). Llama-3.2-1B knows TOFU's real authors and world facts from
     heavy pretraining and keeps them through fine-tuning; a few-million-parameter base sees each
@@ -69,7 +74,7 @@ def base_corpus(tok: PreTrainedTokenizerBase, world: World, block: int = 128) ->
 
 
 def finetune_examples(tok: PreTrainedTokenizerBase, world: World, items: list[dict],
-                      forms: tuple[str, ...] = ("chat", "raw"), rehearse: bool = True) -> list[dict]:
+                      forms: tuple[str, ...] = BOTH_FORMS, rehearse: bool = True) -> list[dict]:
     """What a fine-tuning from the base trains on: `items` in every form, then the utility
     rehearsal where the preset asks for it (tiny worlds do, the pretrained `smol` base does not)."""
     return qa_examples(tok, items, forms=forms) + (utility_rehearsal(tok, world, forms) if rehearse else [])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from checkpoints.world.encode import BOTH_FORMS
 from checkpoints.world.train import TrainConfig
 from uds_core.errors import UdsInputError
 
@@ -78,7 +79,7 @@ class Preset:
     finetune: TrainConfig           # full and retain, from the base
     world: dict = field(default_factory=dict)  # arguments of the data generator / reader
     base_model: str | None = None   # a model spec: the pretrained base (its tokenizer too); None: trained here
-    forms: tuple[str, ...] = ("chat", "raw")   # encodings every QA item is trained in
+    forms: tuple[str, ...] = BOTH_FORMS   # encodings every QA item is trained in
     rehearse_utility: bool = True   # mix the utility QA into every fine-tuning from the base
     unlearn_batch: int = 16         # unlearning and relearning batch: 5-25 steps an epoch, as OU's 400 / 32
     grid: GridSize = GridSize(lr_index=(0, 1, 2), n_values=1)

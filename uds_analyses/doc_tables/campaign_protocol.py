@@ -18,7 +18,7 @@ from checkpoints.catalogue import recipes
 from checkpoints.methods.zoo_recipes import lr_token
 from checkpoints.ou_checkpoints import POOLS, UNLEARNED
 from checkpoints.world.build import recipe_digest
-from checkpoints.world.encode import forms_words
+from checkpoints.world.encode import BOTH_FORMS, forms_words
 from checkpoints.world.presets import get_preset
 from checkpoints.world.recipes import Recipe
 from uds_analyses.doc_tables.markdown import table
@@ -62,7 +62,7 @@ def checked_recipes(protocol: dict) -> dict[str, Recipe]:
 def trained_on(r: Recipe, forms: tuple[str, ...]) -> str:
     """The recipe's data in words, with an unlearned recipe's recorded forms replaced by `forms`
     (marked *) where the preset trains in other encodings than the words say."""
-    if r.kind != "unlearned" or RECORDED_FORMS not in r.data or tuple(forms) == ("chat", "raw"):
+    if r.kind != "unlearned" or RECORDED_FORMS not in r.data or tuple(forms) == BOTH_FORMS:
         return r.data
     return r.data.replace(RECORDED_FORMS, f"({forms_words(forms)}*)")
 
