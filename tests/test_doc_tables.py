@@ -819,3 +819,68 @@ def test_fisher_batch1_rows_from_the_benchmark_files():
         diffs = [abs(v["batch4"] - v["batch1"]) for v in d["scores"].values()]
         assert float(cells[8]) == pytest.approx(max(diffs), rel=0.06)
         assert (cells[6] == "yes") == d["entries_identical"]
+
+
+# oriented "higher = more knowledge" for SPEC 5.4: these metrics are inverted (1 - value)
+_INVERTED = ("uds", "s_", "cka", "logit_lens", "fisher")
+
+
+def _symmetric(a: float, b: float) -> float:
+    return 1 - min(max(abs(a - b) / (abs(a) + abs(b) + 1e-12), 0.0), 1.0)
+
+
+def _unfiltered_by_hand(d: dict, key: str) -> tuple[float, float, float]:
+    """(Q, R, overall) of `key` over every unlearned model, straight from SPEC 5.4 / 5.6."""
+    m = lambda setting, name: (1 - d["values"][setting][name][key] if key.startswith(_INVERTED)  # noqa: E731
+                               else d["values"][setting][name][key])
+    names = [n for n, s in d["members"].items() if s["kind"] == "unlearned"]
+    d_ret = m("relearn", "retain") - m("orig", "retain")
+    q = statistics.fmean(_symmetric(m("orig", n), m("nf4", n)) for n in names)
+    r = statistics.fmean(_symmetric(m("relearn", n) - m("orig", n), d_ret) for n in names)
+    faith = d["faithfulness"][key]["auc_roc"]
+    return q, r, statistics.harmonic_mean([faith, statistics.harmonic_mean([q, r])])
+
+
+def _campaign_snapshots() -> tuple[dict, dict]:
+    on, off = (ROOT / "docs/smol/campaign_meta_eval/meta_eval.json",
+               ROOT / "docs/smol/campaign_meta_eval_no_filters/meta_eval.json")
+    if not (on.is_file() and off.is_file()):
+        pytest.skip("campaign snapshots not committed")
+    return json.loads(on.read_text()), json.loads(off.read_text())
+
+
+def test_campaign_filters_effect_table_by_hand():
+    """Without the filters every unlearned model enters: Q, R and overall recomputed from the raw
+    values; with them, the snapshot's own numbers; ranks by sorting overall."""
+    on, off = _campaign_snapshots()
+    doc = _rows("campaign-filters-effect")
+    assert set(doc) == set(on["overall"]) and len(doc) == 22
+    by_on = sorted(on["overall"], key=lambda k: -on["overall"][k])
+    by_off = sorted(off["overall"], key=lambda k: -off["overall"][k])
+    assert list(doc) == by_on
+    n_unlearned = sum(s["kind"] == "unlearned" for s in off["members"].values())
+    for key, cells in doc.items():
+        q, r, overall = _unfiltered_by_hand(off, key)
+        assert [_num(c) for c in cells[8:11]] == pytest.approx([q, r, overall], abs=5e-4), key
+        assert int(cells[7]) == n_unlearned == 24
+        assert int(cells[6]) == by_on.index(key) + 1 and int(cells[11]) == by_off.index(key) + 1, key
+        kept = on["robustness"][key]["n_kept"]
+        assert int(cells[2]) == kept <= n_unlearned
+        assert _num(cells[5]) == pytest.approx(on["overall"][key], abs=5e-4)
+
+
+def test_campaign_readme_sentence_by_hand():
+    on, off = _campaign_snapshots()
+    text = doc_body(BY_NAME["campaign-readme"], ROOT)
+    q, r, overall = _unfiltered_by_hand(off, "uds")
+    found = re.search(r"over all (\d+) \(no filters\) Q ([\d.]+), R ([\d.]+), overall ([\d.]+), rank (\d+) of 22", text)
+    assert found, text
+    assert int(found[1]) == 24
+    assert [float(found[i]) for i in (2, 3, 4)] == pytest.approx([q, r, overall], abs=5e-4)
+    assert int(found[5]) == 1 + sum(v > off["overall"]["uds"] for v in off["overall"].values())
+    faith = re.search(r"faithfulness AUC ([\d.]+) \(SPEC 5.7: ([\d.]+); (\d+) of the 22", text)
+    assert float(faith[1]) == pytest.approx(on["faithfulness"]["uds"]["auc_roc"], abs=5e-4)
+    assert float(faith[2]) == 0.971   # SPEC.md 5.7's UDS row
+    assert int(faith[3]) == sum(f["auc_roc"] > 0.9995 for f in on["faithfulness"].values())
+    kept = re.search(r"rest on the (\d+) of (\d+) unlearned models", text)
+    assert int(kept[1]) == len(on["robustness"]["uds"]["kept"]) and int(kept[2]) == 24

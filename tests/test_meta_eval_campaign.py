@@ -32,6 +32,7 @@ from tests.campaign_fixtures import ANCHORS, KEYS, POOL, UNLEARNED, SyntheticCam
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT = ROOT / "docs/smol/campaign_meta_eval/meta_eval.json"
+SNAPSHOT_NO_FILTERS = ROOT / "docs/smol/campaign_meta_eval_no_filters/meta_eval.json"
 ERASURE = {"uds", "s_mia_loss"}      # keys whose knowledge view is 1 - value (SPEC 5.2)
 
 
@@ -383,12 +384,13 @@ def test_the_real_campaign_folder_reads():
     assert doc["campaign"]["coverage"]["units"] == len(used)
 
 
-def test_committed_snapshot_is_what_its_files_assemble_to(tmp_path):
-    """docs/smol/campaign_meta_eval was assembled from the files its `campaign.inputs` lists; those
-    files (the campaign only adds files) must still assemble to it."""
+@pytest.mark.parametrize("snapshot", [SNAPSHOT, SNAPSHOT_NO_FILTERS], ids=["filters", "no_filters"])
+def test_committed_snapshot_is_what_its_files_assemble_to(tmp_path, snapshot):
+    """docs/smol/campaign_meta_eval (and its --no-filters twin) was assembled from the files its
+    `campaign.inputs` lists; those files (the campaign only adds files) must still assemble to it."""
     from metrics.registry import META_KEYS
 
-    snap = json.loads(SNAPSHOT.read_text())
+    snap = json.loads(snapshot.read_text())
     src = ROOT / snap["campaign"]["folder"]
     for rel, digest in snap["campaign"]["inputs"].items():
         doc, _ = read_sealed(src / rel)
@@ -397,7 +399,7 @@ def test_committed_snapshot_is_what_its_files_assemble_to(tmp_path):
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(src / rel, tmp_path / rel)
     (tmp_path / "measurements").mkdir(exist_ok=True)
-    doc, _ = assemble_campaign(read_campaign(tmp_path), META_KEYS)
+    doc, _ = assemble_campaign(read_campaign(tmp_path), META_KEYS, use_filters=snap["settings"]["filters"])
     fresh = json.loads(json.dumps(doc))
     for part in ("faithfulness", "robustness", "overall", "versus_published"):
         assert fresh[part] == snap[part], part

@@ -1,4 +1,5 @@
-"""docs/smol_meta_eval.md's blocks, from the meta_eval.json `uds meta-eval --from-campaign` writes.
+"""docs/smol_meta_eval.md's blocks and the README's campaign sentence, from the meta_eval.json
+`uds meta-eval --from-campaign` writes (with SPEC 5.5's filters and with `--no-filters`).
 
 Every number comes from that file (its `campaign` and `versus_published` sections, and the
 standard faithfulness / robustness / overall entries); the published values from
@@ -236,3 +237,67 @@ def plots_block(path: Path) -> str:
         if (path.parent / name).is_file():
             out += f"{'!' if shown else ''}[{text}]({rel}/{name})\n\n"
     return out
+
+
+# the campaign snapshot and its no-filters twin sit side by side under docs/smol/
+FILTERED, UNFILTERED = "campaign_meta_eval", "campaign_meta_eval_no_filters"
+
+
+def _pair(path: Path) -> tuple[dict, dict]:
+    """(filtered, unfiltered) snapshots beside `path` (either one's meta_eval.json)."""
+    folder = path.parents[1]
+    return _doc(folder / FILTERED / "meta_eval.json"), _doc(folder / UNFILTERED / "meta_eval.json")
+
+
+def overall_ranks(overall: dict[str, float | None]) -> dict[str, int]:
+    """Competition rank (1 = highest overall; ties share the better rank) of every metric with a
+    defined overall."""
+    known = {k: v for k, v in overall.items() if v is not None}
+    return {k: 1 + sum(w > v for w in known.values()) for k, v in known.items()}
+
+
+def filters_effect_block(path: Path) -> str:
+    """Per metric, ordered by overall with SPEC 5.5's filters: Q, R and overall over the unlearned
+    models the filters keep, beside the same over every measured unlearned model."""
+    on, off = _pair(path)
+    rank_on, rank_off = overall_ranks(on["overall"]), overall_ranks(off["overall"])
+    order = sorted(on["overall"], key=lambda k: (rank_on.get(k, len(rank_on) + 1), k))
+    rows = []
+    for k in order:
+        a, b = on["robustness"][k], off["robustness"][k]
+        rows.append([k, fixed(on["faithfulness"][k]["auc_roc"]), str(a["n_kept"]), fixed(a["quantization"]),
+                     fixed(a["relearning"]), fixed(on["overall"][k]), str(rank_on.get(k, "—")), str(b["n_kept"]),
+                     fixed(b["quantization"]), fixed(b["relearning"]), fixed(off["overall"][k]),
+                     str(rank_off.get(k, "—"))])
+    return table(["metric", "faithfulness AUC", "kept", "Q", "R", "overall", "rank", "all", "Q, all", "R, all",
+                  "overall, all", "rank, all"], rows)
+
+
+def _at_top(faith: dict, key: str) -> int:
+    """How many metrics share `key`'s faithfulness AUC (to the 3 decimals shown)."""
+    auc = faith[key]["auc_roc"]
+    return 0 if auc is None else sum(f["auc_roc"] is not None and round(f["auc_roc"], 3) == round(auc, 3)
+                                     for f in faith.values())
+
+
+def readme_block(path: Path) -> str:
+    """The campaign's result for the README: coverage, UDS's faithfulness and overall with and
+    without the filters (and how many models its robustness rests on), and rank agreement with the
+    published table."""
+    on, off = _pair(path)
+    cov, vs, n_keys = on["campaign"]["coverage"], on["versus_published"], len(on["overall"])
+    state = "complete" if cov["complete"] else "partial, the numbers below move as it goes on"
+    auc, pub = fixed(on["faithfulness"]["uds"]["auc_roc"]), vs["published"].get("uds", {})
+    r_on, r_off = on["robustness"]["uds"], off["robustness"]["uds"]
+    rank_on, rank_off = overall_ranks(on["overall"]).get("uds", "—"), overall_ranks(off["overall"]).get("uds", "—")
+    rho = lambda a: "n/a" if a["rho"] is None else f"{a['rho']:.3f}"  # noqa: E731
+    return (f"Campaign {state}: {cov['units']} of {cov['units_total']} (model, setting) units; "
+            f"{cov['pool']['P']['measured']} P / {cov['pool']['N']['measured']} N pool members. UDS separates them "
+            f"with faithfulness AUC {auc} (SPEC 5.7: {fixed(pub.get('faithfulness'))}; "
+            f"{_at_top(on['faithfulness'], 'uds')} of the {n_keys} metrics reach {auc} on these pools). "
+            f"With SPEC 5.5's filters its overall is {fixed(on['overall']['uds'])}, rank {rank_on} of {n_keys}, "
+            f"but its Q and R rest on the {r_on['n_kept']} of {cov['unlearned']['orig']['measured']} unlearned "
+            f"models the filters keep; over all {r_off['n_kept']} (no filters) Q {fixed(r_off['quantization'])}, "
+            f"R {fixed(r_off['relearning'])}, overall {fixed(off['overall']['uds'])}, rank {rank_off} of {n_keys}. "
+            f"Rank agreement with the published table (Spearman ρ over {vs['faithfulness'].get('n')} metrics): "
+            f"{rho(vs['faithfulness'])} by faithfulness AUC, {rho(vs['overall'])} by overall.\n")
