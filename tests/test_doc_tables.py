@@ -884,3 +884,7 @@ def test_campaign_readme_sentence_by_hand():
     assert int(faith[3]) == sum(f["auc_roc"] > 0.9995 for f in on["faithfulness"].values())
     kept = re.search(r"rest on the (\d+) of (\d+) unlearned models", text)
     assert int(kept[1]) == len(on["robustness"]["uds"]["kept"]) and int(kept[2]) == 24
+    moved = re.search(r"UDS moved by at most ([\d.e+-]+) \((\d+) model", text)
+    rescored = [m for s in on["campaign"]["spread"] for m in s["models"]]
+    assert float(moved[1]) == pytest.approx(max(abs(m["uds_committed"] - m["uds_here"]) for m in rescored), rel=0.05)
+    assert int(moved[2]) == len(rescored)

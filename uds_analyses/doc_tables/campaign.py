@@ -300,4 +300,14 @@ def readme_block(path: Path) -> str:
             f"models the filters keep; over all {r_off['n_kept']} (no filters) Q {fixed(r_off['quantization'])}, "
             f"R {fixed(r_off['relearning'])}, overall {fixed(off['overall']['uds'])}, rank {rank_off} of {n_keys}. "
             f"Rank agreement with the published table (Spearman ρ over {vs['faithfulness'].get('n')} metrics): "
-            f"{rho(vs['faithfulness'])} by faithfulness AUC, {rho(vs['overall'])} by overall.\n")
+            f"{rho(vs['faithfulness'])} by faithfulness AUC, {rho(vs['overall'])} by overall. "
+            + _reproduce_line(on["campaign"]["spread"]) + "\n")
+
+
+def _reproduce_line(spread: list[dict]) -> str:
+    """How exactly the numbers come back: exactly from the files; within the re-scored spread of UDS
+    when models are measured again on rebuilt anchors."""
+    diffs = [m["abs_diff"] for s in spread for m in s["models"] if m["abs_diff"] is not None]
+    again = (f"measured again on another machine (rebuilt full and retain), UDS moved by at most {max(diffs):.1e} "
+             f"({len(diffs)} model(s) re-scored)" if diffs else "no model was re-scored on rebuilt anchors")
+    return f"`uds meta-eval --from-campaign` re-assembles these numbers exactly from the committed files; {again}."
