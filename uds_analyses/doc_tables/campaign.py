@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from meta_eval.summary import ranked_keys
 from uds_analyses.doc_tables.markdown import fixed, table
 
 PLOTS = (("pn_histograms.png", "P/N histograms per metric (raw values)", True),
@@ -249,26 +250,22 @@ def _pair(path: Path) -> tuple[dict, dict]:
     return _doc(folder / FILTERED / "meta_eval.json"), _doc(folder / UNFILTERED / "meta_eval.json")
 
 
-def overall_ranks(overall: dict[str, float | None]) -> dict[str, int]:
-    """Competition rank (1 = highest overall; ties share the better rank) of every metric with a
-    defined overall."""
-    known = {k: v for k, v in overall.items() if v is not None}
-    return {k: 1 + sum(w > v for w in known.values()) for k, v in known.items()}
+def overall_ranks(doc: dict) -> dict[str, int]:
+    """Each metric's rank (1 = best) in the order `uds meta-eval` prints its summary in."""
+    return {k: i for i, k in enumerate(ranked_keys(doc, list(doc["overall"])), 1)}
 
 
 def filters_effect_block(path: Path) -> str:
     """Per metric, ordered by overall with SPEC 5.5's filters: Q, R and overall over the unlearned
     models the filters keep, beside the same over every measured unlearned model."""
     on, off = _pair(path)
-    rank_on, rank_off = overall_ranks(on["overall"]), overall_ranks(off["overall"])
-    order = sorted(on["overall"], key=lambda k: (rank_on.get(k, len(rank_on) + 1), k))
+    rank_on, rank_off = overall_ranks(on), overall_ranks(off)
     rows = []
-    for k in order:
+    for k in rank_on:
         a, b = on["robustness"][k], off["robustness"][k]
         rows.append([k, fixed(on["faithfulness"][k]["auc_roc"]), str(a["n_kept"]), fixed(a["quantization"]),
-                     fixed(a["relearning"]), fixed(on["overall"][k]), str(rank_on.get(k, "—")), str(b["n_kept"]),
-                     fixed(b["quantization"]), fixed(b["relearning"]), fixed(off["overall"][k]),
-                     str(rank_off.get(k, "—"))])
+                     fixed(a["relearning"]), fixed(on["overall"][k]), str(rank_on[k]), str(b["n_kept"]),
+                     fixed(b["quantization"]), fixed(b["relearning"]), fixed(off["overall"][k]), str(rank_off[k])])
     return table(["metric", "faithfulness AUC", "kept", "Q", "R", "overall", "rank", "all", "Q, all", "R, all",
                   "overall, all", "rank, all"], rows)
 
@@ -289,7 +286,7 @@ def readme_block(path: Path) -> str:
     state = "complete" if cov["complete"] else "partial, the numbers below move as it goes on"
     auc, pub = fixed(on["faithfulness"]["uds"]["auc_roc"]), vs["published"].get("uds", {})
     r_on, r_off = on["robustness"]["uds"], off["robustness"]["uds"]
-    rank_on, rank_off = overall_ranks(on["overall"]).get("uds", "—"), overall_ranks(off["overall"]).get("uds", "—")
+    rank_on, rank_off = overall_ranks(on)["uds"], overall_ranks(off)["uds"]
     rho = lambda a: "n/a" if a["rho"] is None else f"{a['rho']:.3f}"  # noqa: E731
     return (f"Campaign {state}: {cov['units']} of {cov['units_total']} (model, setting) units; "
             f"{cov['pool']['P']['measured']} P / {cov['pool']['N']['measured']} N pool members. UDS separates them "

@@ -19,8 +19,9 @@ PASSAGE_BLOCKS: list[Block] = [
 # the smol campaign's meta-evaluation (issue 41): one snapshot of the campaign folder, assembled by
 # `uds meta-eval --from-campaign`; the page moves only when that snapshot is regenerated
 CAMPAIGN_SNAPSHOT = "docs/smol/campaign_meta_eval/meta_eval.json"
-CAMPAIGN_COMMAND = ("uds meta-eval --from-campaign docs/smol/campaign --out docs/smol/campaign_meta_eval "
-                    "&& python benchmarks/doc_tables.py")
+CAMPAIGN_ASSEMBLE = "uds meta-eval --from-campaign docs/smol/campaign --out docs/smol/campaign_meta_eval"
+CAMPAIGN_COMMAND = CAMPAIGN_ASSEMBLE + " && python benchmarks/doc_tables.py"
+# the same assembly without SPEC 5.5's filters, beside the filtered one
 CAMPAIGN_NO_FILTERS = "docs/smol/campaign_meta_eval_no_filters/meta_eval.json"
 CAMPAIGN_NO_FILTERS_COMMAND = ("uds meta-eval --from-campaign docs/smol/campaign --no-filters "
                                "--out docs/smol/campaign_meta_eval_no_filters && python benchmarks/doc_tables.py")
@@ -31,11 +32,10 @@ CAMPAIGN_BLOCKS: list[Block] = [
                          ("spearman", campaign.spearman_block), ("variants", campaign.variants_block),
                          ("variant-means", campaign.variant_means_block), ("knowledge", campaign.knowledge_block),
                          ("plots", campaign.plots_block), ("anchors", campaign.anchors_block))] + [
-    # the same assembly without SPEC 5.5's filters, beside the filtered one
     Block("docs/smol_meta_eval.md", "campaign-filters-effect", CAMPAIGN_NO_FILTERS, campaign.filters_effect_block,
           CAMPAIGN_NO_FILTERS_COMMAND),
     Block("README.md", "campaign-readme", CAMPAIGN_SNAPSHOT, campaign.readme_block,
-          CAMPAIGN_COMMAND + " (and again with --no-filters)"),
+          f"{CAMPAIGN_ASSEMBLE} && {CAMPAIGN_NO_FILTERS_COMMAND}"),
     # the protocol the campaign's files are measured under, rendered from the recipes protocol.json fixes
     Block("docs/smol_meta_eval.md", "campaign-protocol", "docs/smol/campaign/protocol.json",
           campaign_protocol.protocol_block)]
