@@ -14,6 +14,7 @@ from meta_eval.faithfulness import Faithfulness, classified_absent, faithfulness
 from meta_eval.perturb import NF4, ORIG, RELEARN
 from meta_eval.robustness import Robustness, hm_pair, passes_utility, robustness
 from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member
+from meta_eval.summary import ranked_keys
 from uds_core.parity import SPEC
 from metrics.families.mia import ATTACKS
 from metrics.registry import REGISTRY
@@ -91,8 +92,8 @@ def threshold_rule(source: str, threshold: float | None) -> dict | None:
 
 def meta_evaluate(members: Sequence[Member], values: Values, keys: Sequence[str], form: str = "symmetric",
                   use_filters: bool = True, parity: str = SPEC) -> dict:
-    """The meta_eval.json document: faithfulness, robustness and overall per key, plus the
-    benchmark rows that supplied utility_rel (aggregated under `parity`)."""
+    """The meta_eval.json document: faithfulness, robustness and overall per key, the keys ranked
+    as summary.md prints them (`ranking`), plus the benchmark rows that supplied utility_rel (aggregated under `parity`)."""
     rows = benchmark_records(members, values, parity)
     utility_rel = {r["model"]: r.get("utility_rel") for r in rows}
     unlearned = [m.name for m in members if m.kind == UNLEARNED]
@@ -118,5 +119,7 @@ def meta_evaluate(members: Sequence[Member], values: Values, keys: Sequence[str]
                         "utility_pass": len(utility), "threshold_pass": len(threshold),
                         "threshold_rule": threshold_rule(source, thresholds.get(source))}}
         doc["overall"][key] = hm_pair(faith[key].auc_roc, rob.agg)
+    # recorded so that readers of the file (doc pages) rank as summary.md does without importing this wing
+    doc["ranking"] = ranked_keys(doc, keys)
     doc["benchmark"] = rows
     return doc

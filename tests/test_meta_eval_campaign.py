@@ -11,6 +11,7 @@ real campaign folder reads, and the committed snapshot is what its listed files 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -363,6 +364,11 @@ def test_command_writes_what_report_and_leaderboard_read(full_campaign, tmp_path
     ref, _, _ = _assemble(full_campaign.root)
     assert doc["faithfulness"] == json.loads(json.dumps(ref["faithfulness"]))
     assert set(doc["values"]["orig"]) == {n for s, n in full_campaign.values if s == "orig"}
+    # `ranking` (what doc pages rank by) is summary.md's row order: overall, then AUC, descending
+    by_hand = sorted(KEYS, key=lambda k: (-doc["overall"][k], -doc["faithfulness"][k]["auc_roc"], k))
+    printed = [line.split("|")[2].strip() for line in (out / "summary.md").read_text().splitlines()
+               if re.match(r"\| \d+ \|", line)]
+    assert doc["ranking"] == by_hand == printed
     lb = uds("leaderboard", "--results", str(out / "results.json"))
     assert lb.returncode == 0 and "npo_lr1e-5_ep5" in lb.stdout
     report = uds("report", "--results", str(out), "--out", str(tmp_path / "site"))
@@ -401,7 +407,7 @@ def test_committed_snapshot_is_what_its_files_assemble_to(tmp_path, snapshot):
     (tmp_path / "measurements").mkdir(exist_ok=True)
     doc, _ = assemble_campaign(read_campaign(tmp_path), META_KEYS, use_filters=snap["settings"]["filters"])
     fresh = json.loads(json.dumps(doc))
-    for part in ("faithfulness", "robustness", "overall", "versus_published"):
+    for part in ("faithfulness", "robustness", "overall", "ranking", "versus_published"):
         assert fresh[part] == snap[part], part
     keep = lambda d: {k: v for k, v in d.items() if k != "folder"}  # noqa: E731
     assert keep(fresh["campaign"]) == keep(snap["campaign"])

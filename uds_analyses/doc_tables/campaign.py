@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from meta_eval.summary import ranked_keys
 from uds_analyses.doc_tables.markdown import fixed, table
 
 PLOTS = (("pn_histograms.png", "P/N histograms per metric (raw values)", True),
@@ -251,8 +250,11 @@ def _pair(path: Path) -> tuple[dict, dict]:
 
 
 def overall_ranks(doc: dict) -> dict[str, int]:
-    """Each metric's rank (1 = best) in the order `uds meta-eval` prints its summary in."""
-    return {k: i for i, k in enumerate(ranked_keys(doc, list(doc["overall"])), 1)}
+    """Each metric's rank (1 = best) in the order `uds meta-eval` prints its summary in (the
+    document's `ranking`, written beside summary.md)."""
+    if "ranking" not in doc:
+        raise ValueError("meta_eval.json has no `ranking`: assemble it again with `uds meta-eval --from-campaign`")
+    return {k: i for i, k in enumerate(doc["ranking"], 1)}
 
 
 def filters_effect_block(path: Path) -> str:
