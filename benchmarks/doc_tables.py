@@ -12,11 +12,11 @@ protocol block imports the recipe catalogue, and with it torch, to check each re
 from __future__ import annotations
 
 import argparse
-import logging
 from pathlib import Path
 
 from uds_analyses.doc_tables.blocks import stale, write
 from uds_core.errors import UdsInputError
+from uds_core.quiet import quiet_libraries
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,8 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--list", action="store_true", help="print doc, block, file and command of every block")
     ap.add_argument("--root", type=Path, default=ROOT, help="repository root (default: this checkout)")
     a = ap.parse_args(argv)
-    # bitsandbytes, imported with the recipe catalogue, logs a missing optional NF4 kernel (as in uds/cli.py)
-    logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
+    quiet_libraries()   # bitsandbytes comes in with the recipe catalogue
     from uds_analyses.doc_tables.registry import BLOCKS
     if a.list:
         for b in BLOCKS:

@@ -13,6 +13,7 @@ import sys
 from typing import Sequence
 
 from uds_core.errors import UdsInputError
+from uds_core.quiet import quiet_libraries
 
 # Command name -> (module that provides it, one-line help), in the order `uds --help` lists them.
 # Only the module of the command being run is imported, and `uds --help` imports none: the
@@ -59,31 +60,11 @@ def build_parser(argv: Sequence[str] = ()) -> argparse.ArgumentParser:
     return parser
 
 
-def _quiet_libraries() -> None:
-    """Silence dependencies before any of them is imported (importing them here would cost seconds).
-
-    Our own progress says what is happening; transformers' per-load bars only add noise, and
-    bitsandbytes warns on import, on CPUs with AVX512-BF16, that an optional fast NF4 kernel
-    package is absent (its fallback gives the same numbers; the line broke one-line errors).
-    """
-    import logging
-    import os
-
-    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")   # read by transformers at import
-    logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
-    if "transformers" in sys.modules:   # already imported (main() called in-process, e.g. tests)
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-        hf_logging.set_verbosity_error()
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     flags = {f for f in GLOBAL_FLAGS if f in argv}
     argv = [a for a in argv if a not in GLOBAL_FLAGS]
-    _quiet_libraries()
+    quiet_libraries()
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     args.debug = "--debug" in flags
