@@ -66,7 +66,7 @@ def write_outputs(out: Path, doc: dict, rows: list[dict], zoo, values: dict, key
     out.mkdir(parents=True, exist_ok=True)
     atomic.write_json(out / "meta_eval.json", doc, indent=1, allow_nan=False)
     atomic.write_json(out / "results.json", rows, indent=1, allow_nan=False)
-    md = summary_markdown(doc, keys, f"Meta-evaluation of campaign {doc['campaign']['zoo']}", notes_of(doc))
+    md = summary_markdown(doc, f"Meta-evaluation of campaign {doc['campaign']['zoo']}", notes_of(doc))
     atomic.write_text(out / "summary.md", md)
     write_plots(out, doc, zoo, values, keys)
     groups = by_variant(zoo.members)

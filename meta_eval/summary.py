@@ -19,12 +19,13 @@ def ranked_keys(doc: dict, keys: Sequence[str]) -> list[str]:
     return sorted(keys, key=rank)
 
 
-def summary_markdown(doc: dict, keys: Sequence[str], title: str, notes: Sequence[str] = ()) -> str:
-    """Ranked table: faithfulness AUC [95% CI], raw P/N means, Q, R, robustness, overall."""
+def summary_markdown(doc: dict, title: str, notes: Sequence[str] = ()) -> str:
+    """Ranked table: faithfulness AUC [95% CI], raw P/N means, Q, R, robustness, overall, one row
+    per key in the document's `ranking` (which `meta_evaluate` fills with `ranked_keys`)."""
     lines = [f"# {title}", ""] + [f"- {n}" for n in notes] + ([""] if notes else [])
     lines += ["| rank | key | category | Faith AUC | 95% CI | P mean | N mean | Q | R | Robustness | Overall | kept |",
               "|---:|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for i, k in enumerate(ranked_keys(doc, keys), 1):
+    for i, k in enumerate(doc["ranking"], 1):
         f, r = doc["faithfulness"][k], doc["robustness"][k]
         ci = f"[{f['ci95'][0]:.3f}, {f['ci95'][1]:.3f}]" if f.get("ci95") else "n/a"
         lines.append(f"| {i} | {k} | {REGISTRY[k].category} | {_f(f['auc_roc'])} | {ci} | {_f(f['p_mean'])} | "

@@ -888,3 +888,15 @@ def test_campaign_readme_sentence_by_hand():
     rescored = [m for s in on["campaign"]["spread"] for m in s["models"]]
     assert float(moved[1]) == pytest.approx(max(abs(m["uds_committed"] - m["uds_here"]) for m in rescored), rel=0.05)
     assert int(moved[2]) == len(rescored)
+
+
+def test_campaign_snapshot_without_ranking_is_one_line_input_error(tmp_path):
+    """A meta_eval.json written before `ranking` existed: doc_tables.py says so in one line."""
+    on, off = _campaign_snapshots()
+    for name, d in (("campaign_meta_eval", on), ("campaign_meta_eval_no_filters", off)):
+        (tmp_path / "smol" / name).mkdir(parents=True)
+        d = {k: v for k, v in d.items() if k != "ranking" or name.endswith("filters")}
+        (tmp_path / "smol" / name / "meta_eval.json").write_text(json.dumps(d))
+    from uds_analyses.doc_tables import campaign
+    with pytest.raises(UdsInputError, match="has no `ranking`"):
+        campaign.filters_effect_block(tmp_path / "smol" / "campaign_meta_eval" / "meta_eval.json")

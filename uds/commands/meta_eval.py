@@ -205,7 +205,7 @@ def _run(args: argparse.Namespace, keys: list[str], zoo, executor, t0: float) ->
              f"pairs (the rest read from the cache), executor {args.executor}"]
     if left_out:
         notes.append(f"partial zoo (--built-only): left out {len(left_out)} model(s) not built yet")
-    md = summary_markdown(doc, keys, f"Meta-evaluation on {args.zoo}", notes)
+    md = summary_markdown(doc, f"Meta-evaluation on {args.zoo}", notes)
     atomic.write_text(out / "summary.md", md)
     write_plots(out, doc, zoo, values, keys)
     print(md)

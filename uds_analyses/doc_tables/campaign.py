@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 
 from uds_analyses.doc_tables.markdown import fixed, table
+from uds_core.errors import UdsInputError
 
 PLOTS = (("pn_histograms.png", "P/N histograms per metric (raw values)", True),
          ("pn_variant_histograms.png", "P/N histograms per metric, stacked by pool variant", True),
@@ -253,7 +254,7 @@ def overall_ranks(doc: dict) -> dict[str, int]:
     """Each metric's rank (1 = best) in the order `uds meta-eval` prints its summary in (the
     document's `ranking`, written beside summary.md)."""
     if "ranking" not in doc:
-        raise ValueError("meta_eval.json has no `ranking`: assemble it again with `uds meta-eval --from-campaign`")
+        raise UdsInputError("meta_eval.json has no `ranking`: assemble it again with `uds meta-eval --from-campaign`")
     return {k: i for i, k in enumerate(doc["ranking"], 1)}
 
 
