@@ -4,8 +4,11 @@
 config/tokenizer fields (checkpoints.world.store.write_legacy_fields) so OU's transformers 4.45.1
 loads the models, and write the world's splits as OU's local `locuslab/TOFU/` folder (one JSON per
 config name, a README.md whose YAML maps them) plus a model config `model/uds_tiny.yaml`.
-`compare`: each model's `uds` from OU's TOFU_SUMMARY.json next to `uds score`'s summary.json
-under transformers 4.45.1 and 5.x, the max difference and the timings.
+`reuse`: a copy of OU's TOFU_EVAL.json without some metrics, so that OU (which skips every metric
+already in that file) computes only those again, e.g. `uds` with its anchors named another way.
+`compare`: each model's `uds` from OU's TOFU_SUMMARY.json, for each form of naming the anchors
+(`tiny`: saves/eval/<model>, `folders`: saves/eval/<model>_folders), next to `uds score`'s
+summary.json under transformers 4.45.1 and 5.x, the max difference and the timings.
 """
 
 from __future__ import annotations
@@ -69,18 +72,29 @@ def prepare(args: argparse.Namespace) -> None:
     (conf / "uds_tiny.yaml").write_text(MODEL_YAML)
 
 
+def reuse(args: argparse.Namespace) -> None:
+    logs = json.loads(Path(args.logs).read_text())
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({k: v for k, v in logs.items() if k not in args.drop.split(",")}, indent=4))
+
+
+FORM_DIRS = {"tiny": "{}", "folders": "{}_folders"}   # how ou_integration.sh names each form's task
+
+
 def compare(args: argparse.Namespace) -> int:
     rows, worst = [], 0.0
     for name in args.models.split(","):
-        ou = json.loads((Path(args.saves) / name / "TOFU_SUMMARY.json").read_text())
         s45 = json.loads((Path(args.scores) / f"t445_{name}" / "summary.json").read_text())
         s5 = json.loads((Path(args.scores) / f"t5_{name}" / "summary.json").read_text())
-        diff = max(abs(ou["uds"] - s45["uds"]), abs(ou["uds"] - s5["uds"]))
-        worst = max(worst, diff)
-        extra = {k: v for k, v in ou.items() if k.startswith("uds_")}
-        rows.append(f"{name:28s} OU uds={ou['uds']:.9f}  uds score 4.45.1={s45['uds']:.9f} ({s45['algorithm']}, "
-                    f"{s45['elapsed_s']:.1f} s)  5.x={s5['uds']:.9f} ({s5['algorithm']}, {s5['elapsed_s']:.1f} s)  "
-                    f"|diff|={diff:.2e}  {extra}")
+        for form in args.forms.split(","):
+            ou = json.loads((Path(args.saves) / FORM_DIRS[form].format(name) / "TOFU_SUMMARY.json").read_text())
+            diff = max(abs(ou["uds"] - s45["uds"]), abs(ou["uds"] - s5["uds"]))
+            worst = max(worst, diff)
+            extra = {k: v for k, v in ou.items() if k.startswith("uds_")}
+            rows.append(f"{name:28s} {form:8s} OU uds={ou['uds']:.9f}  uds score 4.45.1={s45['uds']:.9f} "
+                        f"({s45['algorithm']}, {s45['elapsed_s']:.1f} s)  5.x={s5['uds']:.9f} ({s5['algorithm']}, "
+                        f"{s5['elapsed_s']:.1f} s)  |diff|={diff:.2e}  {extra}")
     print("\n".join(rows))
     print(f"max |OU uds - uds score| = {worst:.3e}")
     return 0 if worst <= 1e-6 else 1
@@ -120,12 +134,16 @@ def main(argv: list[str] | None = None) -> int:
     b = sub.add_parser("compare")
     for opt in ("--saves", "--scores", "--models"):
         b.add_argument(opt, required=True)
+    b.add_argument("--forms", default="tiny", help="comma-separated: tiny, folders")
+    r = sub.add_parser("reuse")
+    for opt in ("--logs", "--drop", "--out"):
+        r.add_argument(opt, required=True)
     c = sub.add_parser("pins")
     for opt in ("--requirements", "--freeze"):
         c.add_argument(opt, required=True)
     args = p.parse_args(argv)
-    if args.cmd == "prepare":
-        prepare(args)
+    if args.cmd in ("prepare", "reuse"):
+        (prepare if args.cmd == "prepare" else reuse)(args)
         return 0
     return compare(args) if args.cmd == "compare" else pins(args)
 

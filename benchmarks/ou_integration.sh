@@ -2,8 +2,10 @@
 # Proof on real Open-Unlearning code: OU's own src/eval.py, on CPU, with the uds plug-in, on the
 # tiny `small` world's full, retain and one unlearned model (PRESET=smol: the real SmolLM2 world); once
 # with OU's default TOFU suite + uds,
-# once appending uds_cka and uds_logit_lens. Then `uds score` on the same models under OU's
-# transformers 4.45.1 and under 5.x (this project's .venv), and the max difference.
+# once appending uds_cka and uds_logit_lens (both with the anchors named as `tiny:` specs), and once
+# with the anchors named as folders plus `data_path` (the world's annotated file; OU's dataset is the
+# world's TOFU-shaped splits, not TOFU). Then `uds score` on the same models under OU's
+# transformers 4.45.1 and under 5.x (this project's .venv), and the max difference over both forms.
 #
 #   bash benchmarks/ou_integration.sh        (about 30-60 min on 2 CPU cores, most of it pip and OU's generations)
 #
@@ -63,11 +65,12 @@ fi
 
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 UDS_HOME=$HOME_OU
 ANCHORS="full_model=tiny:$PRESET/full" RETAIN="retain_model=tiny:$PRESET/retain"
+WORLD_OU=$HOME_OU/world/$PRESET-0
 want 4 && for m in $MODELS; do
-  common=("hydra.searchpath=[pkg://uds.ou.configs,file://$CONF]" model=uds_tiny
-          "model.model_args.pretrained_model_name_or_path=$HOME_OU/world/$PRESET-0/models/$m"
-          "model.tokenizer_args.pretrained_model_name_or_path=$HOME_OU/world/$PRESET-0/models/$m" task_name=$m
-          eval.tofu.batch_size=16)
+  model_args=("hydra.searchpath=[pkg://uds.ou.configs,file://$CONF]" model=uds_tiny
+              "model.model_args.pretrained_model_name_or_path=$WORLD_OU/models/$m"
+              "model.tokenizer_args.pretrained_model_name_or_path=$WORLD_OU/models/$m" eval.tofu.batch_size=16)
+  common=("${model_args[@]}" task_name=$m)
   log "4a. OU eval, default suite + uds: $m"
   (cd "$OU" && /usr/bin/time -f "   OU eval (suite + uds) $m: %e s" nice "$VENV/bin/python" src/eval.py "${common[@]}" \
      experiment=eval/tofu/uds eval.tofu.metrics.uds.$ANCHORS eval.tofu.metrics.uds.$RETAIN \
@@ -80,6 +83,15 @@ want 4 && for m in $MODELS; do
      eval.tofu.metrics.uds_logit_lens.$ANCHORS eval.tofu.metrics.uds_logit_lens.$RETAIN \
      > "$WORK/ou_${m}_append.log" 2>&1)
   cat "$OU/saves/eval/$m/TOFU_SUMMARY.json"
+  log "4c. OU eval, uds with the anchors as folders + data_path, S1 cache off (the suite's other results are reused): $m"
+  "$VENV/bin/python" "$REPO/benchmarks/ou_integration.py" reuse --logs "$OU/saves/eval/$m/TOFU_EVAL.json" \
+    --drop uds --out "$OU/saves/eval/${m}_folders/TOFU_EVAL.json"
+  (cd "$OU" && /usr/bin/time -f "   OU eval (uds, folder anchors) $m: %e s" nice "$VENV/bin/python" src/eval.py \
+     "${model_args[@]}" task_name=${m}_folders experiment=eval/tofu/uds \
+     "eval.tofu.metrics.uds.full_model=$WORLD_OU/models/full" "eval.tofu.metrics.uds.retain_model=$WORLD_OU/models/retain" \
+     "eval.tofu.metrics.uds.data_path=$WORLD_OU/data/uds_data.json" eval.tofu.metrics.uds.s1_cache=false \
+     > "$WORK/ou_${m}_folders.log" 2>&1)
+  cat "$OU/saves/eval/${m}_folders/TOFU_SUMMARY.json"
 done
 
 want 5 && log "5. uds score on the same models, S1 cache off (the same work): transformers 4.45.1, then 5.x"
@@ -91,5 +103,5 @@ done
 want 6 || exit 0
 log "6. OU's uds vs uds score"
 "$VENV/bin/python" "$REPO/benchmarks/ou_integration.py" compare --saves "$OU/saves/eval" --scores "$WORK/scores" \
-  --models "${MODELS// /,}"
+  --models "${MODELS// /,}" --forms tiny,folders
 "$VENV/bin/uds" leaderboard --results "$OU/saves/eval" --format md

@@ -80,15 +80,24 @@ def derive(full: Sequence[dict], split: Split) -> tuple[list[dict], list[dict]]:
     return [full[i] for i in split.full_rows], [full[i] for i in split.retain_rows]
 
 
-def read_split_rows(split: Split, tofu_dir: str | Path | None = None) -> list[dict] | None:
-    """The split's QA rows derived from full.json of `tofu_dir` (default: the TOFU folder of this
-    checkout), checked against forget10; None when no full.json is at hand (an installed package)."""
-    from checkpoints.world.tofu import default_tofu_dir, read_records
+def full_json(tofu_dir: str | Path | None = None) -> Path | None:
+    """TOFU's full.json in `tofu_dir` (default: the TOFU folder the data lookup finds), None when
+    there is none."""
+    from checkpoints.world.tofu import default_tofu_dir
 
     folder = Path(tofu_dir) if tofu_dir else default_tofu_dir()
-    if folder is None or not (folder / "full.json").is_file():
+    return folder / "full.json" if folder is not None and (folder / "full.json").is_file() else None
+
+
+def read_split_rows(split: Split, tofu_dir: str | Path | None = None) -> list[dict] | None:
+    """The split's QA rows derived from `full_json(tofu_dir)`, checked against forget10 beside it;
+    None when no full.json is at hand (an installed package)."""
+    from checkpoints.world.tofu import read_records
+
+    path = full_json(tofu_dir)
+    if path is None:
         return None
-    full = read_records(folder / "full.json")
+    folder, full = path.parent, read_records(path)
     if (folder / "forget10.json").is_file():
         check_forget10_is_tail(full, read_records(folder / "forget10.json"))
     return derive(full, split)[0]
@@ -105,11 +114,14 @@ def annotations_for(split: Split, forget10_records: Sequence[dict]) -> list[dict
     return out
 
 
-def check_records(records: Sequence[dict], split: Split, known: Mapping[int, dict], source: str) -> None:
+def check_records(records: Sequence[dict], split: Split, known: Mapping[int, dict], source: str,
+                  against: str = "") -> None:
     """Each record's idx must be a row of the split whose question and answer it carries.
     `known`: row -> its record, every row of the split (derived from full.json) or, without
-    full.json, the annotated rows only (a record on another row of the split is then unchecked)."""
+    full.json, the annotated rows only (a record on another row of the split is then unchecked).
+    `against`: the file `known` was read from, named in the message."""
     complete = len(known) >= split.rows
+    of = f" in {against}" if against else ""
     for rec in records:
         idx = rec.get("idx")
         inside = isinstance(idx, int) and 0 <= idx < split.rows
@@ -120,7 +132,7 @@ def check_records(records: Sequence[dict], split: Split, known: Mapping[int, dic
             continue
         for key in ("question", "answer"):
             if ref is None or rec.get(key) != ref.get(key):
-                raise UdsInputError(f"{source}: record idx {idx}: its {key} is not that of {split.name} row {idx}")
+                raise UdsInputError(f"{source}: record idx {idx}: its {key} is not that of {split.name} row {idx}{of}")
 
 
 def split_world(world, split: Split):

@@ -33,7 +33,8 @@ def read_forget_records(path: str | Path, split: splits.Split | None, derive: bo
     found = ForgetRecords(raw) if all(has_span(r) for r in raw) else annotate(raw, path)
     check_annotated(found.records, path)
     if split is not None:
-        splits.check_records(found.records, split, split_rows(split, tofu_dir), str(path))
+        rows, source = split_rows(split, tofu_dir)
+        splits.check_records(found.records, split, rows, str(path), against=source)
     return found
 
 
@@ -49,10 +50,12 @@ def annotate(raw: list, path: str | Path) -> ForgetRecords:
                                    "without_span": without})
 
 
-def split_rows(split: splits.Split, tofu_dir: str | None = None) -> dict[int, dict]:
-    """Row -> QA of the split: every row, from full.json, where the TOFU files are at hand; else
-    the annotated rows (of the annotated forget10 file shipped in the package)."""
+def split_rows(split: splits.Split, tofu_dir: str | None = None) -> tuple[dict[int, dict], str]:
+    """(row -> QA of the split, the file it was read from): every row, from full.json, where the
+    TOFU files are at hand; else the annotated rows (of the annotated forget10 file the data
+    lookup finds)."""
     rows = splits.read_split_rows(split, tofu_dir)
     if rows is not None:
-        return dict(enumerate(rows))
-    return {r["idx"]: r for r in splits.annotations_for(split, load_annotated(default_tofu_annotated(tofu_dir)))}
+        return dict(enumerate(rows)), str(splits.full_json(tofu_dir))
+    path = default_tofu_annotated(tofu_dir)
+    return {r["idx"]: r for r in splits.annotations_for(split, load_annotated(path))}, str(path)

@@ -61,14 +61,18 @@ class EvalSession:
     `--base` of every adapter-folder spec. `references=False`: the evaluated model alone (a probe
     needs no full or retain model and no annotated file). `split`: a TOFU forget split by name
     (checkpoints/splits.py): its annotated rows, its forget set and, by default, its retain model;
-    None is the model's own default (forget10, or a tiny world's one forget set)."""
+    None is the model's own default (forget10, or a tiny world's one forget set). `check_split`:
+    whether a given data file is checked against the split's rows of TOFU (the project's copy);
+    False where the caller checks the records against its own dataset (the Open-Unlearning
+    plug-in, against the dataset OU loaded)."""
 
     def __init__(self, model: str, *, full: str | None = None, retain: str | None = None,
                  data: str | None = None, fluency_base: str | None = None, tofu_dir: str | None = None,
                  adapter_base: str | None = None, placement: Placement = Placement(),
                  with_base: bool = True, references: bool = True, mem_bits_reference: str | None = None,
-                 split: str | None = None):
+                 split: str | None = None, check_split: bool = True):
         self.tofu_dir, self.adapter_base, self.placement = tofu_dir, adapter_base, placement
+        self.check_split = check_split
         self._resolved: dict[str, CheckpointSpec] = {}
         self._models: dict[tuple, torch.nn.Module] = {}
         self._tokenizers: dict[str, object] = {}
@@ -166,7 +170,10 @@ class EvalSession:
         from metrics.forget_records import read_forget_records
 
         split = None if self.tiny else self.split
-        found = read_forget_records(self.data, split, split is not None and not self.data_given, self.tofu_dir)
+        derive = split is not None and not self.data_given
+        if not (derive or self.check_split):
+            split = None   # the caller checks the given file against its own dataset
+        found = read_forget_records(self.data, split, derive, self.tofu_dir)
         self.annotation = found.annotation
         return found.records
 

@@ -303,3 +303,44 @@ def test_forget_split_takes_the_splits_rows_and_its_retain_anchor(ou, models, te
     assert "one forget set" in _message(e)
     # OU's own anchors: forget01's retain anchor is OU's retain99 model (resolved, not loaded)
     assert anchor_session(UdsOptions(forget_split="forget01"), models[name]).roles["retain"] == "llama32-1b_retain99"
+
+
+def test_folder_anchors_with_a_tofu_shaped_dataset_that_is_not_tofu(ou, models, world, test_world, s1_dir,
+                                                                     tmp_path):
+    """OU's dataset is the test world's forget set (TOFU's layout, not TOFU's questions), the
+    anchors are folders and `data_path` is the world's annotated file, with OU's default
+    forget_split: the records are checked against the dataset OU loaded, never against the
+    project's TOFU copy, and the scores are `uds score`'s on the same folders and file. A record
+    whose question is not its row of OU's dataset still stops the run with one line."""
+    from checkpoints.specs import model_source
+    from checkpoints.world.store import ensure_world_data
+
+    _, call = ou
+    name = UNLEARNED.split("/")[-1]
+    folder = {n: model_source(f"tiny:test/{n}") for n in ("full", "retain", name)}
+    data = ensure_world_data("test", 0) / "uds_data.json"
+    questions = [it["question"] for it in world.forget]
+    keys = yaml_keys("uds", full_model=folder["full"], retain_model=folder["retain"], data_path=str(data))
+    assert keys["forget_split"] == "forget10"   # OU's default split, as its eval config interpolates it
+    doc = call("uds", models[name], data=ou_data(questions), **keys)
+    assert doc["n_scored"] > 0 and doc["settings"]["data_path"] == str(data)
+    out = tmp_path / "score"
+    assert main(["score", "--unlearned", folder[name], "--full", folder["full"], "--retain", folder["retain"],
+                 "--data", str(data), "--out", str(out)]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert doc["agg_value"] == pytest.approx(summary["uds"], abs=1e-6) and doc["n_scored"] == summary["n_scored"]
+    per_example = {str(e["idx"]): e["uds"] for e in map(json.loads, (out / "examples.jsonl").read_text().splitlines())}
+    assert {k: v["score"] for k, v in doc["value_by_index"].items()} == pytest.approx(per_example, abs=1e-6)
+    for anchor in ("full", "retain"):   # the invariants hold through the folder form too
+        value = call("uds", models[anchor], data=ou_data(questions), **keys)["agg_value"]
+        assert value == pytest.approx(0.0 if anchor == "full" else 1.0, abs=1e-12)
+
+    records = json.loads(data.read_text())
+    first = records[0]["idx"]
+    swapped = [{**records[0], "question": questions[first + 1]}] + records[1:]
+    bad = tmp_path / "misaligned.json"
+    bad.write_text(json.dumps(swapped))
+    with pytest.raises(UdsInputError) as e:
+        call("uds", models[name], data=ou_data(questions), **(keys | {"data_path": str(bad)}))
+    assert f"record idx {first} is not row {first}" in _message(e) and "TOFU_QA_forget" in _message(e)
+    assert "\n" not in _message(e)

@@ -26,7 +26,9 @@ def anchor_session(opts: AnchorOptions, like: nn.Module) -> EvalSession:
     """The session of the YAML's anchors placed like the model `like` (a wrong path or name fails
     here with one line naming it). The full anchor stands in the evaluated-model role: its world
     and annotated file are the defaults of the metrics; OU's own model is handed to each run. The
-    YAML's `forget_split` picks the split's annotated rows and, by default, its retain anchor."""
+    YAML's `forget_split` picks the split's annotated rows and, by default, its retain anchor. A
+    `data_path` file is checked against the dataset OU loaded (`handlers.check_rows`), not against
+    TOFU: OU's dataset may be TOFU-shaped without being TOFU."""
     device, dtype = placement(like)
     attn = attention_implementation(like)
     tofu_dir = getattr(opts, "tofu_dir", None)
@@ -34,7 +36,8 @@ def anchor_session(opts: AnchorOptions, like: nn.Module) -> EvalSession:
     if key not in _SESSIONS:
         _SESSIONS[key] = EvalSession(opts.full_model, full=opts.full_model, retain=opts.retain_model,
                                      data=opts.data_path, split=opts.forget_split, tofu_dir=tofu_dir,
-                                     placement=Placement(device, dtype, attn_implementation=attn))
+                                     placement=Placement(device, dtype, attn_implementation=attn),
+                                     check_split=False)
     return _SESSIONS[key]
 
 

@@ -88,7 +88,7 @@ def uds_handler(model: nn.Module, **kwargs) -> dict:
     opts = UdsOptions.from_kwargs(UDS_KEY, kwargs)
     session = anchor_session(opts, model)
     path = data_path_of(opts, session)
-    records = session.records()   # forget_split's rows, checked against the split when data_path names a file
+    records = session.records()   # forget_split's rows, or data_path's records (checked just below)
     check_rows(records, kwargs.get("data"), path)
     (full, tok), (retain, _) = anchors(session, model, kwargs.get("tokenizer"))
     examples = prepare_examples(records, tok)   # the full model's tokenizer encodes (SPEC 2.6)
