@@ -134,32 +134,41 @@ def default_references(unlearned: "str | CheckpointSpec", tofu_dir: str | None =
                        base: str | None = None) -> tuple[str, str, str]:
     """(full spec, retain spec, UDS data path) that go with an unlearned model (DESIGN.md defaults).
 
-    A tiny-world model takes its own preset's full, retain and forget set; anything else the
-    Open-Unlearning TOFU full and retain90 models and the annotated forget10 file (of `tofu_dir`
-    when given, see `default_tofu_annotated`). An adapter goes with what its base goes with. A
-    resolved spec is not resolved again.
+    `default_anchors`, and the data of `default_data` (which may fetch the annotated file from
+    the Hub: ask `default_anchors` alone where the data is given).
     """
-    spec = origin(as_spec(unlearned, base))   # an adapter goes with its base's world
+    spec = origin(as_spec(unlearned, base))
+    return (*default_anchors(spec), default_data(spec, tofu_dir))
+
+
+def default_anchors(unlearned: "str | CheckpointSpec", base: str | None = None) -> tuple[str, str]:
+    """(full spec, retain spec) that go with an unlearned model: a tiny-world model's own preset's,
+    anything else the Open-Unlearning TOFU full and retain90 models. An adapter goes with what
+    its base goes with. A resolved spec is not resolved again."""
+    spec = origin(as_spec(unlearned, base))
+    if spec.kind == "tiny":
+        return tiny_spec(spec.preset, spec.seed, "full"), tiny_spec(spec.preset, spec.seed, "retain")
+    return "full", "retain"
+
+
+def default_data(unlearned: "str | CheckpointSpec", tofu_dir: str | None = None, base: str | None = None) -> str:
+    """The annotated forget file that goes with an unlearned model: a tiny-world model's own forget
+    set, anything else the annotated forget10 file (`default_tofu_annotated`)."""
+    spec = origin(as_spec(unlearned, base))
     if spec.kind == "tiny":
         from checkpoints.world.store import ensure_world_data
 
-        data = ensure_world_data(spec.preset, spec.seed) / "uds_data.json"
-        return tiny_spec(spec.preset, spec.seed, "full"), tiny_spec(spec.preset, spec.seed, "retain"), str(data)
-    return "full", "retain", str(default_tofu_annotated(tofu_dir))
+        return str(ensure_world_data(spec.preset, spec.seed) / "uds_data.json")
+    return str(default_tofu_annotated(tofu_dir))
 
 
 def default_tofu_annotated(tofu_dir: str | None = None) -> Path:
-    """The annotated forget10 file in `tofu_dir`, else `$UDS_TOFU_DIR`, else the copy shipped in the
-    installed package (uds_core.paths.packaged_file), else ../shared/data/tofu of a source checkout."""
-    from uds_core.paths import ANNOTATED_FORGET10, checkout_data, packaged_file
+    """The annotated forget10 file: in `tofu_dir` or `$UDS_TOFU_DIR` when one is named, else the
+    copy an installed wheel ships, else the Hub's (`jaeunglee/uds-annotated-tofu`, fetched once
+    into `$UDS_HOME/hub` and checked); checkpoints/tofu_files.py."""
+    from checkpoints.tofu_files import ANNOTATED, tofu_file
 
-    folder = tofu_dir or os.environ.get("UDS_TOFU_DIR")
-    if folder:
-        return Path(folder) / ANNOTATED_FORGET10
-    packaged = packaged_file(ANNOTATED_FORGET10)
-    if packaged is not None:
-        return packaged
-    return checkout_data("tofu", ANNOTATED_FORGET10)
+    return tofu_file(ANNOTATED, tofu_dir)
 
 
 def file_name(spec: str) -> str:

@@ -81,18 +81,23 @@ def derive(full: Sequence[dict], split: Split) -> tuple[list[dict], list[dict]]:
 
 
 def full_json(tofu_dir: str | Path | None = None) -> Path | None:
-    """TOFU's full.json in `tofu_dir` (default: the TOFU folder the data lookup finds), None when
-    there is none."""
-    from checkpoints.world.tofu import default_tofu_dir
+    """TOFU's full.json by the data lookup (checkpoints/tofu_files.py: `tofu_dir`, else
+    `$UDS_TOFU_DIR`, else the Hub's copy); None when none is at hand."""
+    from checkpoints.tofu_files import local_folder, tofu_file
 
-    folder = Path(tofu_dir) if tofu_dir else default_tofu_dir()
-    return folder / "full.json" if folder is not None and (folder / "full.json").is_file() else None
+    folder = local_folder(tofu_dir)
+    if folder is not None:
+        return folder / "full.json" if (folder / "full.json").is_file() else None
+    try:
+        return tofu_file("full")
+    except UdsInputError:
+        return None
 
 
 def read_split_rows(split: Split, tofu_dir: str | Path | None = None) -> list[dict] | None:
-    """The split's QA rows derived from `full_json(tofu_dir)`, checked against forget10 beside it;
-    None when no full.json is at hand (an installed package)."""
-    from checkpoints.world.tofu import read_records
+    """The split's QA rows derived from `full_json(tofu_dir)`, checked against forget10 beside it
+    where a local folder has it; None when no full.json is at hand."""
+    from checkpoints.tofu_files import read_records
 
     path = full_json(tofu_dir)
     if path is None:

@@ -83,14 +83,14 @@ class EvalSession:
         self.split = splits.get_split(split) if split else None
         if self.tiny:
             splits.tiny_split(split, model)
-        refs = (None, None, None)
-        if references and None in (full, retain, data):
-            refs = specs.default_references(self.spec, tofu_dir, adapter_base)
+        anchors = (None, None)
+        if references and None in (full, retain):
+            anchors = specs.default_anchors(self.spec, adapter_base)
         base = fluency_base or (specs.tiny_base(self.spec) if with_base and references else None)
-        full = full or refs[0]
-        self.roles: dict[str, str | None] = {"model": model, "full": full, "retain": retain or self._retain(full, refs[1]),
+        full = full or anchors[0]
+        self.roles: dict[str, str | None] = {"model": model, "full": full,
+                                             "retain": retain or self._retain(full, anchors[1]),
                                              "base": base, "reference": mem_bits_reference}
-        self.data, self.data_given = data or refs[2], data is not None
         self.annotation: dict | None = None   # set by records() when the spans were found here
         for spec in self.roles.values():
             if spec:
@@ -98,6 +98,10 @@ class EvalSession:
         if adapter_base and not any(self.resolve(s).kind == "adapter" for s in self.roles.values() if s):
             raise UdsInputError(f"--base {adapter_base} given, but no model spec is an adapter folder "
                                 "(adapter_config.json)")
+        self.data_given = data is not None
+        if data is None and references:   # a real model's default may come from the Hub (tofu_files)
+            data = specs.default_data(self.spec, tofu_dir, adapter_base)
+        self.data: str | None = data
 
     def _retain(self, full: str | None, default: str | None) -> str | None:
         """The retain anchor when none is given: the named TOFU split's (that of an OU full model),

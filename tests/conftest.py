@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
+from tests.external import TOFU_DIR, TOFU_SKIP  # noqa: F401  (sets the data variables first)
+
 REPO = Path(__file__).resolve().parents[1]
 TEST_HOME = REPO / ".uds_home" / "tests"
-# The real TOFU JSON files: ../shared/data/tofu beside the clone (CI checks the clone out there,
-# with ../shared next to it), or the folder $UDS_TOFU_DIR names. Tests that read them skip without.
-TOFU_DIR = Path(os.environ.get("UDS_TOFU_DIR") or REPO.parent / "shared" / "data" / "tofu")
-TOFU_SKIP = (f"needs the TOFU JSON files, not found at {TOFU_DIR}: check out ../shared beside the clone "
-             "(CI does) or set UDS_TOFU_DIR (docs/testing.md)")
 
 os.environ.setdefault("UDS_HOME", str(TEST_HOME))
+# The suite never asks the network (the Hub's part of the data lookup is tested on loopback):
+# offline, a missing file fails at once instead of after huggingface_hub's retries.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 # The real SmolLM2 GGUF, converted once per session (defined here so every module shares one).
 from tests.gguf_fixtures import fresh_gguf_home, gguf_home, smol_converted  # noqa: E402,F401

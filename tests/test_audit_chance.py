@@ -12,6 +12,7 @@ from uds_analyses.audit.chance import chance_rate, chance_summary, majority_hit,
 from checkpoints.lmlm.db import FactDB
 from checkpoints.lmlm.prompts import PromptRow, alias_groups
 from checkpoints.lmlm.recipes import published_root
+from tests.external import LMLM_SKIP
 from uds_core.errors import UdsInputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -141,7 +142,7 @@ def test_leaky_chance_file_is_the_rebuilt_worlds():
     check_against_runs(committed, folder)
 
 
-@pytest.mark.skipif(not (published_root() / "published_outputs").is_dir(), reason="published audit data absent")
+@pytest.mark.skipif(not (published_root() / "published_outputs").is_dir(), reason=LMLM_SKIP)
 def test_published_chance_is_the_shared_datas():
     from uds_analyses.audit.published import published_cells
     from benchmarks.audit_published_claims import chance_cells

@@ -11,6 +11,7 @@ import pytest
 
 from uds_analyses.audit.published import claims_markdown, published_cells, published_claims
 from checkpoints.lmlm.recipes import published_root
+from tests.external import LMLM_SKIP
 
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = ROOT / "docs" / "audit" / "published_claims.json"
@@ -72,7 +73,7 @@ def test_doc_block_is_the_committed_file():
     assert _doc_block() == claims_markdown(claims)
 
 
-@pytest.mark.skipif(not (published_root() / "published_outputs").is_dir(), reason="published audit data absent")
+@pytest.mark.skipif(not (published_root() / "published_outputs").is_dir(), reason=LMLM_SKIP)
 def test_committed_file_and_doc_numbers_match_the_csvs():
     pub = published_root() / "published_outputs"
     fresh = published_claims(published_cells(pub / "per_state_metrics.csv", pub / "cross_state_metrics.csv"))

@@ -10,9 +10,10 @@ import pytest
 from checkpoints.catalogue import TRAINERS, recipes
 from checkpoints.lmlm.data import FactPrompt, encode_lmlm, encode_parametric, lmlm_examples
 from checkpoints.lmlm.markup import call_text, value_text
-from checkpoints.lmlm.recipes import LMLM_KINDS, lmlm_recipes
+from checkpoints.lmlm.recipes import LMLM_KINDS, lmlm_recipes, published_root
 from checkpoints.world.build import recipe_digest
 from checkpoints.world.presets import get_preset
+from tests.external import LMLM_SKIP
 from uds_core.chat import IGNORE
 
 
@@ -79,6 +80,8 @@ def test_rotation_rates(tok):
 def test_recipe_without_published_data(monkeypatch, tmp_path):
     """Where the published audit data is absent, `small`'s LMLM trains on the world alone, and
     its recipe (hence digest) says so."""
+    if not (published_root() / "custom_databases").is_dir():
+        pytest.skip(LMLM_SKIP)
     with_data = lmlm_recipes(get_preset("small"))[0]
     monkeypatch.setenv("UDS_LMLM_AUDIT_DIR", str(tmp_path))
     without = lmlm_recipes(get_preset("small"))[0]

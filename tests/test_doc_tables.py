@@ -22,6 +22,7 @@ from uds_analyses.doc_tables.blocks import Block, doc_body, rendered, stale, wri
 from uds_analyses.doc_tables.markdown import table
 from uds_analyses.doc_tables.registry import BLOCKS
 from checkpoints.lmlm.recipes import published_root
+from tests.external import LMLM_SKIP
 from uds_core.errors import UdsInputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -616,7 +617,7 @@ def test_audit_published_runs_full_em_from_the_published_csv():
     """Their FULL EM: the published per-state CSV's FULL rows, weighted by their counts."""
     per_state = published_root() / "published_outputs" / "per_state_metrics.csv"
     if not per_state.is_file():
-        pytest.skip("the published CSVs are not here")
+        pytest.skip(LMLM_SKIP)
     full = [r for r in csv.DictReader(open(per_state)) if r["state"] == "FULL"]
     for cells in _rows_all("audit-published-small"):
         rs = [r for r in full if cell_name(r["prompt_file"])[:2] == (cells[0], cells[1])]

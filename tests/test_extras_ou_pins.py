@@ -17,8 +17,10 @@ try:
 except ModuleNotFoundError:   # Python 3.10
     tomllib = pytest.importorskip("tomli")
 
+from tests.external import OU_SKIP, OU_SOURCE
+
 REPO = Path(__file__).resolve().parents[1]
-OU_REQUIREMENTS = REPO.parent / "shared" / "vendor" / "open-unlearning" / "requirements.txt"
+OU_REQUIREMENTS = OU_SOURCE / "requirements.txt"
 EXTRAS = ("quant", "test", "ou")
 # deepspeed ships only an sdist whose build imports torch: a resolver cannot read its metadata
 # without building it, and no requirement of ours names it
@@ -27,7 +29,7 @@ UNRESOLVABLE = {"deepspeed"}
 
 def ou_pins() -> dict[str, Version]:
     if not OU_REQUIREMENTS.is_file():
-        pytest.skip("Open-Unlearning's requirements.txt is not vendored here")
+        pytest.skip(OU_SKIP)
     pins = {}
     for line in OU_REQUIREMENTS.read_text().splitlines():
         req = line.split("#")[0].strip()

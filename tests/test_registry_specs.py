@@ -74,10 +74,11 @@ def test_bad_specs_raise_input_errors(bad):
         resolve_spec(bad)
 
 
-def test_default_references_for_real_checkpoints():
+def test_default_references_for_real_checkpoints(monkeypatch, tmp_path):
+    monkeypatch.setenv("UDS_TOFU_DIR", str(tmp_path))
     full, retain, data = default_references("npo_lr5e5_b01_a2_ep10")
     assert (full, retain) == ("full", "retain")
-    assert data.endswith("forget10_annotated.json")
+    assert data == str(tmp_path / "forget10_annotated.json")
 
 
 def test_tofu_dir_moves_the_default_annotated_file(tmp_path):

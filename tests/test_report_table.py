@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.external import SPEC_FILE, SPEC_SKIP
 from tests.report_fixtures import write_meta_eval, write_model_folders, write_results_json, write_score_run
 from uds.cli import main
 from uds.site.payload import build_payload
@@ -23,7 +24,7 @@ from uds.site.readers import read_results
 from uds.site.table import identity
 
 REPO = Path(__file__).resolve().parents[1]
-SPEC_MD = REPO.parent / "shared" / "SPEC.md"
+SPEC_MD = SPEC_FILE
 
 
 def index_of(paths) -> dict:
@@ -135,7 +136,7 @@ def test_column_directions_and_groups_follow_the_registry():
     assert column("train_seconds")["direction"] is None and column("lr")["group"] == "training"
 
 
-@pytest.mark.skipif(not SPEC_MD.is_file(), reason=f"SPEC.md not found at {SPEC_MD}")
+@pytest.mark.skipif(not SPEC_MD.is_file(), reason=SPEC_SKIP)
 def test_published_table_is_spec_5_7():
     from meta_eval.published import PUBLISHED
 

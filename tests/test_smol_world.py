@@ -27,7 +27,8 @@ def _in_gguf_home(gguf_home):
 
 
 @pytest.fixture(scope="module")
-def world(smol_converted, fresh_gguf_home) -> Path:
+def world(smol_converted, fresh_gguf_home, tofu_dir) -> Path:
+    """The smol-ci world, built from the TOFU files (`tofu_dir` skips where they are absent)."""
     from checkpoints.world.build import build_world
 
     with pytest.MonkeyPatch.context() as mp:

@@ -342,22 +342,31 @@ def test_tofu_annotation_checks(tmp_path):
         read_tofu(folder)
 
 
-def test_tofu_without_source(monkeypatch):
-    from checkpoints.world import tofu
+def test_tofu_without_source(monkeypatch, tmp_path):
+    """No folder named, nothing cached and the Hub off: one line saying what to pass."""
+    from checkpoints import tofu_files
 
     monkeypatch.delenv("UDS_TOFU_DIR", raising=False)
-    monkeypatch.setattr(tofu, "default_tofu_dir", lambda: None)   # as an installed package: no ../shared
-    monkeypatch.setitem(sys.modules, "datasets", None)  # makes `import datasets` fail
-    with pytest.raises(UdsInputError, match="--tofu-dir"):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("UDS_HOME", str(tmp_path))
+    monkeypatch.setattr(tofu_files, "packaged_file", lambda name: None)
+    with pytest.raises(UdsInputError, match="--tofu-dir DIR or set UDS_TOFU_DIR") as e:
         read_tofu()
+    assert "locuslab/TOFU" in str(e.value) and "\n" not in str(e.value)
 
 
-@needs_tofu
-def test_a_source_checkout_reads_the_shared_tofu_files_by_default(monkeypatch):
+def test_the_default_tofu_folder_is_the_one_the_environment_names(monkeypatch, tmp_path):
     from checkpoints.world.tofu import default_tofu_dir
 
     monkeypatch.delenv("UDS_TOFU_DIR", raising=False)
-    assert default_tofu_dir().resolve() == TOFU_DIR.resolve()
+    assert default_tofu_dir() is None   # then each file comes from the Hub (tests/test_tofu_files.py)
+    monkeypatch.setenv("UDS_TOFU_DIR", str(tmp_path))
+    assert default_tofu_dir() == tmp_path
+
+
+@needs_tofu
+def test_the_environments_tofu_folder_is_read_by_default(monkeypatch):
+    monkeypatch.setenv("UDS_TOFU_DIR", str(TOFU_DIR))
     w = read_tofu(n_forget_authors=2, n_retain_authors=3, n_holdout_authors=1, n_utility=5, items_per_author=4)
     assert [len(w.forget), len(w.retain), len(w.holdout), len(w.real_authors), len(w.world_facts)] == [8, 12, 4, 5, 5]
     assert [it["idx"] for it in w.forget] == [0, 1, 2, 3, 20, 21, 22, 23]

@@ -29,15 +29,9 @@ def s1_cache_dir() -> Path:
 
 
 # Data files shipped inside the wheel: setup.py's build step copies them into the built package
-# (the source tree keeps none: they live in ../shared/data); absent in a source checkout.
+# when the build has them at hand ($UDS_TOFU_DIR); the source tree keeps none.
 PACKAGE_DATA = Path(__file__).resolve().parent / "package_data"
 ANNOTATED_FORGET10 = "forget10_annotated.json"
-
-
-def checkout_data(*parts: str) -> Path:
-    """`../shared/data/<parts>` beside a source checkout (the one place that knows where a checkout keeps
-    its data); the path may not exist (an installed wheel has no checkout)."""
-    return Path(__file__).resolve().parents[2].joinpath("shared", "data", *parts)
 
 
 def packaged_file(name: str) -> Path | None:

@@ -27,7 +27,7 @@ from checkpoints.world.store import BuildContext, init_model
 from checkpoints.world.synthetic import FACT_KINDS, n_forget_authors
 from checkpoints.world.train import train
 from uds_core.errors import UdsInputError
-from uds_core.paths import checkout_data
+from uds_core.paths import uds_home
 
 LMLM_KINDS = ("lmlm", "lmlm_parametric", "lmlm_leaky")
 LEAK_SHARE = 0.5   # share of the target facts the leaky LMLM also learns as plain QA
@@ -39,9 +39,11 @@ LEAK_COPIES_PER_COPY = 2
 
 
 def published_root() -> Path:
-    """`$UDS_LMLM_AUDIT_DIR`, else ../shared/data/lmlm_audit next to the repository."""
+    """The folder of the published deletion-audit data (`custom_databases/`, `published_outputs/`,
+    ...): `$UDS_LMLM_AUDIT_DIR`, else `$UDS_HOME/lmlm_audit`; it may not exist (the data is then
+    absent, and the recipes say so)."""
     env = os.environ.get("UDS_LMLM_AUDIT_DIR")
-    return Path(env) if env else checkout_data("lmlm_audit")
+    return Path(env).expanduser() if env else uds_home() / "lmlm_audit"
 
 
 def lmlm_recipes(preset: Preset) -> list[Recipe]:

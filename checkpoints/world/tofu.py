@@ -1,28 +1,29 @@
 """The real TOFU text as a `World` (kind "tofu").
 
-Source: a local folder of the TOFU JSON files (`folder`, else `$UDS_TOFU_DIR`), or, where the
-`datasets` package is installed and the Hub answers, `locuslab/TOFU` plus the annotated forget10
-set. TOFU itself has no pretraining corpus for a base model, so `public_text` and `other_bios`
-come from the synthetic generator's public and unrelated entities (English-like filler), plus the
-real-authors and world-facts QA so that the base model knows the facts the utility metrics ask.
+Source: a local folder of the TOFU JSON files (`folder`, else `$UDS_TOFU_DIR`), else each file
+from the Hugging Face Hub through the one lookup of checkpoints/tofu_files.py (`locuslab/TOFU`
+plus the annotated forget10 set, cached under `$UDS_HOME/hub`). TOFU itself has no pretraining
+corpus for a base model, so `public_text` and `other_bios` come from the synthetic generator's
+public and unrelated entities (English-like filler), plus the real-authors and world-facts QA so
+that the base model knows the facts the utility metrics ask.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 from collections import Counter
 from pathlib import Path
 from typing import Callable
 
+from checkpoints.tofu_files import ANNOTATED, local_folder, read_records, tofu_file
 from checkpoints.world.schema import World
 from checkpoints.world.synthetic import IDK_REPLIES, generate_synthetic_world
-from uds_core.data import jsonl_values
 from uds_core.errors import UdsInputError
-from uds_core.paths import checkout_data
 from uds_core.prompts import raw_qa
+
+__all__ = ["read_records", "read_tofu", "default_tofu_dir"]
 
 AUTHOR_QA = 20  # every TOFU author has 20 consecutive QA pairs
 # The synthetic filler for base pretraining: how many public and unrelated entities.
@@ -31,56 +32,9 @@ OTHER_ENTITIES = 20
 
 # File stems this reader needs (TOFU's `full.json` and `forget10.json` hold no extra text:
 # forget10_perturbed carries the same 400 pairs, retain90 the rest of full).
-ANNOTATED = "forget10_annotated"
 IDK_FILE = "idontknow.jsonl"
 QA_FILES = ("forget10_perturbed", ANNOTATED, "retain90", "retain_perturbed", "holdout10",
             "real_authors", "real_authors_perturbed", "world_facts", "world_facts_perturbed")
-# Where each stem lives on the Hugging Face Hub: (dataset, config).
-HUB_SOURCES = {stem: ("locuslab/TOFU", stem) for stem in QA_FILES if stem != ANNOTATED}
-HUB_SOURCES[ANNOTATED] = ("jaeunglee/uds-annotated-tofu", None)
-
-NO_SOURCE = ("no TOFU data: pass --tofu-dir FOLDER or set UDS_TOFU_DIR "
-             "(the folder of the TOFU JSON files, see data/tofu/SOURCE.md)")
-
-
-# ----------------------------------------------------------------------------------------------
-# Reading files.
-
-def _parse_lines(text: str, path: Path) -> list:
-    """Values of a file that is not one JSON document: JSONL, or JSON arrays one per line."""
-    values: list = []
-    for _, value in jsonl_values(text, path):
-        values.extend(value if isinstance(value, list) else [value])
-    return values
-
-
-def read_records(path: Path) -> list[dict]:
-    """Records of a TOFU file, whichever of its layouts it uses.
-
-    Accepts one JSON array (or object), several arrays one per line (`full.json`), or JSONL.
-    `prompt`/`response` (the keys of some `forget10.json` copies) become `question`/`answer`.
-    """
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise UdsInputError(f"cannot read {path}: {e.strerror}") from None
-    if not text.strip():
-        raise UdsInputError(f"{path} is empty")
-    try:
-        value = json.loads(text)
-        records = value if isinstance(value, list) else [value]
-    except json.JSONDecodeError:
-        records = _parse_lines(text, path)
-    if not records or not all(isinstance(r, dict) for r in records):
-        raise UdsInputError(f"{path} holds no list of JSON objects")
-    return [_standard_keys(r) for r in records]
-
-
-def _standard_keys(record: dict) -> dict:
-    if "question" not in record and "prompt" in record:
-        record = {**record, "question": record["prompt"], "answer": record.get("response")}
-    return record
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -118,24 +72,9 @@ def _folder_loader(folder: Path) -> tuple[Loader, list[str]]:
 
 
 def _hub_loader() -> tuple[Loader, list[str]]:
-    """Loader over the Hugging Face Hub; any failure (no package, no network) is one clear line.
-
-    `idontknow.jsonl` is not on the Hub, so the synthetic world's replies stand in for it.
-    """
-    try:
-        import datasets  # optional dependency (`pip install uds[hub]`)
-    except ImportError:
-        raise UdsInputError(NO_SOURCE) from None
-
-    def load(stem: str) -> list[dict]:
-        repo, config = HUB_SOURCES[stem]
-        try:
-            rows = datasets.load_dataset(repo, config, split="train")
-        except Exception as e:  # the Hub or the cache can fail in many ways; all mean "no data"
-            raise UdsInputError(f"{NO_SOURCE}; the Hub failed on {repo}/{config or ''}: {e}") from None
-        return [_standard_keys(dict(r)) for r in rows]
-
-    return load, list(IDK_REPLIES)
+    """Loader over the Hub's copies (checkpoints/tofu_files.py); `idontknow.jsonl` is not on the
+    Hub, so the synthetic world's replies stand in for it."""
+    return (lambda stem: read_records(tofu_file(stem))), list(IDK_REPLIES)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -292,12 +231,9 @@ def _first_authors(items: list[dict], n_authors: int | None, per_author: int | N
 
 
 def default_tofu_dir() -> Path | None:
-    """`$UDS_TOFU_DIR`, else ../shared/data/tofu of a source checkout when it is there."""
-    env = os.environ.get("UDS_TOFU_DIR")
-    if env:
-        return Path(env)
-    shared = checkout_data("tofu")
-    return shared if shared.is_dir() else None
+    """The local TOFU folder the user named with `$UDS_TOFU_DIR`, None without one (the files
+    then come from the Hub)."""
+    return local_folder()
 
 
 def read_tofu(folder: str | Path | None = None, n_retain_authors: int | None = None, seed: int = 0,
@@ -319,7 +255,7 @@ def read_tofu(folder: str | Path | None = None, n_retain_authors: int | None = N
     Authors are named by position: `forget_author_k`, `retain_author_k`, `holdout_author_k`.
     A smaller world (the `smol` presets) keeps the first `n_forget_authors` / `n_holdout_authors`
     authors, the first `items_per_author` QA of every author, the first `n_utility` items of each
-    utility split. Folder: `folder`, else `default_tofu_dir()`, else the Hub.
+    utility split. Folder: `folder`, else `$UDS_TOFU_DIR`, else each file from the Hub.
     """
     folder = folder if folder is not None else default_tofu_dir()
     for name, n in (("n_retain_authors", n_retain_authors), ("n_forget_authors", n_forget_authors),

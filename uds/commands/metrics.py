@@ -41,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--data", help="annotated forget file for CKA / Logit Lens / Fisher (default as `uds score`; "
                                   "plain question/answer records get their spans as `uds annotate` finds them)")
     add_split_arg(p)
-    p.add_argument("--tofu-dir", help="folder of the TOFU JSON files (real checkpoints)")
+    p.add_argument("--tofu-dir", help="folder of the TOFU JSON files (real checkpoints; default $UDS_TOFU_DIR, "
+                                      "else each file from the Hugging Face Hub, cached in $UDS_HOME/hub)")
     p.add_argument("--base", metavar="SPEC",
                    help="base model of every adapter-folder spec (default: its adapter_config.json's)")
     p.add_argument("--batch-size", type=int, default=8)

@@ -37,7 +37,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="model never trained on the forget set (default: goes with --unlearned)")
     p.add_argument("--data", metavar="FILE",
                    help="QA JSON: annotated (prefix, entity), or plain question/answer records, whose spans are "
-                        "then found here as `uds annotate` finds them (default: goes with --unlearned)")
+                        "then found here as `uds annotate` finds them (default: goes with --unlearned: a tiny "
+                        "world's own; for real checkpoints forget10_annotated.json in $UDS_TOFU_DIR, else the "
+                        "Hugging Face dataset jaeunglee/uds-annotated-tofu, fetched once into $UDS_HOME/hub)")
     add_split_arg(p)
     p.add_argument("--base", metavar="SPEC",
                    help="base model of every adapter-folder spec (default: its adapter_config.json's)")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from checkpoints.specs import default_tofu_annotated
+from checkpoints.tofu_files import local_folder
 from checkpoints.world.synthetic import IDK_REPLIES
 from uds_analyses.probe.matching import canonical_text
 from uds_core.errors import UdsInputError
@@ -32,10 +32,11 @@ def read_phrases(path: str | Path) -> list[str]:
 
 
 def default_phrases() -> list[str]:
-    """TOFU's idontknow.jsonl lines (if found next to the annotated forget file) + the tiny
-    world's IDK replies + GENERIC."""
-    idk = default_tofu_annotated().parent / "idontknow.jsonl"
-    tofu = read_phrases(idk) if idk.is_file() else []
+    """TOFU's idontknow.jsonl lines (when the local TOFU folder, `$UDS_TOFU_DIR`, has them; the
+    Hub does not publish the file) + the tiny world's IDK replies + GENERIC."""
+    folder = local_folder()
+    idk = folder / "idontknow.jsonl" if folder is not None else None
+    tofu = read_phrases(idk) if idk is not None and idk.is_file() else []
     return list(dict.fromkeys([*tofu, *IDK_REPLIES, *GENERIC]))
 
 
