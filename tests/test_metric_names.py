@@ -46,3 +46,35 @@ def test_register_refuses_a_metric_without_a_label():
     with pytest.raises(ValueError, match="orientation"):
         register([odd], rank=99)
 
+
+def test_every_registered_metric_is_named_alike_wherever_it_is_shown():
+    """The names table, the report's columns and `uds leaderboard`'s html header give each registered
+    metric its registration's label and orientation; none falls into the report's group "other"."""
+    from meta_eval.leaderboard import to_html
+    from meta_eval.names import DIRECTIONS, name_of
+    from metrics.registry import REGISTRY
+    from uds.site.columns import column
+
+    page = to_html([{"model": "m", "method": "npo", **{k: 0.5 for k in REGISTRY}}])
+    for key, spec in REGISTRY.items():
+        n = name_of(key)
+        assert (n.label, n.direction) == (spec.label, spec.orientation), key
+        assert n.sentence == DIRECTIONS[spec.orientation]
+        c = column(key)
+        assert (c["label"], c["direction"]) == (spec.label, spec.orientation), key
+        assert c["group"] != "other" and c["lower_is_better"] == (spec.orientation == "knowledge"), key
+    for key in ("mem_bits", "verbatim_rate"):          # registry columns outside the benchmark: by label
+        assert f">{REGISTRY[key].label}<br><small>{key}</small></th>" in page
+
+
+def test_the_aggregates_are_named_by_spec_6_1():
+    from meta_eval.benchmark import AGGREGATE_KEYS
+    from meta_eval.names import name_of
+    from uds.site.columns import column
+
+    for key in AGGREGATE_KEYS + ("overall_no_uds",):
+        assert name_of(key) is not None and name_of(key).direction in ("erasure", "utility", "better"), key
+    assert [column(k)["label"] for k in ("uds", "mem", "privacy", "utility_rel", "overall")] == \
+        ["UDS", "Mem", "Privacy", "Utility", "Overall"]
+    assert column("lr")["direction"] is None and column("lr")["group"] == "training"
+    assert column("something_new")["group"] == "other" and column("something_new")["label"] == "something_new"

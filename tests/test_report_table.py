@@ -122,12 +122,12 @@ def test_printing_rule():
 
 def test_column_directions_and_groups_follow_the_registry():
     from metrics.registry import REGISTRY
-    from uds.site.columns import DIRECTION, HEADLINE, column
+    from uds.site.columns import HEADLINE, column
 
     groups = {"memorization": "memorisation", "memorization_bits": "memorisation", "generation": "generation",
               "mia": "mia", "mia_normalised": "mia", "representation": "representation", "utility": "utility"}
     for key, spec in REGISTRY.items():
-        assert DIRECTION[key] == spec.orientation, key
+        assert column(key)["direction"] == spec.orientation, key
         assert column(key)["group"] == ("headline" if key in HEADLINE else groups[spec.category]), key
     # aggregates: higher = better unlearning or more utility (SPEC 6.1); knowledge ranks low-first
     assert column("mem")["direction"] == "erasure" and column("utility_rel")["direction"] == "utility"
