@@ -68,9 +68,9 @@ def test_leaderboard_sorts_filters_chooses_columns_and_exports(driver, site):
     refs = ["full", "retain"]                       # the reference rows stay on top in any sort
     unlearned = [n for n in uds if n not in refs]
     driver.find_element("css selector", "th[data-key=uds]").click()
-    assert texts(driver, NAME_CELLS) == refs + sorted(unlearned, key=lambda n: -uds[n])
+    assert texts(driver, NAME_CELLS) == sorted(refs, key=lambda n: -uds[n]) + sorted(unlearned, key=lambda n: -uds[n])
     driver.find_element("css selector", "th[data-key=uds]").click()
-    assert texts(driver, NAME_CELLS) == refs + sorted(unlearned, key=lambda n: uds[n])
+    assert texts(driver, NAME_CELLS) == sorted(refs, key=lambda n: uds[n]) + sorted(unlearned, key=lambda n: uds[n])
     first = site["summaries"][NAMES[0]]
     row = driver.find_element("css selector", f"#lb-table tr[data-id='{model_id(driver, short(NAMES[0]))}'] td[data-col=uds]").text
     assert row == f"{first['uds']:.4f} [{first['ci95'][0]:.3f}, {first['ci95'][1]:.3f}]"
@@ -233,7 +233,7 @@ def test_the_small_worlds_committed_meta_eval_output(driver, tmp_path):
     driver.find_element("css selector", "th[data-key=uds]").click()
     shown = {r["model"]: r["uds"] for r in rows}
     names = texts(driver, NAME_CELLS)
-    assert names[:2] == ["full", "retain"]                    # the reference rows first, then sorted
+    assert names[:2] == ["retain", "full"]                    # the reference rows first (UDS 1, 0), then sorted
     order = [shown[n] for n in names[2:]]
     scored = [u for u in order if u is not None]
     assert scored == sorted(scored, reverse=True) and len(scored) + 2 == sum(r["uds"] is not None for r in rows)

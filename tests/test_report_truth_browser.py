@@ -85,7 +85,7 @@ def test_pool_and_base_models_stay_out_of_the_default_view_and_its_exports(drive
     assert not any(n in md for n in expect["others"])
     # sorted by UDS, neg_retain_s0 (0.999) does not come under retain: it is not in the table
     driver.find_element("css selector", "th[data-key=uds]").click()
-    assert texts(driver, NAMES)[:2] == ["full", "retain"] and "neg_retain_s0" not in texts(driver, NAMES)
+    assert texts(driver, NAMES)[:2] == ["retain", "full"] and "neg_retain_s0" not in texts(driver, NAMES)
     driver.find_element("css selector", "#lb-others").click()
     assert "others=1" in driver.current_url
     section = texts(driver, "#lb-table tbody[data-section=others] td.name a")

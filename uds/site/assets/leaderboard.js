@@ -77,11 +77,11 @@
     });
   }
   /* The rows of the view in sections: [{name: 'main'|'others', rows}]. The main section holds the
-   * reference rows first (in their order) then the unlearned models sorted; 'others' (pool
+   * reference rows first (sorted among themselves) then the unlearned models sorted; 'others' (pool
    * members and the base model) only when switched on, sorted the same way. */
   R.lbSections = function () {
     var rows = R.data.models.filter(matches);
-    var refs = rows.filter(function (m) { return m.population === 'reference'; });
+    var refs = sorted(rows.filter(function (m) { return m.population === 'reference'; }));
     var main = refs.concat(sorted(rows.filter(function (m) { return m.population === 'unlearned'; })));
     var out = [{ name: 'main', rows: main }];
     if (LB.others) out.push({ name: 'others', rows: sorted(rows.filter(function (m) { return !MAIN[m.population]; })) });
