@@ -22,7 +22,8 @@ import torch
 from checkpoints.world.store import model_dir, stored_digest, world_dir
 from metrics.forward import PassOptions
 from metrics.hidden import block_gradients, fisher_diagonal, per_block_mean
-from metrics.representation import FISHER_FRACTIONS, fisher_mask, fisher_masked_score
+from metrics.families.representation import FISHER_FRACTIONS
+from metrics.representation import fisher_mask, fisher_masked_score
 from uds_core.batching import batches
 from uds_core.logprobs import token_logprobs
 from uds_core.prompts import PreparedItem, prepare_items

@@ -17,7 +17,6 @@ from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.feature_extraction.text import CountVectorizer
 
 LN2 = math.log(2.0)
 
@@ -60,6 +59,8 @@ def tfidf_scores(docs: Sequence[str], corpus: Sequence[str]) -> np.ndarray:
     in the corpus `D` (which must contain every doc), |D| its number of documents, the sum runs
     over word occurrences. A document without words gets NaN. The constant |D| shifts every score
     equally, so rank statistics do not depend on that choice."""
+    from sklearn.feature_extraction.text import CountVectorizer   # here: the registry imports this module
+
     if not corpus:
         raise ValueError("the TF-IDF corpus is empty")
     vec = CountVectorizer()

@@ -15,7 +15,6 @@ import torch
 
 EPS = 1e-8
 LENS_TAU = 0.05            # a layer counts for an item when d_ret > 0.05 nats (strict)
-FISHER_FRACTIONS = (1e-4, 1e-3, 1e-2)
 
 
 # --- CKA -----------------------------------------------------------------------------------------

@@ -5,6 +5,10 @@ Orientation (SPEC.md 9): "knowledge" = higher means more knowledge of the forget
 1-12); "erasure" = higher means more erasure (s_*, CKA, Logit Lens, Fisher); "utility" = higher
 means more preserved utility (section 4.6).
 
+Label: the metric's name as tables and pages print it (SPEC.md's name where it has one); every
+registered metric has one (`register` refuses an empty label), so the leaderboard, `uds report`
+and the docs name a metric the same way from its one file.
+
 Group (which key lists a metric joins, `metrics.registry`): "baseline" (the 19 baselines:
 `uds metrics all` and meta-evaluated), "utility" (`uds metrics all`), "uds" (meta-evaluated),
 "probe" (meta-evaluated when named), "diagnostic" (computed when named only).
@@ -23,6 +27,7 @@ if TYPE_CHECKING:
     from metrics.context import EvalContext
 
 KNOWLEDGE, ERASURE, UTILITY = "knowledge", "erasure", "utility"
+ORIENTATIONS = (KNOWLEDGE, ERASURE, UTILITY)
 MODEL, FULL, RETAIN, BASE = "model", "full", "retain", "base"
 # The code-length reference of the mem_bits metrics: the retain model unless a run names another
 # (`--mem-bits-reference`, e.g. the source's larger or superset-trained model); see ModelPool.spec.
@@ -49,6 +54,7 @@ class MetricSpec:
     description: str
     depends: tuple[str, ...] = ()  # metrics whose results `compute` reads from ctx.results
     group: str = "baseline"        # GROUPS
+    label: str = ""                # display name (required by `register`)
 
     @property
     def references(self) -> tuple[str, ...]:
@@ -70,6 +76,10 @@ def register(specs: Iterable[MetricSpec], rank: float) -> None:
     for i, spec in enumerate(specs):
         if spec.group not in GROUPS:
             raise ValueError(f"metric {spec.key}: unknown group {spec.group!r}")
+        if spec.orientation not in ORIENTATIONS:
+            raise ValueError(f"metric {spec.key}: unknown orientation {spec.orientation!r}")
+        if not spec.label.strip():
+            raise ValueError(f"metric {spec.key}: no label (the name tables and pages print)")
         old = _REGISTERED.get(spec.key)
         if old is not None and old[2] is not spec:
             raise ValueError(f"metric key {spec.key!r} registered twice")

@@ -10,9 +10,6 @@ Registered through the entry point `uds.metrics` (pyproject.toml), as any family
 
 from __future__ import annotations
 
-from uds_analyses.probe.corpus import qa_corpus
-from uds_analyses.probe.refusal import RefusalDetector, default_phrases
-from uds_analyses.probe.run import ProbeSettings, probe_model
 from metrics.spec import KNOWLEDGE, MODEL, MetricSpec, Use, register
 from metrics.result import MetricResult
 from metrics.work import WorkKey
@@ -22,6 +19,11 @@ METRIC_LEVEL = "prefix"
 
 def probe_rows(ctx, role: str) -> list[dict]:
     """Prefix-level probe rows of the role's model on the forget documents (memoised)."""
+    # the probe (torch, transformers): imported when the metric runs, not when it registers
+    from uds_analyses.probe.corpus import qa_corpus
+    from uds_analyses.probe.refusal import RefusalDetector, default_phrases
+    from uds_analyses.probe.run import ProbeSettings, probe_model
+
     spec = ctx.models.spec(role)
 
     def make() -> list[dict]:
@@ -65,8 +67,10 @@ register([
     MetricSpec("verbatim_rate", "memorization", KNOWLEDGE, (Use("probe", (MODEL,), "forget", (METRIC_LEVEL,)),),
                verbatim_rate,
                "share of prefix-level outputs (greedy + 5 samples, T 0.3) reproducing the forget passage "
-               "(character LCS >= 50, distractor-attributed; SPEC-probes 2.4)", group="probe"),
+               "(character LCS >= 50, distractor-attributed; SPEC-probes 2.4)", group="probe",
+               label="Verbatim rate"),
     MetricSpec("semantic_acc", "memorization", KNOWLEDGE, (Use("probe", (MODEL,), "forget", (METRIC_LEVEL,)),),
                semantic_acc,
-               "share of QA answers (greedy + 5 samples, T 0.3) containing the forget item's entity", group="probe"),
+               "share of QA answers (greedy + 5 samples, T 0.3) containing the forget item's entity", group="probe",
+               label="Semantic accuracy"),
 ], rank=80)
