@@ -38,7 +38,7 @@ def test_names_unique_and_docs_covered():
     assert len({(b.doc, b.name) for b in BLOCKS}) == len(BLOCKS)
     assert {b.doc for b in BLOCKS} == {"docs/probe.md", "docs/audit.md", "docs/mem_bits.md", "docs/smol.md", "docs/performance.md",
                                        "docs/smol_meta_eval.md", "docs/reliability.md", "docs/spans.md", "docs/curves.md",
-                                       "README.md"}
+                                       "docs/results.md", "README.md"}
 
 
 def test_every_generated_marker_in_the_docs_is_registered():
@@ -233,7 +233,7 @@ def test_meta_eval_numbers_from_the_json(block, file):
 
 
 @pytest.mark.parametrize("world, block", [("test", "probe-ladder-test"), ("small", "probe-ladder-small"),
-                                          ("small", "probe-ladder-small-readme")])
+                                          ("small", "probe-ladder-small-results")])
 def test_probe_ladder_numbers_from_the_json(world, block):
     d = json.loads((ROOT / f"docs/probe/ladder_{world}.json").read_text())["summary"]
     doc = _rows(block)
@@ -781,11 +781,11 @@ def test_measurement_speedups_from_the_per_phase_seconds(block):
     assert d["checks"]["ok"] and max(j["max_abs_value_diff"] for j in jobs) <= 1e-6
 
 
-def test_readme_measurement_runs_from_the_per_phase_seconds():
-    """The README's performance rows: one per committed bench_measure run, each recomputed as sums of
+def test_results_measurement_runs_from_the_per_phase_seconds():
+    """docs/results.md's performance rows: one per committed bench_measure run, each recomputed as sums of
     the run's per-phase seconds, and the stated ranges the min and max of those ratios."""
     runs = sorted((ROOT / "docs/smol").glob("bench_measure*.json"))
-    rows = _rows("measure-readme")
+    rows = _rows("measure-results")
     assert set(rows) == {f"`{p.name}`" for p in runs} and len(runs) >= 2
     ups, floors = [], []
     for p in runs:
@@ -800,7 +800,7 @@ def test_readme_measurement_runs_from_the_per_phase_seconds():
         assert [_num(c) for c in cells[5:8]] == pytest.approx([old / new, new / floor, old / floor], abs=0.011)
         jobs = d["checks"]["jobs"].values()
         assert cells[9] == f"{sum(j['generations_identical'] for j in jobs)} of {sum(j['generations'] for j in jobs)}"
-    body = doc_body(BY_NAME["measure-readme"], ROOT)
+    body = doc_body(BY_NAME["measure-results"], ROOT)
     lo, hi = re.search(r"fast path is \*\*([\d.]+)-([\d.]+)x\*\*", body).groups()
     assert (float(lo), float(hi)) == pytest.approx((min(ups), max(ups)), abs=0.006)
     lo, hi = re.search(r"\*\*([\d.]+)-([\d.]+)x\*\* the floor", body).groups()
@@ -870,9 +870,9 @@ def test_campaign_filters_effect_table_by_hand():
         assert _num(cells[5]) == pytest.approx(on["overall"][key], abs=5e-4)
 
 
-def test_campaign_readme_sentence_by_hand():
+def test_campaign_results_sentence_by_hand():
     on, off = _campaign_snapshots()
-    text = doc_body(BY_NAME["campaign-readme"], ROOT)
+    text = doc_body(BY_NAME["campaign-results"], ROOT)
     q, r, overall = _unfiltered_by_hand(off, "uds")
     found = re.search(r"over all (\d+) \(no filters\) Q ([\d.]+), R ([\d.]+), overall ([\d.]+), rank (\d+) of 22", text)
     assert found, text

@@ -61,6 +61,13 @@ def summary_fields(result: UdsResult) -> dict:
             "skipped_reasons": dict(sorted(reasons.items()))}
 
 
+def headline(summary: dict) -> str:
+    """The line `uds score` prints: mean UDS, the examples scored and the 95 % bootstrap interval."""
+    ci = summary["ci95"]
+    ci_text = f"; 95% CI [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""
+    return f"UDS = {summary['uds']:.6f} ({summary['n_scored']} of {summary['n_examples']} examples scored{ci_text})"
+
+
 def write_layers_csv(path: Path, result: UdsResult) -> None:
     """One row per (example, layer); ratio only where |Δ_S1| > 1e-12 (empty cell otherwise)."""
     d1, d2 = result.s1.deltas, result.s2.deltas

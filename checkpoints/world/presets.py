@@ -1,6 +1,6 @@
 """Presets of the tiny world: how much data, how big the models, how long the training.
 
-Sizes are chosen for the build-time budgets of 2 CPU cores (README states measured times):
+Sizes are chosen for the build-time budgets of 2 CPU cores (docs/zoo_and_build_times.md states measured times):
 `test` about a minute, `small` (the default) a few minutes, `tofu` under an hour.
 
 `smol` is the same protocol on a real pretrained model (issue 26): its base is SmolLM2-135M-Instruct
