@@ -413,7 +413,7 @@ def test_probe_passages_numbers_from_the_json(tag, world):
 
 def _copy(tmp: Path, blocks: list[Block]) -> None:
     for b in blocks:
-        for rel in (b.doc, b.source):
+        for rel in (b.doc, b.source, *b.inputs):
             src, dst = ROOT / rel, tmp / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
             if src.is_dir():
@@ -637,7 +637,7 @@ def test_audit_published_runs_are_the_world_audits_model():
 
 def test_smol_bench_numbers_from_the_rounds():
     """The speed table's ratios recomputed from the per-round seconds of bench_uds.json, and the
-    run's exactness bound (SPEC: fast path within 1e-5 of the naive one)."""
+    run's exactness bound (spec: fast path within 1e-5 of the naive one)."""
     d = json.loads((ROOT / "docs/smol/bench_uds.json").read_text())
     doc = _rows("smol-bench")
     naive, fast = d["rounds"]["naive"], d["rounds"]["fast"]
@@ -822,7 +822,7 @@ def test_fisher_batch1_rows_from_the_benchmark_files():
         assert (cells[6] == "yes") == d["entries_identical"]
 
 
-# oriented "higher = more knowledge" for SPEC 5.4: these metrics are inverted (1 - value)
+# oriented "higher = more knowledge" for spec §5.4: these metrics are inverted (1 - value)
 _INVERTED = ("uds", "s_", "cka", "logit_lens", "fisher")
 
 
@@ -831,7 +831,7 @@ def _symmetric(a: float, b: float) -> float:
 
 
 def _unfiltered_by_hand(d: dict, key: str) -> tuple[float, float, float]:
-    """(Q, R, overall) of `key` over every unlearned model, straight from SPEC 5.4 / 5.6."""
+    """(Q, R, overall) of `key` over every unlearned model, straight from spec §5.4 / 5.6."""
     m = lambda setting, name: (1 - d["values"][setting][name][key] if key.startswith(_INVERTED)  # noqa: E731
                                else d["values"][setting][name][key])
     names = [n for n, s in d["members"].items() if s["kind"] == "unlearned"]
@@ -879,9 +879,9 @@ def test_campaign_results_sentence_by_hand():
     assert int(found[1]) == 24
     assert [float(found[i]) for i in (2, 3, 4)] == pytest.approx([q, r, overall], abs=5e-4)
     assert int(found[5]) == 1 + sum(v > off["overall"]["uds"] for v in off["overall"].values())
-    faith = re.search(r"faithfulness AUC ([\d.]+) \(SPEC 5.7: ([\d.]+); (\d+) of the 22", text)
+    faith = re.search(r"faithfulness AUC ([\d.]+) \(spec §5.7: ([\d.]+); (\d+) of the 22", text)
     assert float(faith[1]) == pytest.approx(on["faithfulness"]["uds"]["auc_roc"], abs=5e-4)
-    assert float(faith[2]) == 0.971   # SPEC.md 5.7's UDS row
+    assert float(faith[2]) == 0.971   # spec §5.7's UDS row
     assert int(faith[3]) == sum(f["auc_roc"] > 0.9995 for f in on["faithfulness"].values())
     kept = re.search(r"rest on the (\d+) of (\d+) unlearned models", text)
     assert int(kept[1]) == len(on["robustness"]["uds"]["kept"]) and int(kept[2]) == 24

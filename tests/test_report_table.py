@@ -1,7 +1,7 @@
 """`uds report`'s leaderboard data without a browser: one row per model merged from several
 folders (values and differences from the input files), the same rows, values and order as `uds
 leaderboard`, the printing rule, the column directions against the metric registry, the published
-table against SPEC.md 5.7, Spearman against scipy, and bad input shown rather than fatal."""
+table against spec §5.7, Spearman against scipy, and bad input shown rather than fatal."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def index_of(paths) -> dict:
 
 def test_identity_by_hand():
     assert identity("tiny:smol/npo_x") == ("tiny:smol", "npo_x")
-    assert identity("tiny:npo_x") == ("tiny:small", "npo_x")                  # DESIGN.md: tiny:<model> is preset small
+    assert identity("tiny:npo_x") == ("tiny:small", "npo_x")                  # docs/design.md: tiny:<model> is preset small
     assert identity("open-unlearning/tofu_full") == (None, "tofu_full")
     assert identity("runs/out/npo_x/") == (None, "npo_x")
     assert identity("a</b>c", is_spec=False) == (None, "a</b>c")             # a row's model name is taken whole
@@ -129,7 +129,7 @@ def test_column_directions_and_groups_follow_the_registry():
     for key, spec in REGISTRY.items():
         assert DIRECTION[key] == spec.orientation, key
         assert column(key)["group"] == ("headline" if key in HEADLINE else groups[spec.category]), key
-    # aggregates: higher = better unlearning or more utility (SPEC 6.1); knowledge ranks low-first
+    # aggregates: higher = better unlearning or more utility (spec §6.1); knowledge ranks low-first
     assert column("mem")["direction"] == "erasure" and column("utility_rel")["direction"] == "utility"
     assert column("es")["lower_is_better"] and not column("uds")["lower_is_better"]
     assert column("train_seconds")["direction"] is None and column("lr")["group"] == "training"

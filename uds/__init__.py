@@ -3,13 +3,14 @@ commands, `uds.score` (UDS from Python, `uds.api`), the Open-Unlearning plug-in 
 device/executor flags. The foundation is `uds_core`; above it `checkpoints`, `metrics`, then
 `meta_eval` and `uds_analyses`."""
 
-__version__ = "0.1.0"
-__all__ = ["Score", "score"]
+from uds.version import __version__
+
+__all__ = ["Score", "score", "__version__"]
 
 
 def __getattr__(name: str):
     # imported on first use: `import uds` (and the command line's start) stays free of torch
-    if name in __all__:
+    if name in ("Score", "score"):
         from uds import api
         return getattr(api, name)
     raise AttributeError(f"module 'uds' has no attribute {name!r}")

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import uds
 from uds_core import s1_cache
 from uds_core.compat import check_compatible
 from uds_core.engine import EngineSettings, UdsResult
@@ -27,6 +26,7 @@ from uds_core.progress import progress as track
 from uds_core.report import example_records, summary_fields, write_report
 from metrics.session import EvalSession, Placement
 from uds.split_args import report_annotation
+from uds.version import __version__
 
 ROLES = ("full", "retain", "unlearned")
 SESSION_ROLE = {"full": "full", "retain": "retain", "unlearned": "model"}
@@ -59,7 +59,7 @@ def measure(unlearned: str, *, full: str | None, retain: str | None, data: str |
     records = session.records()   # bad data fails before any model loads
     report_annotation(session, "uds score")
     specs = {role: session.spec_of(SESSION_ROLE[role]) for role in ROLES}
-    full_tok = session.tokenizer(specs["full"])   # encodes for all three (SPEC 2.6)
+    full_tok = session.tokenizer(specs["full"])   # encodes for all three (spec §2.6)
     models = {role: (session.model(s), session.tokenizer(s, fallback=full_tok)) for role, s in specs.items()}
     check_compatible({f"{role} ({specs[role]})": models[role] for role in ROLES})
     with track(total=None, desc="uds score", unit="pass") as bar:
@@ -73,7 +73,7 @@ def measure(unlearned: str, *, full: str | None, retain: str | None, data: str |
             "logprob_dtype": settings.logprob_dtype, "device": placement.device, "batch_size": settings.batch_size,
             "parity": parity, "reference_last_layer": settings.reference_last_layer,
             "attn_implementation": key["attn_implementation"], "algorithm": key["algorithm"], "s1_cache": run.state,
-            "uds_version": uds.__version__, "elapsed_s": round(time.time() - started, 3)}
+            "uds_version": __version__, "elapsed_s": round(time.time() - started, 3)}
     return run.result, meta, [r["idx"] for r in records]
 
 

@@ -1,4 +1,4 @@
-"""Files `uds score` writes (DESIGN.md): summary.json, examples.jsonl, layers.csv, layers.png."""
+"""Files `uds score` writes (docs/design.md): summary.json, examples.jsonl, layers.csv, layers.png."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Representation metrics (SPEC 4.5): CKA, Logit Lens and the three Fisher mask sizes."""
+"""Representation metrics (spec §4.5): CKA, Logit Lens and the three Fisher mask sizes."""
 
 from __future__ import annotations
 

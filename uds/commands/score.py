@@ -1,4 +1,4 @@
-"""`uds score`: the Unlearning Depth Score of one unlearned model (DESIGN.md, SPEC.md 2)."""
+"""`uds score`: the Unlearning Depth Score of one unlearned model (docs/design.md, spec §2)."""
 
 from __future__ import annotations
 
@@ -48,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--component", choices=("block", "attn", "mlp"), default="block",
                    help="patched output: whole decoder block (UDS), attention or MLP")
     p.add_argument("--parity", choices=SCORE_PARITY, default=None,
-                   help="spec (default: pre-norm capture at every layer, SPEC 2.4) or reference (the reference's "
+                   help="spec (default: pre-norm capture at every layer, spec §2.4) or reference (the reference's "
                         "quirk: the post-final-norm state patched into the last layer); docs/parity.md")
     p.add_argument("--reference-last-layer", action="store_true", help="alias of --parity reference")
     p.add_argument("--logprob-dtype", choices=engine.LOGPROB_DTYPES, default="model",

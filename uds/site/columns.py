@@ -1,7 +1,7 @@
 """The leaderboard's columns: headline first, the rest in named groups a reader switches on, each
 with its direction (what a higher value means) and how it prints.
 
-Directions follow SPEC.md 9 and the registry's orientations (tests/test_report_table.py checks
+Directions follow spec §9 and the registry's orientations (tests/test_report_table.py checks
 every registry key against `metrics.registry`, which this module does not import: the report
 starts without the metric stack). A column not listed here goes to the group "other", without a
 direction.
@@ -26,10 +26,10 @@ LABELS = {"uds": "UDS", "mem": "Mem", "privacy": "Privacy", "utility_rel": "Util
           "privacy_mia": "Privacy (MIA)", "utility": "utility (abs.)", "overall_no_uds": "Overall w/o UDS",
           "train_seconds": "train s", "n_scored": "n scored"}
 TITLES = {"uds": "Unlearning Depth Score, mean over scored examples, with its 95% bootstrap interval",
-          "mem": "Mem = HM(1-ES, 1-EM, 1-ParaProb, 1-TruthRatio) (SPEC 6.1)",
-          "privacy": "Privacy = HM(Privacy_MIA, UDS) (SPEC 6.1)",
-          "utility_rel": "Utility = min(1, utility / U_full of the epoch group) (SPEC 6.1)",
-          "overall": "Overall = HM(Mem, Privacy, Utility) (SPEC 6.1)",
+          "mem": "Mem = HM(1-ES, 1-EM, 1-ParaProb, 1-TruthRatio) (spec §6.1)",
+          "privacy": "Privacy = HM(Privacy_MIA, UDS) (spec §6.1)",
+          "utility_rel": "Utility = min(1, utility / U_full of the epoch group) (spec §6.1)",
+          "overall": "Overall = HM(Mem, Privacy, Utility) (spec §6.1)",
           "overall_no_uds": "HM(Mem, Privacy_MIA, Utility): the leaderboard without UDS"}
 
 GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (

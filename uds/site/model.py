@@ -32,7 +32,7 @@ class MetricsRun:
 class RowsFile:
     """Per-model records of one file: a leaderboard or benchmark table (`kind` "leaderboard"; each
     record has `model`) or a zoo build manifest (`kind` "build"; `name`, `kind`, `hparams`, `train`,
-    `train_seconds`). `full_utility`: U_full per epoch group where the file states it (SPEC 6.2)."""
+    `train_seconds`). `full_utility`: U_full per epoch group where the file states it (spec §6.2)."""
     source: Path
     rows: list[dict]
     kind: str = "leaderboard"

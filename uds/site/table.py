@@ -13,7 +13,7 @@ metrics` files and Open-Unlearning summaries (as read), leaderboard rows, build 
 shown is the first source's that has it, and every key on which sources differ is kept with each
 source's value and the spread. The records then go through
 `meta_eval.leaderboard_rows.leaderboard_rows`, the function `uds leaderboard` uses: the same
-aggregates (SPEC 6.1) and the same default order.
+aggregates (spec §6.1) and the same default order.
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ def number(value: object) -> float | None:
 
 def identity(name: str, is_spec: bool = True) -> tuple[str | None, str]:
     """(world, short name): `tiny:smol/npo_x` -> ("tiny:smol", "npo_x"), `tiny:npo_x` -> ("tiny:small",
-    "npo_x") (DESIGN.md: preset small); a spec `org/name` or a folder path -> (None, its last
+    "npo_x") (docs/design.md: preset small); a spec `org/name` or a folder path -> (None, its last
     component); a model name that is not a spec -> (None, the name)."""
     text = name.strip()
     m = re.match(r"^tiny:(?:([^/]+)/)?(.+)$", text)

@@ -21,7 +21,7 @@ PASSAGE_BLOCKS: list[Block] = [
 CAMPAIGN_SNAPSHOT = "docs/smol/campaign_meta_eval/meta_eval.json"
 CAMPAIGN_ASSEMBLE = "uds meta-eval --from-campaign docs/smol/campaign --out docs/smol/campaign_meta_eval"
 CAMPAIGN_COMMAND = CAMPAIGN_ASSEMBLE + " && python benchmarks/doc_tables.py"
-# the same assembly without SPEC 5.5's filters, beside the filtered one
+# the same assembly without spec §5.5's filters, beside the filtered one
 CAMPAIGN_NO_FILTERS = "docs/smol/campaign_meta_eval_no_filters/meta_eval.json"
 CAMPAIGN_NO_FILTERS_COMMAND = ("uds meta-eval --from-campaign docs/smol/campaign --no-filters "
                                "--out docs/smol/campaign_meta_eval_no_filters && python benchmarks/doc_tables.py")
@@ -137,7 +137,8 @@ BLOCKS: list[Block] = [
     Block("docs/performance.md", "measure-fisher-batch1", "docs/smol", measure.fisher_batch1_table,
           "python benchmarks/bench_fisher_batch1.py --preset PRESET --model NAME --json "
           "docs/smol/bench_fisher_batch1*.json && python benchmarks/doc_tables.py"),
-    Block("README.md", "main-readme", "docs/reproduce/main_command.json", reproduce.main_command_block),
+    Block("README.md", "main-readme", "docs/reproduce/main_command.json", reproduce.main_command_block,
+          inputs=("docs/reproduce", "docs/mem_bits/kernels_small", "docs/meta_eval_small/results.json")),
     Block("README.md", "smol-readme", "docs/smol", smol.readme_results),
     Block("docs/results.md", "measure-results", "docs/smol", measure.readme_table,
           "python benchmarks/bench_measure.py --out docs/smol/bench_measure*.json && python benchmarks/doc_tables.py"),

@@ -126,7 +126,7 @@ def readme_results(folder: Path) -> str:
 def meta_eval_table(path: Path) -> str:
     """meta_eval/meta_eval.json (`uds meta-eval --zoo tiny:smol`): per key, by faithfulness AUC
     (descending): AUC with its bootstrap 95 % CI over the P/N pools, the pools' raw means, the
-    robustness scores Q (NF4) and R (relearning) with the SPEC 5.5 filters, and overall."""
+    robustness scores Q (NF4) and R (relearning) with the spec §5.5 filters, and overall."""
     d = json.loads(path.read_text())
     faith, rob = d["faithfulness"], d["robustness"]
     order = sorted(faith, key=lambda k: (faith[k]["auc_roc"] is None, -(faith[k]["auc_roc"] or 0.0), k))

@@ -98,7 +98,7 @@
   function nameCell(m) {
     var n = Object.keys(m.differs).length;
     return el('td', { class: 'name' }, u.link('#/model/' + m.id, m.name),
-      m.reference ? el('span', { class: 'tag', title: 'reference model (SPEC 6): shown first, not ranked against the unlearned' }, 'reference') : null,
+      m.reference ? el('span', { class: 'tag', title: 'reference model (spec §6): shown first, not ranked against the unlearned' }, 'reference') : null,
       n ? el('span', { class: 'tag warn', title: 'runs of this model disagree on ' + n + ' value(s): see its page' }, '≠ ' + n) : null);
   }
 

@@ -1,4 +1,4 @@
-/* uds report: the meta-evaluation page (ours per metric beside the published SPEC 5.7 values, the
+/* uds report: the meta-evaluation page (ours per metric beside the published spec §5.7 values, the
  * rank of each metric in both and Spearman between the rankings, per-metric P/N histogram with the
  * pools' members named on hover, robustness scatters, the models the filters dropped; what the run
  * lacks, and its n), and the probe, audit and passed-over pages. */
@@ -45,7 +45,7 @@
       if (spans.length && spans[spans.length - 1][0] === c[4]) spans[spans.length - 1][1]++;
       else spans.push([c[4], 1]);
     });
-    var label = { ours: 'this run', published: 'published (SPEC 5.7)', n: 'n', '': '' };
+    var label = { ours: 'this run', published: 'published (spec §5.7)', n: 'n', '': '' };
     spans.forEach(function (s) { add(top, el('th', { colspan: s[1], class: 'group' }, label[s[0]])); });
     COLS.forEach(function (c) {
       add(row, el('th', { 'data-key': c[0], class: (c[3] === 0 ? 'text ' : '') + (META.sort === c[0] ? (META.dir > 0 ? 'sorted-asc' : 'sorted-desc') : ''),
