@@ -32,7 +32,7 @@ def index_of(paths) -> dict:
 
 def test_identity_by_hand():
     assert identity("tiny:smol/npo_x") == ("tiny:smol", "npo_x")
-    assert identity("tiny:npo_x") == ("tiny:small", "npo_x")                  # docs/design.md: tiny:<model> is preset small
+    assert identity("tiny:npo_x") == ("tiny:small", "npo_x")        # docs/design.md: tiny:<model> is preset small
     assert identity("open-unlearning/tofu_full") == (None, "tofu_full")
     assert identity("runs/out/npo_x/") == (None, "npo_x")
     assert identity("a</b>c", is_spec=False) == (None, "a</b>c")             # a row's model name is taken whole
