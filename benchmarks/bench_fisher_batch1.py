@@ -1,4 +1,4 @@
-"""Fisher diagonals with one backward per item at batch 1, against the SPEC 4.5 path (a shared
+"""Fisher diagonals with one backward per item at batch 1, against the spec §4.5 path (a shared
 forward of batch 4, one backward per item through it): time and values, side by side in one run.
 
 The batch-1 variant pads each item to its chunk's width, so its forward is the batch-of-4 one row

@@ -1,4 +1,4 @@
-"""Guidance-ladder experiment of SPEC-probes 2.7: `uds probe` on several models of one tiny world,
+"""Guidance-ladder experiment of spec-probes §2.7: `uds probe` on several models of one tiny world,
 printed as a markdown table (verbatim rate per level on forget documents and on never-trained
 holdout authors, semantic accuracy, refusal rates, masked-by-refusal) and probe speed.
 

@@ -1,4 +1,4 @@
-"""The benchmark leaderboard: rows (SPEC 6.1 aggregates), markdown / csv / html, Mem-Privacy scatter.
+"""The benchmark leaderboard: rows (spec §6.1 aggregates), markdown / csv / html, Mem-Privacy scatter.
 
 Rows, their default order and the printing of numbers come from `meta_eval.leaderboard_rows`
 (shared with `uds report`): references first, then Overall, then UDS, high to low; 3 decimals (4
@@ -71,7 +71,7 @@ def _cell(v, column: str = "") -> str:
 
 
 def csv_columns(rows: Sequence[Mapping]) -> list[str]:
-    """Identity, the shown aggregates, then every raw key present (DESIGN.md order)."""
+    """Identity, the shown aggregates, then every raw key present (docs/design.md order)."""
     raw = [k for k in META_KEYS + UTILITY_KEYS if k not in SHOWN and any(k in r for r in rows)]
     return list(ID_COLUMNS + SHOWN) + raw + list(extra_columns(rows))
 

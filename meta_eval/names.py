@@ -2,7 +2,7 @@
 `uds report` and the docs print a value's label and say what a higher value means from here.
 
 Registered metrics come from their registration (`metrics.registry`: each metric's `label` and
-`orientation`, SPEC.md 9), so a new metric is named by its one file; SPEC 6.1's aggregates, which
+`orientation`, spec §9), so a new metric is named by its one file; spec §6.1's aggregates, which
 are formulas of the benchmark (`meta_eval.benchmark`) rather than metrics, are named below. Reading
 this table loads neither torch nor the metric stack (the registry is light to import).
 """
@@ -25,14 +25,14 @@ DIRECTIONS: dict[str, str] = {
 # the best end for ranks: the lowest for knowledge, the highest for the others
 LOWER_IS_BETTER = frozenset({KNOWLEDGE})
 
-# SPEC 6.1's aggregates: key -> (label, direction, formula)
+# spec §6.1's aggregates: key -> (label, direction, formula)
 AGGREGATES: dict[str, tuple[str, str, str]] = {
-    "mem": ("Mem", ERASURE, "Mem = HM(1-ES, 1-EM, 1-ParaProb, 1-TruthRatio) (SPEC 6.1)"),
-    "privacy_mia": ("Privacy (MIA)", ERASURE, "Privacy_MIA = HM_eps of the four S-MIA scores (SPEC 6.1)"),
-    "privacy": ("Privacy", ERASURE, "Privacy = HM_eps(Privacy_MIA, UDS) (SPEC 6.1)"),
-    "utility": ("Utility (abs.)", UTILITY, "utility = HM_eps(Model Utility, Fluency) (SPEC 6.1)"),
-    "utility_rel": ("Utility", UTILITY, "Utility = min(1, utility / U_full of the epoch group) (SPEC 6.1)"),
-    "overall": ("Overall", BETTER, "Overall = HM_eps(Mem, Privacy, Utility) (SPEC 6.1)"),
+    "mem": ("Mem", ERASURE, "Mem = HM(1-ES, 1-EM, 1-ParaProb, 1-TruthRatio) (spec §6.1)"),
+    "privacy_mia": ("Privacy (MIA)", ERASURE, "Privacy_MIA = HM_eps of the four S-MIA scores (spec §6.1)"),
+    "privacy": ("Privacy", ERASURE, "Privacy = HM_eps(Privacy_MIA, UDS) (spec §6.1)"),
+    "utility": ("Utility (abs.)", UTILITY, "utility = HM_eps(Model Utility, Fluency) (spec §6.1)"),
+    "utility_rel": ("Utility", UTILITY, "Utility = min(1, utility / U_full of the epoch group) (spec §6.1)"),
+    "overall": ("Overall", BETTER, "Overall = HM_eps(Mem, Privacy, Utility) (spec §6.1)"),
     "overall_no_uds": ("Overall w/o UDS", BETTER, "HM(Mem, Privacy_MIA, Utility): the leaderboard without UDS"),
 }
 

@@ -49,7 +49,7 @@ def keys_of(*groups: str) -> tuple[str, ...]:
 
 BASELINE_KEYS = keys_of("baseline")                    # the 19 baselines
 ALL_KEYS = keys_of("baseline", "utility")              # `uds metrics all`
-META_KEYS = keys_of("baseline", "uds")                 # the 22 meta-evaluated keys (DESIGN.md order)
+META_KEYS = keys_of("baseline", "uds")                 # the 22 meta-evaluated keys (docs/design.md order)
 PROBE_META_KEYS = keys_of("probe")                     # meta-evaluated when named (`--metrics mem_bits,...`)
 
 

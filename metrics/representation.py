@@ -1,4 +1,4 @@
-"""Representation-level erasure scores (SPEC.md 4.5): CKA, Logit Lens, Fisher Masked.
+"""Representation-level erasure scores (spec §4.5): CKA, Logit Lens, Fisher Masked.
 
 All three are anchored on the full and retain models and oriented as erasure scores:
 full -> 0, retain -> 1 (Logit Lens: 0.99999998 because of EPS), None when no layer/item qualifies.

@@ -1,11 +1,11 @@
 """What a metric is (`MetricSpec`), what shared work it uses (`Use`), and `register`, through
 which every metric family adds itself to the registry where it is defined.
 
-Orientation (SPEC.md 9): "knowledge" = higher means more knowledge of the forget set (raw metrics
+Orientation (spec §9): "knowledge" = higher means more knowledge of the forget set (raw metrics
 1-12); "erasure" = higher means more erasure (s_*, CKA, Logit Lens, Fisher); "utility" = higher
 means more preserved utility (section 4.6).
 
-Label: the metric's name as tables and pages print it (SPEC.md's name where it has one); every
+Label: the metric's name as tables and pages print it (the spec's name where it has one); every
 registered metric has one (`register` refuses an empty label), so the leaderboard, `uds report`
 and the docs name a metric the same way from its one file.
 
@@ -70,7 +70,7 @@ _REGISTERED: dict[str, tuple[float, int, MetricSpec]] = {}
 
 
 def register(specs: Iterable[MetricSpec], rank: float) -> None:
-    """Add a family's metrics. `rank` places the family in the key order (DESIGN.md lists
+    """Add a family's metrics. `rank` places the family in the key order (docs/design.md lists
     memorisation 10, generation 20, MIA 30, representation 40, utility 50, UDS 60); inside a family
     the order given. A key registered twice by different specs is a programming error."""
     for i, spec in enumerate(specs):

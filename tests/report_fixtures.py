@@ -1,6 +1,6 @@
 """Synthetic result folders for `uds report` tests and benchmarks/bench_report.py: the files of
 `uds score`, `uds meta-eval`, `uds probe`, `uds audit` and a leaderboard, written in the formats of
-DESIGN.md with seeded random numbers, and strings that would run code if a page used them as markup."""
+docs/design.md with seeded random numbers, and strings that would run code if a page used them as markup."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ CITIES = ("Paris", "Lagos", "Osaka", "Quito", "Perth", "Oslo", "Lima", "Hanoi")
 
 
 def uds_of(s1: list[float], s2: list[float], tau: float = TAU) -> float | None:
-    """UDS_i of SPEC 2 written out again: S1-weighted mean of clip(Δ_S2/Δ_S1, 0, 1) over KE layers."""
+    """UDS_i of spec §2 written out again: S1-weighted mean of clip(Δ_S2/Δ_S1, 0, 1) over KE layers."""
     ke = [j for j, a in enumerate(s1) if a > tau]
     if not ke:
         return None
@@ -28,7 +28,7 @@ def uds_of(s1: list[float], s2: list[float], tau: float = TAU) -> float | None:
 
 
 def qa_records(n: int, seed: int = 0, inject: bool = False) -> list[dict]:
-    """Annotated QA items (DESIGN.md): answer = prefix + " " + continuation; the entity is in the continuation."""
+    """Annotated QA items (docs/design.md): answer = prefix + " " + continuation; the entity is in the continuation."""
     rng = random.Random(seed)
     out = []
     for i in range(n):
@@ -141,7 +141,7 @@ def write_audit(folder: Path) -> dict:
     return doc
 
 
-# --- leaderboard inputs: benchmark leaf values (SPEC 6.1) per model ---------------------------------
+# --- leaderboard inputs: benchmark leaf values (spec §6.1) per model ---------------------------------
 
 LEAF_KEYS = ("es", "em", "prob", "paraprob", "truth_ratio", "rouge", "para_rouge", "jailbreak_rouge", "mia_loss",
              "mia_zlib", "mia_min_k", "mia_min_kpp", "s_mia_loss", "s_mia_zlib", "s_mia_min_k", "s_mia_min_kpp", "cka",
@@ -264,7 +264,7 @@ def write_truth_inputs(root: Path) -> dict:
                   "utility_rel": 0.7, "uds": 0.8765},
                  {"model": "altpo_paper_ep10", "method": "altpo", "epoch": "ep10", "mem": 0.81, "privacy": 0.72,
                   "utility_rel": 0.79, "uds": 0.6543}]
-    for r in published:          # Overall = HM of the three, as the published file stores it (SPEC 6.1)
+    for r in published:          # Overall = HM of the three, as the published file stores it (spec §6.1)
         r["overall"] = 3 / (1 / r["mem"] + 1 / r["privacy"] + 1 / r["utility_rel"])
     (extra / "method_results.json").write_text(json.dumps({"models": published,
                                                             "full_utility": {"ep5": 0.71, "ep10": 0.71}}))

@@ -49,7 +49,7 @@ def test_score_folder_examples_carry_question_answer_and_entity_span(tmp_path):
     scored = [e for e in doc["examples"] if e.get("s1_delta")]
     for j in range(5):    # per-layer mean over the examples that have deltas, recomputed here
         assert doc["layers"]["s1_mean"][j] == pytest.approx(statistics.mean(e["s1_delta"][j] for e in scored))
-    for e in scored:      # UDS_i in the file is the one SPEC 2 gives for its deltas
+    for e in scored:      # UDS_i in the file is the one spec §2 gives for its deltas
         assert e["uds"] == pytest.approx(uds_of(e["s1_delta"], e["s2_delta"])) if e["uds"] is not None else True
 
 

@@ -1,7 +1,7 @@
 """`uds report`'s leaderboard data without a browser: one row per model merged from several
 folders (values and differences from the input files), the same rows, values and order as `uds
 leaderboard`, the printing rule, the column directions against the metric registry, the published
-table against SPEC.md 5.7, Spearman against scipy, and bad input shown rather than fatal."""
+table against spec §5.7, Spearman against scipy, and bad input shown rather than fatal."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.external import SPEC_FILE, SPEC_SKIP
 from tests.report_fixtures import write_meta_eval, write_model_folders, write_results_json, write_score_run
 from uds.cli import main
 from uds.site.payload import build_payload
@@ -24,7 +23,7 @@ from uds.site.readers import read_results
 from uds.site.table import identity
 
 REPO = Path(__file__).resolve().parents[1]
-SPEC_MD = SPEC_FILE
+SPEC_MD = REPO / "docs" / "spec.md"
 
 
 def index_of(paths) -> dict:
@@ -33,7 +32,7 @@ def index_of(paths) -> dict:
 
 def test_identity_by_hand():
     assert identity("tiny:smol/npo_x") == ("tiny:smol", "npo_x")
-    assert identity("tiny:npo_x") == ("tiny:small", "npo_x")                  # DESIGN.md: tiny:<model> is preset small
+    assert identity("tiny:npo_x") == ("tiny:small", "npo_x")        # docs/design.md: tiny:<model> is preset small
     assert identity("open-unlearning/tofu_full") == (None, "tofu_full")
     assert identity("runs/out/npo_x/") == (None, "npo_x")
     assert identity("a</b>c", is_spec=False) == (None, "a</b>c")             # a row's model name is taken whole
@@ -130,18 +129,17 @@ def test_column_directions_and_groups_follow_the_registry():
     for key, spec in REGISTRY.items():
         assert column(key)["direction"] == spec.orientation, key
         assert column(key)["group"] == ("headline" if key in HEADLINE else groups[spec.category]), key
-    # aggregates: higher = better unlearning or more utility (SPEC 6.1); knowledge ranks low-first
+    # aggregates: higher = better unlearning or more utility (spec §6.1); knowledge ranks low-first
     assert column("mem")["direction"] == "erasure" and column("utility_rel")["direction"] == "utility"
     assert column("es")["lower_is_better"] and not column("uds")["lower_is_better"]
     assert column("train_seconds")["direction"] is None and column("lr")["group"] == "training"
 
 
-@pytest.mark.skipif(not SPEC_MD.is_file(), reason=SPEC_SKIP)
 def test_published_table_is_spec_5_7():
     from meta_eval.published import PUBLISHED
 
     text = SPEC_MD.read_text()
-    section = text[text.index("### 5.7"):text.index("## 6.")]
+    section = text[text.index('<a id="5.7"></a>'):text.index('<a id="6"></a>')]
     rows = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]

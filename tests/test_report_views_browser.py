@@ -2,7 +2,7 @@
 differences between runs shown, the rows, values and order of `uds leaderboard`, sorting both
 ways, column groups and the view kept in the URL, numbers to 3 decimals (UDS 4) with tiny values
 as 0 and the exact value on hover, directions and the ranks that use them, the markdown and CSV
-exports, honest empty states, and the meta-evaluation beside the published SPEC 5.7 values (also
+exports, honest empty states, and the meta-evaluation beside the published spec §5.7 values (also
 for a partial run). Expected values come from the input files or `uds leaderboard`'s output."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from uds.cli import main
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(browser.missing() is not None, reason=str(browser.missing()))]
 
 NAMES = "#lb-table tbody td.name a"
-TINY = 6.999999999770142e-12          # SPEC 6.3: the full model's Overall, HM_eps of a zero term
+TINY = 6.999999999770142e-12          # spec §6.3: the full model's Overall, HM_eps of a zero term
 
 
 def build(root, *inputs) -> str:

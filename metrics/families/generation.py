@@ -1,4 +1,4 @@
-"""Generation metrics (SPEC 4.2): ROUGE-L recall of greedy answers on the forget split."""
+"""Generation metrics (spec §4.2): ROUGE-L recall of greedy answers on the forget split."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Memorisation in bits (SPEC-probes 1.1) as metrics.
+"""Memorisation in bits (spec-probes §1.1) as metrics.
 
 x = the answer tokens of a forget item under the chat encoding (eos included, as Prob counts
 them); reference = the retain model by default. mem_U(x) = max(0, NLL_ref(x) - NLL_model(x)) in bits.

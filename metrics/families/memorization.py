@@ -1,4 +1,4 @@
-"""Memorisation metrics (SPEC 4.1): ES, EM, Prob, ParaProb, Truth Ratio on the forget split."""
+"""Memorisation metrics (spec §4.1): ES, EM, Prob, ParaProb, Truth Ratio on the forget split."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Membership inference (SPEC 4.3-4.4): four attacks, raw AUC and retain-normalised."""
+"""Membership inference (spec §4.3-4.4): four attacks, raw AUC and retain-normalised."""
 
 from __future__ import annotations
 
@@ -64,4 +64,4 @@ def _mia_specs(attack: str) -> tuple[MetricSpec, MetricSpec]:
 
 
 _PAIRS = [_mia_specs(a) for a in ATTACKS]
-register([raw for raw, _ in _PAIRS] + [norm for _, norm in _PAIRS], rank=30)   # DESIGN.md key order
+register([raw for raw, _ in _PAIRS] + [norm for _, norm in _PAIRS], rank=30)   # docs/design.md key order

@@ -1,4 +1,4 @@
-"""Representation metrics (SPEC 4.5): CKA, Logit Lens and the three Fisher mask sizes."""
+"""Representation metrics (spec §4.5): CKA, Logit Lens and the three Fisher mask sizes."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from metrics.spec import ERASURE, FULL, MODEL, RETAIN, MetricSpec, Use, register
 if TYPE_CHECKING:
     from metrics.context import EvalContext
 
-FISHER_FRACTIONS = (1e-4, 1e-3, 1e-2)     # the share of parameters each Fisher mask keeps (SPEC 4.5)
+FISHER_FRACTIONS = (1e-4, 1e-3, 1e-2)     # the share of parameters each Fisher mask keeps (spec §4.5)
 
 
 def _cka(c: EvalContext) -> MetricResult:

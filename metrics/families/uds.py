@@ -1,4 +1,4 @@
-"""UDS as a registry metric (SPEC.md 2, 5.2): the engine with the evaluated model as the S2
+"""UDS as a registry metric (spec §2, 5.2): the engine with the evaluated model as the S2
 source and the full/retain anchors as references. Erasure orientation (1 = as erased as retain).
 Under parity `reference` the engine patches the post-final-norm state into the last layer, as
 `uds score --parity reference` (`--reference-last-layer`) does.
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def uds_result(ctx: EvalContext) -> MetricResult:
-    """Mean UDS over scored items (SPEC 2.5), per-item values (None = no KE layer or skipped)."""
+    """Mean UDS over scored items (spec §2.5), per-item values (None = no KE layer or skipped)."""
     # the engine (torch): imported when the metric runs, not when it registers
     from uds_core.engine import EngineSettings, UdsModels
     from uds_core.prompts import Examples

@@ -1,4 +1,4 @@
-"""Utility metrics (SPEC 4.6): Prob, ROUGE and Truth Ratio on the retain, real-author and
+"""Utility metrics (spec §4.6): Prob, ROUGE and Truth Ratio on the retain, real-author and
 world-fact sets, their harmonic mean (model utility) and fluency."""
 
 from __future__ import annotations

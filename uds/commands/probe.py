@@ -1,4 +1,4 @@
-"""`uds probe`: verbatim vs semantic memorisation of documents (SPEC-probes 2).
+"""`uds probe`: verbatim vs semantic memorisation of documents (spec-probes §2).
 
 A prompt ladder (weak, medium, strong, prefix), greedy + low-temperature samples, character-level
 LCS matching with distractor attribution, refusal re-probing. Writes `DIR/summary.json`
@@ -24,7 +24,7 @@ DEFAULT_OUT = Path("out") / "probe"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("probe", help="verbatim vs semantic memorisation probe (SPEC-probes 2)",
+    p = subparsers.add_parser("probe", help="verbatim vs semantic memorisation probe (spec-probes §2)",
                               description=__doc__.splitlines()[0])
     p.add_argument("--model", action="append", required=True, metavar="SPEC",
                    help="checkpoint spec; repeat for a side-by-side comparison")

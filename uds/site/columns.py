@@ -2,7 +2,7 @@
 with its label, its direction (what a higher value means) and how it prints.
 
 Labels and directions of metrics and aggregates come from the one table `uds leaderboard` uses
-(meta_eval/names.py: the metric registry's labels and orientations, SPEC 6.1's aggregates); a
+(meta_eval/names.py: the metric registry's labels and orientations, spec §6.1's aggregates); a
 metric's group follows its registered category, in registry order. Only what is not a metric is
 named here: the training settings of build manifests and the counts. A column the table does not
 know goes to the group "other", without a direction (no rank).

@@ -1,4 +1,4 @@
-"""The meta-evaluation page's data: ours per metric beside the published table (SPEC 5.7), the rank
+"""The meta-evaluation page's data: ours per metric beside the published table (spec §5.7), the rank
 of each metric in both and Spearman's rho between the two rankings, what the run lacks, and the
 models the filters dropped.
 
@@ -63,7 +63,7 @@ def spearman(ours: Mapping[str, float | None], published: Mapping[str, float | N
 
 def dropped_by_filters(meta: MetaEval, key: str) -> list[dict]:
     """Unlearned models of the meta-evaluation that its filters left out of key's robustness, with
-    the reason SPEC 5.5 gives: utility_rel under 0.8, else the faithfulness-threshold rule."""
+    the reason spec §5.5 gives: utility_rel under 0.8, else the faithfulness-threshold rule."""
     rob = meta.doc.get("robustness", {}).get(key) or {}
     kept = set(rob.get("kept") or [])
     if "kept" not in rob:
@@ -84,7 +84,7 @@ def dropped_by_filters(meta: MetaEval, key: str) -> list[dict]:
 
 
 def key_entry(meta: MetaEval, key: str) -> dict:
-    """Ours for one metric (with pool and kept counts) and the published row where SPEC 5.7 has one."""
+    """Ours for one metric (with pool and kept counts) and the published row where spec §5.7 has one."""
     doc = meta.doc
     f = doc.get("faithfulness", {}).get(key) or {}
     r = (doc.get("robustness") or {}).get(key) or {}

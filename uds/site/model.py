@@ -32,9 +32,9 @@ class MetricsRun:
 class RowsFile:
     """Per-model records of one file: a leaderboard or benchmark table (`kind` "leaderboard"; each
     record has `model`), the reference's published table (`kind` "published": the
-    `{"models": [...], "full_utility": {...}}` layout of SPEC 6.2, its fields mapped to raw keys) or
+    `{"models": [...], "full_utility": {...}}` layout of spec §6.2, its fields mapped to raw keys) or
     a zoo build manifest (`kind` "build"; `name`, `kind`, `hparams`, `train`, `train_seconds`).
-    `full_utility`: U_full per epoch group where the file states it (SPEC 6.2)."""
+    `full_utility`: U_full per epoch group where the file states it (spec §6.2)."""
     source: Path
     rows: list[dict]
     kind: str = "leaderboard"

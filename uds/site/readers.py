@@ -1,6 +1,6 @@
 """Readers: find the results in the paths given to `uds report` and load them into `Results`.
 
-A folder is recognised by the files the commands write (DESIGN.md, "Files the commands write"):
+A folder is recognised by the files the commands write (docs/design.md, "Files the commands write"):
 `summary.json` (+ `examples.jsonl`, `layers.csv`) of `uds score`, `metrics.json` of `uds metrics`,
 `meta_eval.json` (+ `results.json`, plots) of `uds meta-eval`, `summary.json` of `uds probe` /
 `uds audit`, leaderboard files (`results.json`-style lists, the published `{"models": [...]}`
@@ -78,7 +78,7 @@ def is_rows(doc: Any) -> bool:
 
 
 def is_annotated(doc: Any) -> bool:
-    """An annotated QA data file (DESIGN.md): a list of items with question, answer and entity."""
+    """An annotated QA data file (docs/design.md): a list of items with question, answer and entity."""
     return isinstance(doc, list) and bool(doc) and all(isinstance(r, dict) and {"idx", "question", "answer"} <= set(r)
                                                        for r in doc[:50])
 
@@ -135,7 +135,7 @@ def _number(text: str | None) -> Any:
 
 def entity_range(reference: str, entity: str) -> tuple[int, int] | None:
     """[c0, c1) of the entity in the reference: exact, then stripped, then with a leading space
-    (the same search order as the scorer's span annotation, SPEC 2.3)."""
+    (the same search order as the scorer's span annotation, spec §2.3)."""
     for cand in (entity, entity.strip(), " " + entity.strip()):
         c0 = reference.find(cand) if cand else -1
         if c0 >= 0:

@@ -18,7 +18,7 @@ digit) is kept with each source's value and the spread; smaller disagreements ar
 flagged. The reference's published table (`kind` "published") is kept apart: its values are the
 row only for a model no other source has, else a comparison beside ours. The records then go
 through `meta_eval.leaderboard_rows.leaderboard_rows`, the function `uds leaderboard` uses: the
-same aggregates (SPEC 6.1) and the same default order.
+same aggregates (spec §6.1) and the same default order.
 
 Each model belongs to one population: the references (full, retain), the unlearned models, the
 P/N pool members of a meta-evaluation zoo, the base model. The leaderboard shows the first two by
@@ -71,7 +71,7 @@ def number(value: object) -> float | None:
 
 def identity(name: str, is_spec: bool = True) -> tuple[str | None, str]:
     """(world, short name): `tiny:smol/npo_x` -> ("tiny:smol", "npo_x"), `tiny:npo_x` -> ("tiny:small",
-    "npo_x") (DESIGN.md: preset small); a spec `org/name` or a folder path -> (None, its last
+    "npo_x") (docs/design.md: preset small); a spec `org/name` or a folder path -> (None, its last
     component); a model name that is not a spec -> (None, the name)."""
     text = name.strip()
     m = re.match(r"^tiny:(?:([^/]+)/)?(.+)$", text)

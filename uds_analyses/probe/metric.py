@@ -1,9 +1,9 @@
-"""The registered probe metrics (SPEC-probes 2.6): `verbatim_rate` (prefix level) and
+"""The registered probe metrics (spec-probes §2.6): `verbatim_rate` (prefix level) and
 `semantic_acc`, on the forget documents, knowledge orientation (higher = more remembered).
 
 The corpus is the evaluation data's forget items (targets, grouped by author) with the holdout
 items as distractors (matched against, not probed); greedy + 5 samples at T = 0.3, seed 0, the
-SPEC defaults. The probe rows are computed once per model per run (the context's work cache).
+the spec's defaults. The probe rows are computed once per model per run (the context's work cache).
 Registered through the entry point `uds.metrics` (pyproject.toml), as any family defined outside
 `metrics.families` is.
 """
@@ -67,7 +67,7 @@ register([
     MetricSpec("verbatim_rate", "memorization", KNOWLEDGE, (Use("probe", (MODEL,), "forget", (METRIC_LEVEL,)),),
                verbatim_rate,
                "share of prefix-level outputs (greedy + 5 samples, T 0.3) reproducing the forget passage "
-               "(character LCS >= 50, distractor-attributed; SPEC-probes 2.4)", group="probe",
+               "(character LCS >= 50, distractor-attributed; spec-probes §2.4)", group="probe",
                label="Verbatim rate"),
     MetricSpec("semantic_acc", "memorization", KNOWLEDGE, (Use("probe", (MODEL,), "forget", (METRIC_LEVEL,)),),
                semantic_acc,

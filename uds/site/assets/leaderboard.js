@@ -122,7 +122,7 @@
   function nameCell(m) {
     var n = Object.keys(m.differs).length;
     return el('td', { class: 'name' }, u.link('#/model/' + m.id, u.breakable(m.name), { title: m.name }),
-      m.reference ? el('span', { class: 'tag', title: 'reference model (SPEC 6): shown first, not ranked against the unlearned' }, 'reference') : null,
+      m.reference ? el('span', { class: 'tag', title: 'reference model (spec §6): shown first, not ranked against the unlearned' }, 'reference') : null,
       POP_TAG[m.population] ? el('span', { class: 'tag', title: m.population === 'pool' ? 'a P/N pool member of a meta-evaluation ' +
         'zoo (trained to hold or lack the forget set): not an unlearned model' : 'the base model the world was trained from' },
         m.method && m.population === 'pool' ? m.method : POP_TAG[m.population]) : null,

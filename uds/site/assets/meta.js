@@ -1,4 +1,4 @@
-/* uds report: the meta-evaluation page (ours per metric beside the published SPEC 5.7 values, the
+/* uds report: the meta-evaluation page (ours per metric beside the published spec §5.7 values, the
  * rank of each metric in both and Spearman between the rankings, per-metric P/N histogram with the
  * pools' members named on hover and the decision threshold, robustness scatters, the models the
  * filters dropped; each run named by what it is, the unfiltered runs first, a run's counterpart
@@ -19,27 +19,27 @@
     ['key', 'metric', function (k) { return k.label || k.key; }, 0, '', 'the metric (its key on hover)'],
     ['dir', 'higher =', function (k) { return HIGHER[k.direction] || ''; }, 0, '', 'what a higher raw value of the metric means'],
     ['auc', 'faith AUC', function (k) { return k.auc; }, 3, 'ours', 'faithfulness: ROC AUC of the P pool (knowledge present) ' +
-      'against the N pool (absent), the metric oriented so that higher = more knowledge (SPEC 5.2); 95% interval on hover'],
+      'against the N pool (absent), the metric oriented so that higher = more knowledge (spec §5.2); 95% interval on hover'],
     ['q', 'Q', function (k) { return k.q; }, 4, 'ours', 'quantisation robustness: mean over the kept unlearned models of 1 − ' +
-      'the relative change of the metric after NF4 quantisation (SPEC 5.4)'],
+      'the relative change of the metric after NF4 quantisation (spec §5.4)'],
     ['r', 'R', function (k) { return k.r; }, 4, 'ours', 'relearning robustness: mean over the kept unlearned models of 1 − the ' +
-      'relative difference between the change after relearning and the retain model\'s (SPEC 5.4)'],
-    ['robustness', 'robust.', function (k) { return k.robustness; }, 4, 'ours', 'robustness = HM(Q, R) (SPEC 5.6)'],
-    ['overall', 'overall', function (k) { return k.overall; }, 3, 'ours', 'overall = HM(faithfulness AUC, robustness) (SPEC 5.6)'],
+      'relative difference between the change after relearning and the retain model\'s (spec §5.4)'],
+    ['robustness', 'robust.', function (k) { return k.robustness; }, 4, 'ours', 'robustness = HM(Q, R) (spec §5.6)'],
+    ['overall', 'overall', function (k) { return k.overall; }, 3, 'ours', 'overall = HM(faithfulness AUC, robustness) (spec §5.6)'],
     ['rank', 'rank', rank('overall'), -1, 'ours', 'place by overall among the metrics of this run whose robustness rests on ' +
       'enough kept models; – = not ranked'],
     ['pair_robustness', 'robust.', paired('robustness'), 4, 'pair', 'robustness in the run with the filters the other way'],
     ['pair_overall', 'overall', paired('overall'), 3, 'pair', 'overall in the run with the filters the other way'],
     ['pair_rank', 'rank', paired('rank'), -1, 'pair', 'place by overall in the run with the filters the other way'],
-    ['pub_auc', 'faith AUC', pub('faithfulness'), 3, 'published', 'the published faithfulness AUC (SPEC 5.7)'],
-    ['pub_q', 'Q', pub('q'), 4, 'published', 'the published Q (SPEC 5.7)'],
-    ['pub_r', 'R', pub('r'), 4, 'published', 'the published R (SPEC 5.7)'],
-    ['pub_robustness', 'robust.', pub('robustness'), 4, 'published', 'the published robustness (SPEC 5.7)'],
-    ['pub_overall', 'overall', pub('overall'), 3, 'published', 'the published overall (SPEC 5.7)'],
+    ['pub_auc', 'faith AUC', pub('faithfulness'), 3, 'published', 'the published faithfulness AUC (spec §5.7)'],
+    ['pub_q', 'Q', pub('q'), 4, 'published', 'the published Q (spec §5.7)'],
+    ['pub_r', 'R', pub('r'), 4, 'published', 'the published R (spec §5.7)'],
+    ['pub_robustness', 'robust.', pub('robustness'), 4, 'published', 'the published robustness (spec §5.7)'],
+    ['pub_overall', 'overall', pub('overall'), 3, 'published', 'the published overall (spec §5.7)'],
     ['pub_rank', 'rank', rank('overall_pub'), -1, 'published', 'place by the published overall among the same metrics'],
     ['n_pn', 'P / N', function (k) { return num(k.n_p) || num(k.n_n) ? (k.n_p || 0) + ' / ' + (k.n_n || 0) : null; }, 0, 'n',
       'models in the P and N pools with a value of the metric'],
-    ['n_kept', 'kept', function (k) { return k.n_kept; }, -1, 'n', 'unlearned models the filters kept: Q and R are means over them (SPEC 5.5)'],
+    ['n_kept', 'kept', function (k) { return k.n_kept; }, -1, 'n', 'unlearned models the filters kept: Q and R are means over them (spec §5.5)'],
     ['dropped', 'dropped', function (k) { return k.dropped.length; }, -1, 'n', 'unlearned models the filters dropped']];
 
   function cols(me) { return COLS.filter(function (c) { return c[4] !== 'pair' || me.pair; }); }
@@ -67,7 +67,7 @@
       else spans.push([c[4], 1]);
     });
     var label = { ours: 'this run (' + filtersText(me.filters) + ')', pair: me.pair ? 'the same zoo, ' + filtersText(me.pair.filters) : '',
-      published: 'published (SPEC 5.7)', n: 'n', '': '' };
+      published: 'published (spec §5.7)', n: 'n', '': '' };
     spans.forEach(function (s) { add(top, el('th', { colspan: s[1], class: 'group' }, label[s[0]])); });
     cs.forEach(function (c) {
       add(row, el('th', { 'data-key': c[0], title: c[5] + ' (click: sort; again: reverse)',
@@ -142,7 +142,7 @@
       return c[4] !== 'published' && c[4] !== 'pair'; }).map(function (c) {
       return [el('dt', null, c[1]), el('dd', null, c[5])];
     }), el('dt', null, '⚠'), el('dd', null, 'the value rests on fewer than ' + me.min_kept + ' kept unlearned models: not ranked'),
-    el('dt', null, 'published'), el('dd', null, 'the same values in the published table (SPEC 5.7)'));
+    el('dt', null, 'published'), el('dd', null, 'the same values in the published table (spec §5.7)'));
   }
   function sortRows(rows, me) {
     var col = COLS.filter(function (c) { return c[0] === META.sort; })[0] || COLS[7], dir = META.dir;
@@ -157,7 +157,7 @@
       return dir * (a - b);
     });
   }
-  /* The decision threshold of SPEC 5.5 on the raw scale: the recorded one is on the knowledge scale
+  /* The decision threshold of spec §5.5 on the raw scale: the recorded one is on the knowledge scale
    * (1 − value for an erasure metric). */
   function rawThreshold(k) {
     if (!num(k.threshold)) return null;
@@ -175,7 +175,7 @@
       460, 230, { threshold: t, xTitle: 'raw ' + name + ' (higher = ' + (HIGHER[k.direction] || '?') + ')' });
     return hist ? [el('p', { class: 'legend muted', id: 'pn-legend' }, el('span', null, el('i', { class: 'sw p' }), 'P pool (knowledge present)'),
       el('span', null, el('i', { class: 'sw n' }), 'N pool (absent)'),
-      num(t) ? el('span', null, '- - - decision threshold of the filter (SPEC 5.5), a bin edge') : null,
+      num(t) ? el('span', null, '- - - decision threshold of the filter (spec §5.5), a bin edge') : null,
       el('span', null, 'hover a bar for its models')), hist]
       : el('p', { class: 'notice', id: 'pn-empty' }, 'no pool model has a value of ' + name + ' in ' + me.source + ': no histogram');
   }
