@@ -99,9 +99,16 @@ class EvalSession:
             raise UdsInputError(f"--base {adapter_base} given, but no model spec is an adapter folder "
                                 "(adapter_config.json)")
         self.data_given = data is not None
-        if data is None and references:   # a real model's default may come from the Hub (tofu_files)
-            data = specs.default_data(self.spec, tofu_dir, adapter_base)
-        self.data: str | None = data
+        self._data, self._data_defaults = data, references
+
+    @property
+    def data(self) -> str | None:
+        """The annotated forget file: the given one, else the model's default, found on first use
+        (a real model's may be fetched from the Hub, checkpoints/tofu_files.py, so a run that needs
+        no data never asks for it)."""
+        if self._data is None and self._data_defaults:
+            self._data = specs.default_data(self.spec, self.tofu_dir, self.adapter_base)
+        return self._data
 
     def _retain(self, full: str | None, default: str | None) -> str | None:
         """The retain anchor when none is given: the named TOFU split's (that of an OU full model),
