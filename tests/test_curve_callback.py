@@ -1,4 +1,4 @@
-"""UdsCallback on the project's own training loop (issue 43): the training is undisturbed, the
+"""UdsCallback on the project's own training loop: the training is undisturbed, the
 curve's last point is `uds score` / `uds metrics` of the saved model, bad input stops before
 training, a failing evaluation does not."""
 

@@ -3,7 +3,7 @@
 Sizes are chosen for the build-time budgets of 2 CPU cores (docs/zoo_and_build_times.md states measured times):
 `test` about a minute, `small` (the default) a few minutes, `tofu` under an hour.
 
-`smol` is the same protocol on a real pretrained model (issue 26): its base is SmolLM2-135M-Instruct
+`smol` is the same protocol on a real pretrained model: its base is SmolLM2-135M-Instruct
 (from its GGUF file, `checkpoints.gguf`), not trained here; it keeps that model's tokenizer and chat
 template, trains QA through the chat template only (a pretrained model carries it to the raw
 `Question:/Answer:` form UDS reads) and rehearses no utility QA (the base already knows English).

@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--model", action="append", required=True, metavar="SPEC",
                    help="checkpoint spec; repeat for a side-by-side comparison")
     p.add_argument("--corpus", help="JSONL of passages, tiny:<preset>, or passages[:tiny:<preset>] (long "
-                   "passages of the forget authors, issue 28) (default: the first tiny model's world's QA)")
+                   "passages of the forget authors) (default: the first tiny model's world's QA)")
     p.add_argument("--passage-sentences", type=int, default=3,
                    help="--corpus passages: sentences per passage (a one-sentence remainder joins the last)")
     p.add_argument("--passage-source", choices=("answers", "bios"), default="answers",

@@ -7,7 +7,7 @@ from uds_analyses.doc_tables import (audit, campaign, campaign_protocol, capacit
                                      reliability, reproduce, smol, spans)
 from uds_analyses.doc_tables.blocks import Block
 
-# the long-passage probe (issue 28): per-level, per-position and per-start tables of each source,
+# the long-passage probe: per-level, per-position and per-start tables of each source,
 # on the `test` world and on the real-model `smol` world
 PASSAGE_BLOCKS: list[Block] = [
     Block("docs/probe.md", f"probe-{tag}-{kind}-{world}", f"docs/probe/{tag.replace('-', '_')}_{world}.json", render)
@@ -16,7 +16,7 @@ PASSAGE_BLOCKS: list[Block] = [
     for kind, render in (("levels", probe.passages_level_table), ("positions", probe.passages_position_table),
                          ("starts", probe.passages_start_table))]
 
-# the smol campaign's meta-evaluation (issue 41): one snapshot of the campaign folder, assembled by
+# the smol campaign's meta-evaluation: one snapshot of the campaign folder, assembled by
 # `uds meta-eval --from-campaign`; the page moves only when that snapshot is regenerated
 CAMPAIGN_SNAPSHOT = "docs/smol/campaign_meta_eval/meta_eval.json"
 CAMPAIGN_ASSEMBLE = "uds meta-eval --from-campaign docs/smol/campaign --out docs/smol/campaign_meta_eval"
@@ -40,7 +40,7 @@ CAMPAIGN_BLOCKS: list[Block] = [
     Block("docs/smol_meta_eval.md", "campaign-protocol", "docs/smol/campaign/protocol.json",
           campaign_protocol.protocol_block)]
 
-# curves during unlearning (issue 43): the smol curves and their cost (benchmarks/bench_curve.py), and the
+# curves during unlearning: the smol curves and their cost (benchmarks/bench_curve.py), and the
 # check on Open-Unlearning's own trainer (benchmarks/ou_train_curve.sh)
 CURVE_COMMAND = ("python benchmarks/bench_curve.py --preset smol --every 3 --models ... --out docs/smol/curves "
                  "&& python benchmarks/doc_tables.py")

@@ -1,4 +1,4 @@
-"""Summaries of the long-passage probe (issue 28): rates per level, by passage position and by the
+"""Summaries of the long-passage probe: rates per level, by passage position and by the
 sentence a prefix-level continuation starts at, and the verbatim x semantic split.
 
 Pure functions over the rows of `uds_analyses.probe.passage_run.probe_passages`; a rate is a mean over
