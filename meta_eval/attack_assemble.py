@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Mapping, Sequence
 
 import numpy as np
-from scipy.stats import spearmanr
+from scipy.stats import rankdata, spearmanr
 
 from meta_eval.attack_campaign import ATTACK
 from meta_eval.campaign_read import CampaignData
@@ -62,16 +62,23 @@ def spearman_ci(x: Sequence[float], y: Sequence[float], n_boot: int = N_BOOT, se
     if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
         return None, None, 0
     rho = float(spearmanr(x, y).statistic)
-    rng = np.random.default_rng(seed)
-    rhos = []
-    for idx in rng.integers(0, len(x), size=(n_boot, len(x))):
-        if np.ptp(x[idx]) > 0 and np.ptp(y[idx]) > 0:
-            rhos.append(spearmanr(x[idx], y[idx]).statistic)
-    if not rhos:
+    idx = np.random.default_rng(seed).integers(0, len(x), size=(n_boot, len(x)))
+    xs, ys = x[idx], y[idx]
+    varied = (np.ptp(xs, axis=1) > 0) & (np.ptp(ys, axis=1) > 0)
+    rhos = spearman_rows(xs[varied], ys[varied])
+    if not len(rhos):
         return rho, None, 0
     alpha = (1.0 - level) / 2.0
     lo, hi = np.quantile(rhos, [alpha, 1.0 - alpha])
     return rho, (float(lo), float(hi)), len(rhos)
+
+
+def spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman's rho of each row pair at once, (B, n) x (B, n) -> (B,): the Pearson correlation of
+    the rows' average ranks (what `scipy.stats.spearmanr` computes for one pair). Rows must vary."""
+    rx, ry = rankdata(x, axis=1), rankdata(y, axis=1)
+    rx, ry = rx - rx.mean(axis=1, keepdims=True), ry - ry.mean(axis=1, keepdims=True)
+    return (rx * ry).sum(axis=1) / np.sqrt((rx * rx).sum(axis=1) * (ry * ry).sum(axis=1))
 
 
 def knowledge_view(key: str, value: float | None) -> float | None:
