@@ -218,3 +218,18 @@ def test_a_protocol_of_other_measuring_code_is_refused_and_refixed_only_while_no
     r = uds("campaign", "protocol", "--plan", "attack", "--zoo", ZOO, "--dir", str(camp))
     assert r.returncode == 2 and "its files are not mixed with new ones" in r.stderr
     assert json.loads((camp / "protocol.json").read_text())["measure_code"] == "0" * 20
+
+
+def test_the_altpo_answers_of_the_campaign_beside_are_adopted_once(tmp_path):
+    from uds.commands.campaign import adopt_alternates
+
+    answers = {"answers": {"0": ["An alternate answer."]}, "seed": 0}
+    (tmp_path / "campaign").mkdir()
+    (tmp_path / "campaign" / "alternates.json").write_text(json.dumps(seal({"alternates": answers, "made_by": "x"})))
+    files = CampaignFiles(tmp_path / "attack_campaign")
+    adopt_alternates(files)
+    doc = read_sealed(files.alternates)[0]
+    assert doc["alternates"] == answers and doc["copied_from"] == "../campaign/alternates.json"
+    (tmp_path / "campaign" / "alternates.json").write_text(json.dumps(seal({"alternates": {"other": 1}})))
+    adopt_alternates(files)
+    assert read_sealed(files.alternates)[0]["alternates"] == answers

@@ -66,22 +66,30 @@ def test_the_world_seed_enters_scheme_2():
 
 def test_every_preset_field_but_the_enumerators_is_a_world_setting():
     names = {f.name for f in dataclasses.fields(SMOL)}
-    assert set(ENUMERATORS) == {"name", "grid", "pool", "lmlm", "suppressed"} and set(ENUMERATORS) <= names
+    assert set(ENUMERATORS) == {"name", "base", "finetune", "unlearn_batch", "grid", "pool", "lmlm", "suppressed"}
+    assert set(ENUMERATORS) <= names
     assert set(world_settings(SMOL, 0)) == names - set(ENUMERATORS) | {"seed"}
 
 
 def test_the_enumerators_act_through_the_recipes_fields():
-    """What grid, pool and suppressed choose is in the recipes they make: a changed rate changes
-    those recipes' digests (and only theirs: full's stays)."""
-    grid = dataclasses.replace(SMOL, grid=dataclasses.replace(SMOL.grid, lr_scale=2.0))
-    pool = dataclasses.replace(SMOL, pool=dataclasses.replace(SMOL.pool, seed=2))
-    sup = dataclasses.replace(SMOL, suppressed=dataclasses.replace(SMOL.suppressed, lr=3e-4))
-    full = recipe_digest(SMOL, find_recipe(SMOL, "full"), seed=0)
-    for changed, kind in ((grid, "unlearned"), (pool, "pool"), (sup, "suppressed")):
-        before = {r.name: recipe_digest(SMOL, r, seed=0) for r in recipes(SMOL) if r.kind == kind}
-        after = {r.name: recipe_digest(changed, r, seed=0) for r in recipes(changed) if r.kind == kind}
-        assert set(before) != set(after) or all(before[n] != after[n] for n in before), kind
-        assert recipe_digest(changed, find_recipe(changed, "full"), seed=0) == full
+    """What the enumerators choose is in the recipes they make: a change moves those recipes'
+    digests (and their descendants'), and no other."""
+    def digests(p):
+        return {r.name: recipe_digest(p, r, seed=0) for r in recipes(p)}
+    kinds = {r.name: r.kind for r in recipes(SMOL)}
+    before = digests(SMOL)
+    for change, moved in (
+            ({"grid": dataclasses.replace(SMOL.grid, epochs=(6,))}, {"unlearned"}),
+            ({"pool": dataclasses.replace(SMOL.pool, seed=2)}, {"pool", "suppressed"}),
+            ({"suppressed": dataclasses.replace(SMOL.suppressed, lr=3e-4)}, {"suppressed"}),
+            ({"unlearn_batch": 4}, {"unlearned", "suppressed"}),
+            ({"finetune": dataclasses.replace(SMOL.finetune, warmup_ratio=0.2)}, {"full", "retain", "unlearned", "pool",
+                                                                        "suppressed"}),
+            ({"base": dataclasses.replace(SMOL.base, seed=3)}, set(kinds.values()))):
+        after = digests(dataclasses.replace(SMOL, **change))
+        same = {n for n in before if after.get(n) == before[n]}
+        assert {kinds[n] for n in set(before) - same} == moved, change
+        assert all(kinds[n] not in moved for n in same), change
 
 
 def test_a_recipe_digest_reaches_its_descendants_through_the_trainer_code(monkeypatch):

@@ -3,10 +3,10 @@
 Scheme 2 (`recipe_content`, `recipe_digest`) covers
 - the recipe itself (name, kind, parent, data in words, training settings, method, coefficients),
 - its parent's digest (so a change reaches every descendant),
-- the world settings: every field of the preset except those that only enumerate recipes
+- the world settings: every field of the preset except those that only make recipes
   (`ENUMERATORS`; what they choose for a model is in that model's recipe), and the world's seed:
   the data generator's or TOFU reader's arguments (`bio_source`, `n_forget_authors`, ...), the
-  encodings (`forms`), utility rehearsal, the base model, shape and vocabulary, batch sizes,
+  encodings (`forms`), utility rehearsal, the base model, the shape and vocabulary,
 - the trainer's code: the digest of the source its module reaches through the project's imports
   (`uds_core.code_digest`), not a version someone must remember to bump. The modules that hold the
   presets and the recipe type are left out of it (`AS_VALUES`): what they define enters as values
@@ -32,6 +32,9 @@ RECIPE_SCHEME = 2
 # exist and with which settings, and those settings are in the recipes' own fields.
 ENUMERATORS = {
     "name": "enters the digest as the preset's name",
+    "base": "is the base recipe's training settings",
+    "finetune": "is, or is scaled into, the training settings of full, retain and the pool recipes",
+    "unlearn_batch": "is the batch size in the unlearned and suppressed recipes' training settings",
     "grid": "chooses the unlearned recipes; a model's rate, epochs and coefficients are in its recipe",
     "pool": "chooses the pool recipes; a member's rate, epochs, seed and parent are in its recipe",
     "lmlm": "chooses the LMLM recipes; their training, styles, copies and shape are in their recipes",

@@ -152,7 +152,22 @@ def make_campaign(args: argparse.Namespace):
             protocol(zoo, plan, digests, recipes_of_settings, settings, code, campaign))
     # status only reads: a folder without protocol.json stays as it is until the first run fixes it
     check_protocol(files, body, write=args.verb in ("run", "protocol"), refix=args.verb == "protocol")
+    if plan == "attack" and args.verb in ("run", "protocol"):
+        adopt_alternates(files)
     return campaign
+
+
+def adopt_alternates(files) -> None:
+    """The attack campaign rebuilds the AltPO models from their recipes: with the AltPO answers the
+    meta-evaluation campaign beside it committed (sampled once from its full model), when there are
+    any, so that they train on the same answers, not on ones sampled from a rebuilt full."""
+    source = files.root.parent / "campaign" / "alternates.json"
+    if files.alternates.is_file() or not source.is_file():
+        return
+    doc = files.read(source)
+    if doc is not None:
+        files.write(files.alternates, {"alternates": doc["alternates"], "made_by": doc.get("made_by"),
+                                       "copied_from": "../campaign/alternates.json"})
 
 
 def campaign_zoo(tag: str, plan: str):
