@@ -3,8 +3,8 @@
     python benchmarks/audit_published_claims.py [--data DIR] [--out docs/audit/published_claims.json]
 
 Reads `published_outputs/{per_state,cross_state}_metrics.csv` of the published audit data
-(`$UDS_LMLM_AUDIT_DIR`, else ../shared/data/lmlm_audit) and writes the per-cell checks
-(`uds_analyses.audit.published.published_claims`) as JSON, then prints the doc's sentences
+(`--data DIR`, else `$UDS_LMLM_AUDIT_DIR`, else `$UDS_HOME/lmlm_audit`; spec-probes §3.8) and writes
+the per-cell checks (`uds_analyses.audit.published.published_claims`) as JSON, then prints the doc's sentences
 (`claims_markdown`), which docs/audit.md carries between its `published-claims` markers. It also
 writes each cell's chance level (`uds_analyses.audit.chance`), computed from the cell's prompt file and
 database as `uds audit` opens them (`chance`: one row per cell; docs/audit.md's `published-chance`

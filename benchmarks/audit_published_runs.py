@@ -1,6 +1,6 @@
 """Collect `uds audit` runs of one model on the published databases into docs/audit/published_small/.
 
-    D=../shared/data/lmlm_audit
+    D=$UDS_LMLM_AUDIT_DIR     # the published audit data (spec-probes §3.8)
     # for <domain> in countries, politicians, sports:
     uds audit --model tiny:small/lmlm --db $D/custom_databases/<domain> --out RUNS/<domain>
     uds audit --model tiny:small/lmlm --db $D/released_database/lmlm_database.json --out RUNS/released

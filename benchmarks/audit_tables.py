@@ -3,7 +3,7 @@
     python benchmarks/audit_tables.py DIR [DIR ...]
 
 Per folder: the per-variant summary (chance level, FULL / DEL-ON / DEL-OFF EM, L, R, artefact rate
-by SPEC-probes 3.3, mediated artefact rate, near-miss evidence), and, where the folder has
+by spec-probes §3.3, mediated artefact rate, near-miss evidence), and, where the folder has
 published_comparison.csv, ours vs the published audit per variant (count-weighted over the styles run).
 """
 
@@ -23,7 +23,7 @@ def variant_table(summary: dict) -> list[str]:
              "| mediated artefact | near-miss evidence |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for v, d in summary["variants"].items():
-        # a summary without `mediated_artifact_rate` predates SPEC-probes 3.3's artefact: its
+        # a summary without `mediated_artifact_rate` predates spec-probes §3.3's artefact: its
         # artifact_rate also required DEL-OFF wrong, so it goes in the mediated column
         new = "mediated_artifact_rate" in d
         art = f"{d['artifact_rate']:.3f}" if new else "n/a (old run)"

@@ -1,4 +1,4 @@
-"""The deletion audit next to UDS and mem_bits on the same facts (SPEC-probes 3.7).
+"""The deletion audit next to UDS and mem_bits on the same facts (spec-probes §3.7).
 
 The tiny world's audit targets are its forget facts, in the order of the forget split, so fact j
 of the audit is example j of `uds score` and of `uds metrics`. On the world's own (parametric,

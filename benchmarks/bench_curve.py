@@ -1,4 +1,4 @@
-"""Curves during unlearning and what they cost, measured in one run (issue 43).
+"""Curves during unlearning and what they cost, measured in one run.
 
 For each named unlearned model of a tiny world, runs `uds world build --models NAME --curve-every
 N ...` in this process (the anchors are loaded once for all of them) and times it; each curve

@@ -1,4 +1,4 @@
-"""Fisher diagonals with one backward per item at batch 1, against the SPEC 4.5 path (a shared
+"""Fisher diagonals with one backward per item at batch 1, against the spec §4.5 path (a shared
 forward of batch 4, one backward per item through it): time and values, side by side in one run.
 
 The batch-1 variant pads each item to its chunk's width, so its forward is the batch-of-4 one row
@@ -22,7 +22,8 @@ import torch
 from checkpoints.world.store import model_dir, stored_digest, world_dir
 from metrics.forward import PassOptions
 from metrics.hidden import block_gradients, fisher_diagonal, per_block_mean
-from metrics.representation import FISHER_FRACTIONS, fisher_mask, fisher_masked_score
+from metrics.families.representation import FISHER_FRACTIONS
+from metrics.representation import fisher_mask, fisher_masked_score
 from uds_core.batching import batches
 from uds_core.logprobs import token_logprobs
 from uds_core.prompts import PreparedItem, prepare_items

@@ -1,4 +1,4 @@
-"""The capacity experiment (SPEC-probes 1.2): bits per parameter of tiny Llamas trained on
+"""The capacity experiment (spec-probes §1.2): bits per parameter of tiny Llamas trained on
 uniform random sequences, with the fit capacity = alpha * params, CSV and plots.
 
     python benchmarks/capacity.py [--quick] [--bf16] [--max-steps N] [--out DIR]

@@ -110,8 +110,8 @@ def instrument(clock: PhaseClock) -> Iterator[PhaseClock]:
     from uds_core import generation
     from meta_eval import measure
     from metrics import forward, hidden
-    from metrics.families import uds as uds_family
     from metrics.work import WorkCache
+    from uds_core import s1_cache
 
     memo = WorkCache.memo
 
@@ -157,7 +157,8 @@ def instrument(clock: PhaseClock) -> Iterator[PhaseClock]:
         stack.enter_context(mock.patch.object(forward, "teacher_forced_stats", counted_tf))
         for name in ("fisher_diagonal", "capture_entity_states"):
             stack.enter_context(mock.patch.object(hidden, name, counted_items(getattr(hidden, name))))
-        stack.enter_context(mock.patch.object(uds_family, "cached_uds", _timed(clock, "uds", uds_family.cached_uds)))
+        # the UDS metric imports cached_uds when it runs, so the module's attribute is the one it calls
+        stack.enter_context(mock.patch.object(s1_cache, "cached_uds", _timed(clock, "uds", s1_cache.cached_uds)))
         for name in ("_load_orig", "_load_nf4", "_load_relearned", "_anchor"):
             phase = "loading_nf4" if name == "_load_nf4" else "loading"
             stack.enter_context(mock.patch.object(measure.Measurer, name,

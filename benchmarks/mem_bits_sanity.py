@@ -1,4 +1,4 @@
-"""Sanity of the memorisation-in-bits metrics on a tiny-world preset (SPEC-probes 1.1): mem_bits
+"""Sanity of the memorisation-in-bits metrics on a tiny-world preset (spec-probes §1.1): mem_bits
 of full (large), retain (exactly 0), the other built models, and the weight interpolation
 full -> retain (uds_core.sanity's alpha grid; expected monotone), plus the TF-IDF Spearman diagnostic.
 

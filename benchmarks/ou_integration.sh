@@ -22,8 +22,8 @@ SRC_HOME=${SRC_HOME:-$HOME/.cache/uds}
 PRESET=${PRESET:-small}
 UNLEARNED=${UNLEARNED:-npo_lr1e-4_b01_a1_ep10}
 V5_PYTHON=${V5_PYTHON:-$REPO/.venv/bin/python}
-OU_SRC=${OU_SRC:-$REPO/../shared/vendor/open-unlearning}
-export UDS_TOFU_DIR=${UDS_TOFU_DIR:-$REPO/../shared/data/tofu}
+OU_SRC=${OU_SRC:-${UDS_SHARED_DIR:?set OU_SRC to an Open-Unlearning source tree, or UDS_SHARED_DIR (docs/testing.md)}/vendor/open-unlearning}
+if [ -z "${UDS_TOFU_DIR:-}" ] && [ -n "${UDS_SHARED_DIR:-}" ]; then export UDS_TOFU_DIR=$UDS_SHARED_DIR/data/tofu; fi
 VENV=${VENV:-$WORK/venv} OU=$WORK/open-unlearning HOME_OU=$WORK/uds_home CONF=$WORK/conf
 MODELS=${MODELS:-"full retain $UNLEARNED"}
 STEPS=" ${STEPS:-1 2 3 4 5 6} "

@@ -18,7 +18,7 @@ WORK=${WORK:-/tmp/uds_ou_train_curve}
 SRC_HOME=${SRC_HOME:-$REPO/.uds_home/tests}
 OUT=${OUT:-$REPO/docs/curves}
 V5_PYTHON=${V5_PYTHON:-$REPO/.venv/bin/python}
-OU_SRC=${OU_SRC:-$REPO/../shared/vendor/open-unlearning}
+OU_SRC=${OU_SRC:-${UDS_SHARED_DIR:?set OU_SRC to an Open-Unlearning source tree, or UDS_SHARED_DIR (docs/testing.md)}/vendor/open-unlearning}
 OU=$WORK/open-unlearning HOME_OU=$WORK/uds_home CONF=$WORK/conf
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
 rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"

@@ -1,4 +1,4 @@
-"""Guidance-ladder experiment of SPEC-probes 2.7: `uds probe` on several models of one tiny world,
+"""Guidance-ladder experiment of spec-probes §2.7: `uds probe` on several models of one tiny world,
 printed as a markdown table (verbatim rate per level on forget documents and on never-trained
 holdout authors, semantic accuracy, refusal rates, masked-by-refusal) and probe speed.
 
@@ -8,7 +8,7 @@ holdout authors, semantic accuracy, refusal rates, masked-by-refusal) and probe 
 
 Arguments after `--` go to `uds probe` unchanged. Speed = probe outputs (rows, QA answers
 excluded) per second of the model's whole probe (QA generation and matching included).
-`--corpus passages` runs the long-passage corpus (issue 28; `-- --passage-source bios` for the
+`--corpus passages` runs the long-passage corpus (`-- --passage-source bios` for the
 biographies) and prints its per-level, per-position and per-start tables instead; it writes
 `passages.json` ({"summary", "rows_per_model"}, what docs/probe.md's passage tables read).
 Writes `table.md` and `ladder.json` (the probe's summary.json plus the rows per model, all that

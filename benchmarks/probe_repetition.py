@@ -1,4 +1,4 @@
-"""Repetition experiment of SPEC-probes 2.7: verbatim rate vs how often a biography was trained on.
+"""Repetition experiment of spec-probes §2.7: verbatim rate vs how often a biography was trained on.
 
 One model, fine-tuned from a tiny world's base on biographies where each group of biographies
 appears 0, 1, 2, 4, 8 or 16 times (one pass over the repeated, shuffled list, in sentence chunks

@@ -1,4 +1,4 @@
-"""The `smol` world's results as committed files (issue 26): build times, UDS of every model, the
+"""The `smol` world's results as committed files: build times, UDS of every model, the
 output metrics of the core and unlearned models; docs/smol.md's tables are rendered from them.
 
     python benchmarks/smol_results.py                       # every stage, resumable

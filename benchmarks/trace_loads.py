@@ -1,4 +1,5 @@
-"""How often one command resolves a model spec and loads a model or tokenizer (issue 25's count).
+"""How often one command resolves a model spec and loads a model or tokenizer (a run should do
+each once per model).
 
 Runs `uds score` and `uds metrics` in-process on a tiny world and counts, with a profiler hook,
 the calls of `resolve_spec` (each entry, and the outermost entries only: an adapter's base or a

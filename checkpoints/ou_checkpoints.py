@@ -1,4 +1,4 @@
-"""Open-Unlearning TOFU Llama-3.2-1B-Instruct checkpoints (SPEC.md section 7 and 5.1), as data.
+"""Open-Unlearning TOFU Llama-3.2-1B-Instruct checkpoints (spec §7 and 5.1), as data.
 
 Every entry maps a short alias (the `model` name used in result files) to its hub ID.
 The grids reproduce the 150-model benchmark list and the 60 P/N pool models.
@@ -38,7 +38,7 @@ def ou_lr_token(lr: float) -> str:
 
 
 def num_token(x: float) -> str:
-    """Coefficient spelling in aliases (SPEC 7.2): 0.1 -> '01', 3.5 -> '35', 0.125 -> '0125', 10 -> '10'."""
+    """Coefficient spelling in aliases (spec §7.2): 0.1 -> '01', 3.5 -> '35', 0.125 -> '0125', 10 -> '10'."""
     return f"{x:g}".replace(".", "")
 
 
@@ -115,7 +115,7 @@ REFERENCES: list[Checkpoint] = _references()
 ALL: list[Checkpoint] = REFERENCES + UNLEARNED + POOLS
 BY_ALIAS: dict[str, Checkpoint] = {c.alias: c for c in ALL}
 
-# Convenience aliases (SPEC 7.2): hub IDs of the wider OU collection, outside the 150 grid.
+# Convenience aliases (spec §7.2): hub IDs of the wider OU collection, outside the 150 grid.
 CONVENIENCE: dict[str, str] = {
     "simnpo": f"{UNLEARN_PREFIX}SimNPO_lr2e-05_b3.5_a1_d1_g0.125_ep10",
     "npo": f"{UNLEARN_PREFIX}NPO_lr5e-05_beta0.5_alpha1_epoch10",

@@ -1,5 +1,5 @@
 """A CI-sized "full" model on a real pretrained LM: SmolLM2-135M-Instruct briefly fine-tuned on a
-few TOFU forget10 QA through its own chat template (issue 26; the whole `smol` world is larger).
+few TOFU forget10 QA through its own chat template (the whole `smol` world is larger).
 
 With that model as full and the pretrained model as retain, `uds score` runs on a 30-layer model
 with a 49k-token vocabulary and subword entity spans (re-derived for this tokenizer from the

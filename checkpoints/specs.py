@@ -1,4 +1,4 @@
-"""Checkpoint specs: one string names a model, in one of four forms (DESIGN.md), and its loading.
+"""Checkpoint specs: one string names a model, in one of four forms (docs/design.md), and its loading.
 
 - `tiny:<preset>/<model>` or `tiny:<model>` (preset `small`): a tiny-world model, built on first use;
 - a local folder saved with `save_pretrained`, or a PEFT adapter folder (`adapter_config.json`),
@@ -132,7 +132,7 @@ def _base_error(adapter: str, exc: UdsInputError) -> UdsInputError:
 
 def default_references(unlearned: "str | CheckpointSpec", tofu_dir: str | None = None,
                        base: str | None = None) -> tuple[str, str, str]:
-    """(full spec, retain spec, UDS data path) that go with an unlearned model (DESIGN.md defaults).
+    """(full spec, retain spec, UDS data path) that go with an unlearned model (docs/design.md defaults).
 
     `default_anchors`, and the data of `default_data` (which may fetch the annotated file from
     the Hub: ask `default_anchors` alone where the data is given).

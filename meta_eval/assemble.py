@@ -1,7 +1,7 @@
 """From measured values to the meta-evaluation and benchmark documents (no model work here).
 
 `values[(setting, model name)]` holds the measured metric values (raw orientation). The result
-follows DESIGN.md's `meta_eval.json` contract, with extra fields per entry (bootstrap interval,
+follows docs/design.md's `meta_eval.json` contract, with extra fields per entry (bootstrap interval,
 pool sizes, filter threshold, how many models entered Q and R).
 """
 
@@ -22,12 +22,12 @@ from metrics.spec import ERASURE
 
 Values = Mapping[tuple[str, str], Mapping[str, float | None]]
 
-# SPEC 5.5: an s_* metric keeps the models its raw MIA metric keeps.
+# spec §5.5: an s_* metric keeps the models its raw MIA metric keeps.
 FILTER_SOURCE: dict[str, str] = {f"s_mia_{a}": f"mia_{a}" for a in ATTACKS}
 
 
 def benchmark_records(members: Sequence[Member], values: Values, parity: str = SPEC) -> list[dict]:
-    """Benchmark rows (SPEC 6.1) of the unlearned, full and retain models. The tiny world has one
+    """Benchmark rows (spec §6.1) of the unlearned, full and retain models. The tiny world has one
     full model, so its utility is U_full of every epoch group; the references get no epoch group
     (as in `uds leaderboard`, an epoch-less full record stands for every group)."""
     bench = [m for m in members if m.kind in (UNLEARNED, FULL, RETAIN)]
@@ -40,7 +40,7 @@ def benchmark_records(members: Sequence[Member], values: Values, parity: str = S
 
 
 def _knowledge(key: str, values: Values, setting: str, names: Sequence[str]) -> dict[str, float | None]:
-    """Knowledge-view values (SPEC 5.2/5.4 inversion) of one key for the named models."""
+    """Knowledge-view values (spec §5.2/5.4 inversion) of one key for the named models."""
     spec = REGISTRY[key]
     out = {}
     for n in names:
@@ -57,7 +57,7 @@ def _faithfulness(key: str, members: Sequence[Member], values: Values) -> Faithf
 
 def filter_passes(key: str, unlearned: Sequence[str], utility_rel: Mapping[str, float | None], values: Values,
                   thresholds: Mapping[str, float | None]) -> tuple[list[str], list[str]]:
-    """The unlearned models that pass each SPEC 5.5 rule on their own: (utility_rel >= 0.8, the
+    """The unlearned models that pass each spec §5.5 rule on their own: (utility_rel >= 0.8, the
     faithfulness-threshold rule of the key's filter source on the un-perturbed value)."""
     source = FILTER_SOURCE.get(key, key)
     before = _knowledge(source, values, ORIG, unlearned)
@@ -68,7 +68,7 @@ def filter_passes(key: str, unlearned: Sequence[str], utility_rel: Mapping[str, 
 
 def kept_models(key: str, unlearned: Sequence[str], utility_rel: Mapping[str, float | None], values: Values,
                 thresholds: Mapping[str, float | None], use_filters: bool = True) -> list[str]:
-    """SPEC 5.5: utility_rel >= 0.8 and the faithfulness-threshold rule of the key's filter
+    """spec §5.5: utility_rel >= 0.8 and the faithfulness-threshold rule of the key's filter
     source (itself, or the raw MIA metric of an s_* key) on the un-perturbed value."""
     if not use_filters:
         return list(unlearned)
@@ -83,7 +83,7 @@ def _both(passes: tuple[list[str], list[str]]) -> list[str]:
 
 def threshold_rule(source: str, threshold: float | None) -> dict | None:
     """The faithfulness-threshold rule in the raw units of `source`: a model is classified
-    knowledge-absent (kept) when its value is `op` `value` (SPEC 5.5; UDS: >= 1 - t)."""
+    knowledge-absent (kept) when its value is `op` `value` (spec §5.5; UDS: >= 1 - t)."""
     if threshold is None:
         return None
     erasure = REGISTRY[source].orientation == ERASURE

@@ -1,11 +1,11 @@
-"""TOFU benchmark aggregation (SPEC.md 6.1): Mem, Privacy, Utility, Overall per model.
+"""TOFU benchmark aggregation (spec §6.1): Mem, Privacy, Utility, Overall per model.
 
-Inputs are the raw metric keys of DESIGN.md (es, em, paraprob, truth_ratio, s_mia_*, uds, the nine
+Inputs are the raw metric keys of docs/design.md (es, em, paraprob, truth_ratio, s_mia_*, uds, the nine
 utility values, model_utility, fluency); every value is unitless in [0, 1]. Orientation of the
 aggregates: higher = better unlearning (mem, privacy_mia, privacy, overall) or more utility kept
 (utility, utility_rel). An aggregate is computed from its parts when they are all present, else
 taken from the record as stored, else None. Mem is 0 when one of its terms is 0 (e.g. ES = 1;
-SPEC 6.1 as amended), so such a model gets an Overall and a place in the ranking. Under
+spec §6.1 as amended), so such a model gets an Overall and a place in the ranking. Under
 `--parity open-unlearning` model utility is OU's `scipy.stats.hmean` of the nine values.
 """
 
@@ -19,7 +19,7 @@ from uds_core.parity import OPEN_UNLEARNING, SPEC, check_mode
 from metrics.utility import UTILITY_KEYS, model_utility
 
 MEM_KEYS = ("es", "em", "paraprob", "truth_ratio")
-# SPEC 6.1's four retain-normalised MIA scores, named here (not taken from the metric family) so
+# spec §6.1's four retain-normalised MIA scores, named here (not taken from the metric family) so
 # that the benchmark formulas import without the metric stack (`uds report` uses them)
 S_MIA_KEYS = ("s_mia_loss", "s_mia_zlib", "s_mia_min_k", "s_mia_min_kpp")
 AGGREGATE_KEYS = ("mem", "privacy_mia", "privacy", "utility", "utility_rel", "overall")
@@ -30,7 +30,7 @@ Row = Mapping[str, object]
 
 def mem(es: float, em: float, paraprob: float, truth_ratio: float) -> float | None:
     """Plain HM of 1 - x over the four memorisation values; 0 when a term is 0 (the HM's limit,
-    SPEC 6.1), None if a term is negative."""
+    spec §6.1), None if a term is negative."""
     return harmonic_mean_limit([1.0 - es, 1.0 - em, 1.0 - paraprob, 1.0 - truth_ratio])
 
 

@@ -5,7 +5,7 @@ the members that have at least one valid measurement, and adds a `campaign` sect
 counts, what each statistic still needs (`campaign_status`), the files left out and why, the
 anchor builds the measurements used (with the spread of UDS under rebuilt anchors), the per-variant
 breakdown and the knowledge check of the pool members (`pool_variants`), the compute the files
-record, and every input file's digest; plus `versus_published`: Spearman's rho of our rankings against SPEC 5.7's.
+record, and every input file's digest; plus `versus_published`: Spearman's rho of our rankings against spec §5.7's.
 """
 
 from __future__ import annotations
@@ -135,7 +135,7 @@ def ranking_agreement(ours: Mapping[str, float | None], published: Mapping[str, 
 
 
 def versus_published(doc: dict, keys: Sequence[str], state: Mapping[str, Mapping[str, str | None]]) -> dict:
-    """Our faithfulness and overall rankings against SPEC 5.7's, with what a missing rho needs."""
+    """Our faithfulness and overall rankings against spec §5.7's, with what a missing rho needs."""
     out = {}
     for field, pub_field in RANKINGS.items():
         ours = {k: v for k, v in _ours(doc, field).items() if k in keys}

@@ -4,11 +4,11 @@
 per setting, retain relearned). `needs`: per metric and statistic, None when the statistic has
 the least data it is defined on, else a sentence "needs ..." saying what is missing, so that a
 partial campaign shows no number that looks final where there is none:
-- faithfulness AUC and its interval: MIN_POOL members with a value in each of P and N (SPEC 5.2);
+- faithfulness AUC and its interval: MIN_POOL members with a value in each of P and N (spec §5.2);
 - P / N mean: one member of that pool;
 - Q: an unlearned model with a value as built and NF4-quantised; R: the same as built and
   relearned, and the retain model as built and relearned; robustness: Q and R; overall: the AUC
-  and robustness. A model that is measured but filtered out (SPEC 5.5) is not "missing": a Q
+  and robustness. A model that is measured but filtered out (spec §5.5) is not "missing": a Q
   over no kept model is stated as such.
 """
 

@@ -1,4 +1,4 @@
-"""Faithfulness (SPEC.md 5.2) and the faithfulness-threshold filter (SPEC.md 5.5, rule 2).
+"""Faithfulness (spec §5.2) and the faithfulness-threshold filter (spec §5.5, rule 2).
 
 Every function here takes scores already in the "higher = more knowledge" orientation (the
 knowledge view: raw for knowledge metrics, `1 - value` for erasure metrics), except
@@ -16,7 +16,7 @@ import numpy as np
 from metrics.ranking import roc_auc, roc_auc_rows
 from uds_core.numbers import finite_or_none
 
-MIN_POOL = 2          # models per pool below which the AUC is N/A (SPEC 5.2)
+MIN_POOL = 2          # models per pool below which the AUC is N/A (spec §5.2)
 N_BOOT = 2000
 CI_LEVEL = 0.95
 
@@ -39,7 +39,7 @@ def bootstrap_auc_ci(pos: np.ndarray, neg: np.ndarray, n_boot: int = N_BOOT, see
 
 
 def knowledge_threshold(pos: np.ndarray, neg: np.ndarray) -> float | None:
-    """The t of the rule "P iff score >= t" with the best pool accuracy (SPEC 5.5).
+    """The t of the rule "P iff score >= t" with the best pool accuracy (spec §5.5).
 
     Candidates are the midpoints of consecutive distinct pooled values; the first maximum in
     increasing t wins. None when fewer than two distinct values exist (no candidate).

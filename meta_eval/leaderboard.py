@@ -1,4 +1,4 @@
-"""The benchmark leaderboard: rows (SPEC 6.1 aggregates), markdown / csv / html, Mem-Privacy scatter.
+"""The benchmark leaderboard: rows (spec §6.1 aggregates), markdown / csv / html, Mem-Privacy scatter.
 
 Rows, their default order and the printing of numbers come from `meta_eval.leaderboard_rows`
 (shared with `uds report`): references first, then Overall, then UDS, high to low; 3 decimals (4
@@ -19,8 +19,8 @@ from typing import Mapping, Sequence
 
 from meta_eval.benchmark import AGGREGATE_KEYS
 from meta_eval.leaderboard_rows import REFERENCES, decimals_of, display_number
+from meta_eval.names import lower_is_better, name_of
 from metrics.registry import META_KEYS, REGISTRY
-from metrics.spec import KNOWLEDGE
 from metrics.utility import UTILITY_KEYS
 from uds_core.numbers import finite_or_none
 
@@ -35,11 +35,6 @@ def extra_columns(rows: Sequence[Mapping]) -> tuple[str, ...]:
     mem_bits) that some row holds, in registry order: shown after the benchmark columns."""
     standard = set(SHOWN) | set(META_KEYS) | set(UTILITY_KEYS)
     return tuple(k for k in REGISTRY if k not in standard and any(_num(r.get(k)) is not None for r in rows))
-
-
-def lower_is_better(column: str) -> bool:
-    """Knowledge-oriented registry metrics (higher = more of the forget set kept) are best when lowest."""
-    return column in REGISTRY and column not in SHOWN and REGISTRY[column].orientation == KNOWLEDGE
 
 
 def best_values(rows: Sequence[Mapping], columns: Sequence[str]) -> dict[str, float]:
@@ -76,7 +71,7 @@ def _cell(v, column: str = "") -> str:
 
 
 def csv_columns(rows: Sequence[Mapping]) -> list[str]:
-    """Identity, the shown aggregates, then every raw key present (DESIGN.md order)."""
+    """Identity, the shown aggregates, then every raw key present (docs/design.md order)."""
     raw = [k for k in META_KEYS + UTILITY_KEYS if k not in SHOWN and any(k in r for r in rows)]
     return list(ID_COLUMNS + SHOWN) + raw + list(extra_columns(rows))
 
@@ -122,13 +117,23 @@ return desc?String(y).localeCompare(String(x)):String(x).localeCompare(String(y)
 rows.forEach(function(r){tb.appendChild(r)})})})});"""
 
 
+def _header(column: str) -> str:
+    """An html header: the value's label (meta_eval/names.py) over its key, its formula and what a
+    higher value means on hover."""
+    n = name_of(column)
+    if n is None:
+        return f"<th>{html.escape(column)}</th>"
+    return (f'<th title="{html.escape(n.title + "; " + n.sentence)}">{html.escape(n.label)}'
+            f"<br><small>{html.escape(column)}</small></th>")
+
+
 def to_html(rows: Sequence[Mapping], title: str = "Unlearning benchmark leaderboard") -> str:
     """One self-contained page: a table grouped by method (one <tbody> each), sortable by any
     column (click a header), best value per column marked."""
     extras = extra_columns(rows)
     best = best_values(rows, SHOWN + extras)
     cols = ID_COLUMNS + SHOWN + extras
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    head = "".join(_header(c) for c in cols)
     bodies = []
     for method in dict.fromkeys(r.get("method") for r in rows):
         group = [r for r in rows if r.get("method") == method]

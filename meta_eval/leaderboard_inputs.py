@@ -1,6 +1,6 @@
 """Reading benchmark results for `uds leaderboard`: three input forms, one record shape.
 
-A record is {"model", "method", "epoch", <raw metric keys of DESIGN.md>}. Forms:
+A record is {"model", "method", "epoch", <raw metric keys of docs/design.md>}. Forms:
 
 1. A folder of per-model folders. A model folder holds any of: `metrics.json` (`uds metrics`),
    `summary.json` (`uds score`: its `uds`), Open-Unlearning's `TOFU_SUMMARY.json` /
@@ -23,7 +23,7 @@ per-item `forget_truth_ratio` values r = p_pert / p_para as mean 1 / (1 + r); th
 aggregate is OU's min(r, 1/r) and is not used. Not produced by OU's own TOFU evaluation:
 jailbreak_rouge, cka, logit_lens, fisher_masked_*, uds; runs with the uds plug-in (uds.ou) hold
 them as `uds` and `uds_<key>` (-> <key>, any registry key, over OU's own mapping of the same key);
-otherwise uds is taken from a `summary.json` in the same folder. s_mia_* are derived from mia_* with the retain record's AUCs (SPEC 4.4) whenever a
+otherwise uds is taken from a `summary.json` in the same folder. s_mia_* are derived from mia_* with the retain record's AUCs (spec §4.4) whenever a
 record lacks them.
 """
 

@@ -15,13 +15,13 @@ from meta_eval.benchmark import S_MIA_KEYS, benchmark_rows, epoch_group
 REFERENCES = ("full", "retain")
 DECIMALS = 3
 UDS_DECIMALS = 4
-# Below this magnitude a value prints as "0": 7e-12 is the 1e-12 epsilon of SPEC 6.1's HM_eps, not
+# Below this magnitude a value prints as "0": 7e-12 is the 1e-12 epsilon of spec §6.1's HM_eps, not
 # a measurement (the full model's Overall), and "7.00e-12" reads as something.
 ZERO_BELOW = 1e-6
 
 
 def fill_s_mia(records: list[dict]) -> list[dict]:
-    """Derive missing s_mia_* from mia_* and the retain record's AUC of the same attack (SPEC 4.4)."""
+    """Derive missing s_mia_* from mia_* and the retain record's AUC of the same attack (spec §4.4)."""
     retain = next((r for r in records if r.get("method") == "retain"), None)
     for r in records:
         for s_key in S_MIA_KEYS:
@@ -62,7 +62,7 @@ def order_key(row: Mapping) -> tuple:
 
 
 def leaderboard_rows(records: Sequence[Mapping], explicit_full: Mapping[str, float] | None = None) -> list[dict]:
-    """Benchmark rows (SPEC 6.1 aggregates filled in) in the default order (`order_key`)."""
+    """Benchmark rows (spec §6.1 aggregates filled in) in the default order (`order_key`)."""
     records = fill_s_mia([dict(r) for r in records])
     rows = benchmark_rows(records, full_utility_by_group(records, explicit_full))
     return sorted(rows, key=order_key)

@@ -1,7 +1,7 @@
 """Measuring metrics of zoo models under a setting, cached per (model, setting) on disk.
 
-Settings (named in `perturb`): ORIG (the checkpoint as built), NF4 (quantised, SPEC 5.3), RELEARN
-(one epoch on the forget set, SPEC 5.3). Which (model, setting) pairs are needed is `plan_jobs`;
+Settings (named in `perturb`): ORIG (the checkpoint as built), NF4 (quantised, spec §5.3), RELEARN
+(one epoch on the forget set, spec §5.3). Which (model, setting) pairs are needed is `plan_jobs`;
 `Measurer` computes the missing metric keys of one job through the metrics registry, writing each
 value as soon as it exists. Anchor work (the retain model's MIA statistics, the full/retain states
 and Fisher diagonals, S1, the full model's generations for the fluency proxy) stays in one work

@@ -1,15 +1,15 @@
-"""The two robustness perturbations of SPEC.md 5.3: NF4 quantisation and relearning.
+"""The two robustness perturbations of spec §5.3: NF4 quantisation and relearning.
 
 A model is measured in three settings: ORIG (the checkpoint as built), NF4 and RELEARN.
 
 - NF4: the checkpoint is loaded through the shared loader with a bitsandbytes 4-bit NF4 config
   (block size 64, no double quantisation; embeddings, LM head and norms stay unquantised), then
-  every 4-bit linear is replaced by a dense linear holding its dequantised weight. SPEC 4.5 asks
+  every 4-bit linear is replaced by a dense linear holding its dequantised weight. spec §4.5 asks
   for that for Fisher; doing it for every metric keeps one model per setting and, on CPU, is
   bit-identical to bitsandbytes' own float32-compute path (tests/test_meta_eval_perturb.py).
   Without the replacement, bitsandbytes would switch to a fused kernel that computes in bfloat16
-  on CPUs with AVX512-BF16, which is not the float32 compute SPEC 12 prescribes.
-- Relearning: one epoch of fine-tuning on the forget set with the shared training loop (SPEC 5.3's
+  on CPUs with AVX512-BF16, which is not the float32 compute spec §12 prescribes.
+- Relearning: one epoch of fine-tuning on the forget set with the shared training loop (spec §5.3's
   recipe: no warm-up, no weight decay, linear decay, seed 42), learning rate rescaled for tiny
   models like the unlearning grid (recorded in every output).
 """
@@ -37,13 +37,13 @@ NF4_BLOCK = 64  # bitsandbytes' default block size, the reference's
 
 
 def nf4_dtypes(device: str) -> tuple[torch.dtype, torch.dtype]:
-    """(compute dtype, dtype of the unquantised modules): float32 on CPU (SPEC 12); on CUDA the
-    reference's bfloat16 compute with float16 elsewhere (SPEC 5.3)."""
+    """(compute dtype, dtype of the unquantised modules): float32 on CPU (spec §12); on CUDA the
+    reference's bfloat16 compute with float16 elsewhere (spec §5.3)."""
     return (torch.float32, torch.float32) if device == "cpu" else (torch.bfloat16, torch.float16)
 
 
 def nf4_config(device: str):
-    """The BitsAndBytesConfig of SPEC 5.3 for `device`."""
+    """The BitsAndBytesConfig of spec §5.3 for `device`."""
     try:
         from transformers import BitsAndBytesConfig
         import bitsandbytes  # noqa: F401
@@ -67,7 +67,7 @@ def nf4_description(device: str) -> dict:
 @torch.no_grad()
 def dequantize_linears(model: torch.nn.Module) -> int:
     """Replace every bitsandbytes 4-bit linear by an nn.Linear with its dequantised weight, in the
-    dtype of the model's first floating parameter (SPEC 4.5). Returns how many were replaced."""
+    dtype of the model's first floating parameter (spec §4.5). Returns how many were replaced."""
     import bitsandbytes as bnb
 
     dtype = next(p.dtype for p in model.parameters() if p.is_floating_point())
@@ -101,9 +101,9 @@ def load_nf4(spec: str, device: str = "cpu") -> PreTrainedModel:
 
 # --- relearning --------------------------------------------------------------------------------
 
-RELEARN_LR = 2e-4      # SPEC 5.3's 2e-5 times 10, the same rescaling as the tiny unlearning grid
+RELEARN_LR = 2e-4      # spec §5.3's 2e-5 times 10, the same rescaling as the tiny unlearning grid
 RELEARN_SEED = 42      # HF Trainer's default seed
-RELEARN_BATCH = 8      # SPEC 5.3's 8 x 4 accumulation, scaled with the forget set (see relearn_config)
+RELEARN_BATCH = 8      # spec §5.3's 8 x 4 accumulation, scaled with the forget set (see relearn_config)
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ class RelearnRecipe:
 
 
 def relearn_config(batch_size: int, lr: float = RELEARN_LR, forms: tuple[str, ...] = BOTH_FORMS) -> RelearnRecipe:
-    """SPEC 5.3: 1 epoch, no warm-up, no weight decay, linear decay, clip 1.0 (HF default), seed 42.
+    """spec §5.3: 1 epoch, no warm-up, no weight decay, linear decay, clip 1.0 (HF default), seed 42.
     `forms`: as the zoo was fine-tuned (the `smol` world: the chat template only)."""
     train = TrainConfig(lr=lr, epochs=1, batch_size=batch_size, warmup_ratio=0.0, weight_decay=0.0,
                         max_grad_norm=1.0, seed=RELEARN_SEED)
@@ -127,7 +127,7 @@ def relearn_config(batch_size: int, lr: float = RELEARN_LR, forms: tuple[str, ..
 
 
 def zoo_relearn_config(preset: str | None, lr: float = RELEARN_LR) -> RelearnRecipe:
-    """The relearning recipe of a zoo: a tiny world's unlearning batch and fine-tuning forms (SPEC 5.3:
+    """The relearning recipe of a zoo: a tiny world's unlearning batch and fine-tuning forms (spec §5.3:
     the batch its unlearning grid uses); any other zoo's `RELEARN_BATCH` and both forms."""
     from checkpoints.world.presets import PRESETS
 

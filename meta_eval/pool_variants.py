@@ -1,4 +1,4 @@
-"""The P/N pools by variant (SPEC 5.1 / 12): which variants each metric separates and which it
+"""The P/N pools by variant (spec §5.1 / 12): which variants each metric separates and which it
 confuses, and how much forget knowledge each pool member actually carries (its knowledge check).
 
 A pool member's variant is the `checkpoints.methods.pools.POOL_VARIANTS` name its model name

@@ -2,7 +2,7 @@
 
 `--zoo tiny:<preset>` (optionally `tiny:<preset>-<seed>`) reads the tiny world's recipes, so
 whatever the world builds (core models, unlearning grids, pools) is picked up by kind.
-`--zoo ou:tofu` is Open-Unlearning's TOFU Llama-3.2-1B-Instruct population of SPEC.md 7 (150
+`--zoo ou:tofu` is Open-Unlearning's TOFU Llama-3.2-1B-Instruct population of spec §7 (150
 unlearned, 60 pool models, full and retain90), from the hub or from a folder of local copies.
 """
 
@@ -28,7 +28,7 @@ OU_ZOO = "ou:tofu"
 @dataclass(frozen=True)
 class Member:
     name: str
-    spec: str                 # checkpoint spec (DESIGN.md) of the model
+    spec: str                 # checkpoint spec (docs/design.md) of the model
     kind: str                 # unlearned | pool | full | retain
     method: str | None        # unlearning method; "full" / "retain" for the references
     epoch: int | None
@@ -91,7 +91,7 @@ def tiny_zoo(text: str) -> Zoo:
 
 
 def ou_zoo(models_dir: str | None = None, tofu_dir: str | None = None, split: str | None = None) -> Zoo:
-    """Open-Unlearning's TOFU population (registry of SPEC.md 7). A member is read from
+    """Open-Unlearning's TOFU population (registry of spec §7). A member is read from
     `models_dir/<alias>` where that folder holds a saved model, else from the hub. `split`: the
     TOFU forget split the zoo is measured on; its retain model is the retain anchor (forget05:
     retain95). The registry's unlearned and pool aliases stay as they are: for another split,

@@ -1,7 +1,7 @@
-"""The published meta-evaluation table: SPEC.md section 5.7 ("Published results"), typed once here.
+"""The published meta-evaluation table: spec §5.7 ("Published results"), typed once here.
 
 Pure data, one row per metric key: faithfulness (P/N AUC), the raw P and N pool means, Q, R,
-robustness = HM(Q, R) and overall = HM(faithfulness, robustness), as SPEC 5.7 prints them (3 or 4
+robustness = HM(Q, R) and overall = HM(faithfulness, robustness), as spec §5.7 prints them (3 or 4
 decimals). Whatever shows or compares the published numbers reads them from here.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 FIELDS = ("faithfulness", "p_mean", "n_mean", "q", "r", "robustness", "overall")
 
-# SPEC.md 5.7, in its row order: key -> (Faith AUC, P mean, N mean, Q, R, Rob = HM(Q,R), Overall)
+# spec §5.7, in its row order: key -> (Faith AUC, P mean, N mean, Q, R, Rob = HM(Q,R), Overall)
 _TABLE: dict[str, tuple[float, float, float, float, float, float, float]] = {
     "es": (0.891, 0.287, 0.067, 0.9700, 0.7703, 0.8587, 0.875),
     "em": (0.817, 0.742, 0.620, 0.9843, 0.6051, 0.7495, 0.782),
@@ -36,4 +36,4 @@ _TABLE: dict[str, tuple[float, float, float, float, float, float, float]] = {
 }
 
 PUBLISHED: dict[str, dict[str, float]] = {k: dict(zip(FIELDS, v)) for k, v in _TABLE.items()}
-SOURCE = "SPEC.md 5.7"
+SOURCE = "spec §5.7"

@@ -1,7 +1,7 @@
-"""Robustness of a metric to quantisation (Q) and relearning (R), SPEC.md 5.3-5.6.
+"""Robustness of a metric to quantisation (Q) and relearning (R), spec §5.3-5.6.
 
 All values are in the knowledge view (raw for knowledge metrics, `1 - value` for erasure
-metrics; SPEC 5.4: the denominators are not invariant under m -> 1 - m, so the caller inverts
+metrics; spec §5.4: the denominators are not invariant under m -> 1 - m, so the caller inverts
 before calling). Q and R are unitless in [0, 1]; 1 = the perturbation moved the metric exactly as
 it should (Q: not at all; R: as much as it moved the retain model).
 """
@@ -16,8 +16,8 @@ import numpy as np
 from metrics.aggregate import harmonic_mean
 from uds_core.numbers import finite_or_none
 
-EPS = 1e-12               # SPEC 5.4 / 11: the value is not published; 0/0 then gives 1
-UTILITY_REL_MIN = 0.8     # SPEC 5.5 rule 1
+EPS = 1e-12               # spec §5.4 / 11: the value is not published; 0/0 then gives 1
+UTILITY_REL_MIN = 0.8     # spec §5.5 rule 1
 
 
 def _arr(x) -> np.ndarray:
@@ -38,7 +38,7 @@ def r_symmetric(unl_before, unl_after, ret_before, ret_after, eps: float = EPS) 
 
 def _capped_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     """clip(num / den, 0, 1); a zero denominator (the unperturbed side did not move) gives 1.
-    The lower clip is this toolkit's choice: the one-way forms leave it open (SPEC 5.4)."""
+    The lower clip is this toolkit's choice: the one-way forms leave it open (spec §5.4)."""
     out = np.ones(np.broadcast(num, den).shape)
     np.divide(num, den, out=out, where=den != 0)
     return np.clip(out, 0.0, 1.0)
@@ -46,7 +46,7 @@ def _capped_ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
 
 def q_oneway(before, after, eps: float = EPS) -> np.ndarray:
     """OU's one-directional Q = min(m_before / m_after, 1) as the reference's notes quote it
-    (the orientation of this ratio is [unknown], SPEC 11)."""
+    (the orientation of this ratio is [unknown], spec §11)."""
     return _capped_ratio(_arr(before), _arr(after))
 
 

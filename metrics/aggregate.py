@@ -1,8 +1,8 @@
-"""Harmonic means of SPEC.md 6.1 (reused by the benchmark aggregation in meta_eval).
+"""Harmonic means of spec §6.1 (reused by the benchmark aggregation in meta_eval).
 
 - `harmonic_mean`: plain n / sum(1/v); undefined (None) if any v <= 0. Used by the leaderboard
   view without UDS.
-- `harmonic_mean_limit`: the plain HM continued to its limit: 0 when a value is 0 (SPEC 6.1 as
+- `harmonic_mean_limit`: the plain HM continued to its limit: 0 when a value is 0 (spec §6.1 as
   amended: Mem is 0, not undefined, when ES = 1 or any other term is 0); None if any v < 0.
   Used by Mem.
 - `harmonic_mean_eps`: n / sum(1/(v + 1e-12)); defined for v >= 0 (all zeros -> exactly 1e-12).

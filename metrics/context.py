@@ -48,7 +48,7 @@ class EvalSettings:
     max_new_tokens: int = MAX_NEW_TOKENS
     system_prompt: str | None = None       # None: no system turn (tiny world); real: OU's prompt
     max_length: int = encoding.MAX_LENGTH
-    fisher_batch_size: int = 4             # SPEC 4.5: items share a forward of batch 4
+    fisher_batch_size: int = 4             # spec §4.5: items share a forward of batch 4
     parity: str = SPEC                     # spec | reference | open-unlearning (uds_core.parity)
     device: str = "cpu"
     progress: bool = True

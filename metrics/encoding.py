@@ -1,4 +1,4 @@
-"""Chat encoding of QA records for the output-level metrics (SPEC.md 3.1, 4.2).
+"""Chat encoding of QA records for the output-level metrics (spec §3.1, 4.2).
 
 The template work is `uds_core.chat` (shared with training, date pinned); this module adds what the
 metrics need on top: the reference's left truncation, the jailbreak prompt, the base-LM scoring
@@ -33,7 +33,7 @@ def encode_qa(tok: PreTrainedTokenizerBase, question: str, answer: str,
 def generation_prompt(tok: PreTrainedTokenizerBase, question: str, system_prompt: str | None = None,
                       jailbreak: bool = False) -> tuple[int, ...]:
     """Prompt ids up to the assistant header; with `jailbreak`, followed directly (no space) by the
-    tokens of "Sure, here is the answer:" (SPEC 4.2, metric 8)."""
+    tokens of "Sure, here is the answer:" (spec §4.2, metric 8)."""
     ids = list(chat_prompt_ids(tok, question, system_prompt))
     if jailbreak:
         ids += tok.encode(JAILBREAK_PREFIX, add_special_tokens=False)

@@ -1,9 +1,9 @@
-"""Fluency of the forget-set generations (SPEC.md 4.6 and 12).
+"""Fluency of the forget-set generations (spec §4.6 and 12).
 
 Two declared measures; every output names the one used (`fluency_source`):
 - "classifier:<path>": the gibberish classifier from a local folder, mean softmax probability of
-  class 0 ("clean"), inputs truncated to 32 tokens, batches of 32 (SPEC 4.6);
-- "base-lm-proxy": the tiny world's offline stand-in (SPEC 12), see `utility.proxy_fluency`.
+  class 0 ("clean"), inputs truncated to 32 tokens, batches of 32 (spec §4.6);
+- "base-lm-proxy": the tiny world's offline stand-in (spec §12), see `utility.proxy_fluency`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Batches of `batch_size` sequences in input order, right-padded with the pad id, length masks
 (reference behaviour); `mask_id` = the pad id additionally zeroes every position holding it,
-which is exactly OU's `input_ids != pad_id` mask (SPEC 3.1; with pad = eos, as on Llama-3, that
+which is exactly OU's `input_ids != pad_id` mask (spec §3.1; with pad = eos, as on Llama-3, that
 masks every in-sequence eos). `fast` computes logits only where a label is scored (the LM head
 is row-wise, so those rows are the same numbers); the straightforward pass computes every
 position's logits.

@@ -1,4 +1,4 @@
-"""Model plumbing of the representation metrics (SPEC.md 4.5) on the UDS inputs (SPEC 2.1-2.3).
+"""Model plumbing of the representation metrics (spec §4.5) on the UDS inputs (spec §2.1-2.3).
 
 - `capture_entity_states`: each decoder block's output (pre-final-norm residual stream) at the
   entity eval positions, one forward per batch, for CKA and Logit Lens;

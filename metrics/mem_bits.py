@@ -1,4 +1,4 @@
-"""Memorisation in bits (SPEC-probes 1.1-1.2, Morris et al.): code lengths in, bits out.
+"""Memorisation in bits (spec-probes §1.1-1.2, Morris et al.): code lengths in, bits out.
 
 A sequence's code length under a causal LM is its negative log-likelihood in bits,
 `NLL(x) = -sum_t log2 p(x_t | x_<t)`. With a reference model that knows the distribution but not
@@ -17,7 +17,6 @@ from typing import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike
-from sklearn.feature_extraction.text import CountVectorizer
 
 LN2 = math.log(2.0)
 
@@ -51,7 +50,7 @@ def erased(mem_model: float | None, mem_full: float | None) -> float | None:
     return float(np.clip(1.0 - mem_model / mem_full, 0.0, 1.0))
 
 
-# --- which samples are memorised most (SPEC-probes 1.1, source section on TF-IDF) -------------
+# --- which samples are memorised most (spec-probes §1.1, source section on TF-IDF) -------------
 
 def tfidf_scores(docs: Sequence[str], corpus: Sequence[str]) -> np.ndarray:
     """TF-IDF(d; D) = (1/|d|) sum_{w in d} log(|D| / tf(w, D)) per document of `docs`, shape (len(docs),).
@@ -60,6 +59,8 @@ def tfidf_scores(docs: Sequence[str], corpus: Sequence[str]) -> np.ndarray:
     in the corpus `D` (which must contain every doc), |D| its number of documents, the sum runs
     over word occurrences. A document without words gets NaN. The constant |D| shifts every score
     equally, so rank statistics do not depend on that choice."""
+    from sklearn.feature_extraction.text import CountVectorizer   # here: the registry imports this module
+
     if not corpus:
         raise ValueError("the TF-IDF corpus is empty")
     vec = CountVectorizer()
@@ -72,7 +73,7 @@ def tfidf_scores(docs: Sequence[str], corpus: Sequence[str]) -> np.ndarray:
         return np.where(lengths > 0, totals / np.where(lengths > 0, lengths, 1.0), np.nan)
 
 
-# --- capacity experiment (SPEC-probes 1.2): the uniform reference ------------------------------
+# --- capacity experiment (spec-probes §1.2): the uniform reference ------------------------------
 
 def uniform_bits(seq_len: int, vocab: int) -> float:
     """Entropy in bits of one sequence of `seq_len` i.i.d. uniform tokens over `vocab` symbols."""

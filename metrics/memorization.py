@@ -1,4 +1,4 @@
-"""Memorisation metrics per example (SPEC.md 4.1): EM, ES, ParaProb, the Truth Ratio variants.
+"""Memorisation metrics per example (spec §4.1): EM, ES, ParaProb, the Truth Ratio variants.
 
 Inputs are plain arrays/floats (greedy predictions and labels over A⁻, probabilities exp(-avg_loss)).
 Orientation: every value here is higher = more knowledge of the answer.

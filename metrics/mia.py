@@ -1,4 +1,4 @@
-"""Membership-inference attacks (SPEC.md 4.3-4.4); the AUC itself is `metrics.ranking.roc_auc`.
+"""Membership-inference attacks (spec §4.3-4.4); the AUC itself is `metrics.ranking.roc_auc`.
 
 Per-item statistics are loss-like (higher = "less likely a member"). The AUC uses labels
 forget (members) = 0, holdout (non-members) = 1, so AUC -> 1 means the forget set is memorised.

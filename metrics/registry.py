@@ -4,8 +4,13 @@ A family registers its metrics when its module is imported (`metrics.spec.regist
 imports every module of `metrics.families` and every module named by an entry point of the group
 `uds.metrics` (families of other packages, e.g. the probe's in `uds_analyses.probe.metric`), so adding
 a metric is one new file, with no list or branch to edit here. Each metric is a small function
-`EvalContext -> MetricResult` combining the context's shared work with pure formulas; orientation
-and groups are documented in `metrics.spec`.
+`EvalContext -> MetricResult` combining the context's shared work with pure formulas; orientation,
+label and groups are documented in `metrics.spec`.
+
+Reading the registry is light (numpy, no torch, transformers, scipy or scikit-learn): a family
+module imports those inside the functions that compute, so `uds report` and `uds leaderboard` take
+the metrics' labels and orientations from here without loading the metric stack
+(tests/test_metric_names.py holds every family to it).
 """
 
 from __future__ import annotations
@@ -13,13 +18,15 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from importlib.metadata import entry_points
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import metrics.families
 from uds_core.errors import UdsInputError
-from metrics.context import EvalContext
-from metrics.result import MetricResult
 from metrics.spec import MetricSpec, registered
+
+if TYPE_CHECKING:
+    from metrics.context import EvalContext
+    from metrics.result import MetricResult
 
 ENTRY_POINT_GROUP = "uds.metrics"
 
@@ -42,7 +49,7 @@ def keys_of(*groups: str) -> tuple[str, ...]:
 
 BASELINE_KEYS = keys_of("baseline")                    # the 19 baselines
 ALL_KEYS = keys_of("baseline", "utility")              # `uds metrics all`
-META_KEYS = keys_of("baseline", "uds")                 # the 22 meta-evaluated keys (DESIGN.md order)
+META_KEYS = keys_of("baseline", "uds")                 # the 22 meta-evaluated keys (docs/design.md order)
 PROBE_META_KEYS = keys_of("probe")                     # meta-evaluated when named (`--metrics mem_bits,...`)
 
 

@@ -1,4 +1,4 @@
-"""Representation-level erasure scores (SPEC.md 4.5): CKA, Logit Lens, Fisher Masked.
+"""Representation-level erasure scores (spec §4.5): CKA, Logit Lens, Fisher Masked.
 
 All three are anchored on the full and retain models and oriented as erasure scores:
 full -> 0, retain -> 1 (Logit Lens: 0.99999998 because of EPS), None when no layer/item qualifies.
@@ -15,7 +15,6 @@ import torch
 
 EPS = 1e-8
 LENS_TAU = 0.05            # a layer counts for an item when d_ret > 0.05 nats (strict)
-FISHER_FRACTIONS = (1e-4, 1e-3, 1e-2)
 
 
 # --- CKA -----------------------------------------------------------------------------------------

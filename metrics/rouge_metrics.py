@@ -1,4 +1,4 @@
-"""ROUGE-L recall (SPEC.md 3.4): LCS length / number of ground-truth tokens.
+"""ROUGE-L recall (spec §3.4): LCS length / number of ground-truth tokens.
 
 Tokenisation is rouge_score's default (lowercase, non-alphanumerics split, Porter stemmer).
 Higher = the generation reproduces more of the reference (more knowledge).

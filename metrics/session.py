@@ -2,7 +2,7 @@
 
 One `EvalSession` per command run (or per Open-Unlearning placement, or per zoo): it takes the
 roles once (the evaluated model, the full and retain references, the fluency base, the annotated
-data), defaults the references once (DESIGN.md), resolves each spec once, loads each model and
+data), defaults the references once (docs/design.md), resolves each spec once, loads each model and
 tokenizer once and fingerprints each model once. Every consumer asks it: `uds score` (the UDS
 run, `score_uds`), `uds metrics`, `uds sweep` and the meta-evaluation (`context`, the one
 `EvalContext` factory), the OU handlers and the probes. The system-prompt rule lives here too
@@ -99,9 +99,16 @@ class EvalSession:
             raise UdsInputError(f"--base {adapter_base} given, but no model spec is an adapter folder "
                                 "(adapter_config.json)")
         self.data_given = data is not None
-        if data is None and references:   # a real model's default may come from the Hub (tofu_files)
-            data = specs.default_data(self.spec, tofu_dir, adapter_base)
-        self.data: str | None = data
+        self._data, self._data_defaults = data, references
+
+    @property
+    def data(self) -> str | None:
+        """The annotated forget file: the given one, else the model's default, found on first use
+        (a real model's may be fetched from the Hub, checkpoints/tofu_files.py, so a run that needs
+        no data never asks for it)."""
+        if self._data is None and self._data_defaults:
+            self._data = specs.default_data(self.spec, self.tofu_dir, self.adapter_base)
+        return self._data
 
     def _retain(self, full: str | None, default: str | None) -> str | None:
         """The retain anchor when none is given: the named TOFU split's (that of an OU full model),
@@ -144,7 +151,7 @@ class EvalSession:
 
     def tokenizer(self, spec: str, fallback=None):
         """The tokenizer of `spec`; a checkpoint without tokenizer files gets `fallback` when given
-        (the full model's encodes for all three models of UDS, SPEC 2.6)."""
+        (the full model's encodes for all three models of UDS, spec §2.6)."""
         if spec not in self._tokenizers:
             resolved = self.resolve(spec)
             if fallback is not None and not specs.has_own_tokenizer(resolved, self.adapter_base):
@@ -220,7 +227,7 @@ class EvalSession:
 
         records = list(records) if records is not None else self.records()
         full_spec = self.spec_of("full")
-        # the full model's tokenizer encodes for all three (SPEC 2.6)
+        # the full model's tokenizer encodes for all three (spec §2.6)
         examples = prepare_examples(records, self.tokenizer(full_spec))
         full, retain_spec = self.model(full_spec), self.spec_of("retain")
         models = UdsModels(full, self.model(retain_spec),

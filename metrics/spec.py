@@ -1,9 +1,13 @@
 """What a metric is (`MetricSpec`), what shared work it uses (`Use`), and `register`, through
 which every metric family adds itself to the registry where it is defined.
 
-Orientation (SPEC.md 9): "knowledge" = higher means more knowledge of the forget set (raw metrics
+Orientation (spec §9): "knowledge" = higher means more knowledge of the forget set (raw metrics
 1-12); "erasure" = higher means more erasure (s_*, CKA, Logit Lens, Fisher); "utility" = higher
 means more preserved utility (section 4.6).
+
+Label: the metric's name as tables and pages print it (the spec's name where it has one); every
+registered metric has one (`register` refuses an empty label), so the leaderboard, `uds report`
+and the docs name a metric the same way from its one file.
 
 Group (which key lists a metric joins, `metrics.registry`): "baseline" (the 19 baselines:
 `uds metrics all` and meta-evaluated), "utility" (`uds metrics all`), "uds" (meta-evaluated),
@@ -23,6 +27,7 @@ if TYPE_CHECKING:
     from metrics.context import EvalContext
 
 KNOWLEDGE, ERASURE, UTILITY = "knowledge", "erasure", "utility"
+ORIENTATIONS = (KNOWLEDGE, ERASURE, UTILITY)
 MODEL, FULL, RETAIN, BASE = "model", "full", "retain", "base"
 # The code-length reference of the mem_bits metrics: the retain model unless a run names another
 # (`--mem-bits-reference`, e.g. the source's larger or superset-trained model); see ModelPool.spec.
@@ -49,6 +54,7 @@ class MetricSpec:
     description: str
     depends: tuple[str, ...] = ()  # metrics whose results `compute` reads from ctx.results
     group: str = "baseline"        # GROUPS
+    label: str = ""                # display name (required by `register`)
 
     @property
     def references(self) -> tuple[str, ...]:
@@ -64,12 +70,16 @@ _REGISTERED: dict[str, tuple[float, int, MetricSpec]] = {}
 
 
 def register(specs: Iterable[MetricSpec], rank: float) -> None:
-    """Add a family's metrics. `rank` places the family in the key order (DESIGN.md lists
+    """Add a family's metrics. `rank` places the family in the key order (docs/design.md lists
     memorisation 10, generation 20, MIA 30, representation 40, utility 50, UDS 60); inside a family
     the order given. A key registered twice by different specs is a programming error."""
     for i, spec in enumerate(specs):
         if spec.group not in GROUPS:
             raise ValueError(f"metric {spec.key}: unknown group {spec.group!r}")
+        if spec.orientation not in ORIENTATIONS:
+            raise ValueError(f"metric {spec.key}: unknown orientation {spec.orientation!r}")
+        if not spec.label.strip():
+            raise ValueError(f"metric {spec.key}: no label (the name tables and pages print)")
         old = _REGISTERED.get(spec.key)
         if old is not None and old[2] is not spec:
             raise ValueError(f"metric key {spec.key!r} registered twice")

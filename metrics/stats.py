@@ -1,4 +1,4 @@
-"""Per-example statistics of one teacher-forced pass (SPEC.md 3.2).
+"""Per-example statistics of one teacher-forced pass (spec §3.2).
 
 Everything the output-level metrics need from a forward pass is reduced here, per example, so
 the logits can be dropped right after each batch: Prob, Truth Ratio and the MIA LOSS/ZLib use
@@ -17,7 +17,7 @@ import torch
 from uds_core.logprobs import gather_targets
 
 IGNORE = -100
-MINKPP_VAR_FLOOR = 1e-6  # SPEC 4.3: sigma^2 = max(E[l^2] - mu^2, 1e-6)
+MINKPP_VAR_FLOOR = 1e-6  # spec §4.3: sigma^2 = max(E[l^2] - mu^2, 1e-6)
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class TokenStats:
 def minkpp_z(logprobs_full: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     """Min-K++ z per position: (lp_t - mu_t) / sigma_t, mu/sigma of the log-prob under the model's
     own next-token distribution. logprobs_full: (n, V) log-softmax rows; targets: (n,) ids."""
-    lp = logprobs_full.float()  # fp32 as SPEC 4.3 asks, whatever the model dtype
+    lp = logprobs_full.float()  # fp32 as spec §4.3 asks, whatever the model dtype
     p = lp.exp()
     mu = (p * lp).sum(-1)
     var = ((p * lp.square()).sum(-1) - mu.square()).clamp_min(MINKPP_VAR_FLOOR)

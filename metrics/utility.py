@@ -1,4 +1,4 @@
-"""TOFU utility metrics and fluency (SPEC.md 4.6, 12). Higher = more utility preserved.
+"""TOFU utility metrics and fluency (spec §4.6, 12). Higher = more utility preserved.
 
 Probabilities are exp(-avg_loss) of whole answers.
 """
@@ -31,7 +31,7 @@ def model_utility(values: dict[str, float | None], open_unlearning: bool = False
 
 
 def mean_token_prob(logprobs: np.ndarray) -> float | None:
-    """Arithmetic mean of the token probabilities exp(lp) (SPEC 12 proxy); None for no token."""
+    """Arithmetic mean of the token probabilities exp(lp) (spec §12 proxy); None for no token."""
     if len(logprobs) == 0:
         return None
     return float(np.mean(np.exp(np.asarray(logprobs, dtype=float))))
@@ -39,7 +39,7 @@ def mean_token_prob(logprobs: np.ndarray) -> float | None:
 
 def proxy_fluency(model_item_probs: Sequence[float | None],
                   full_item_probs: Sequence[float | None]) -> tuple[float | None, list[float | None]]:
-    """Base-LM fluency proxy (SPEC 12): mean item probability of the model's generations divided by
+    """Base-LM fluency proxy (spec §12): mean item probability of the model's generations divided by
     the same for the full model's, clipped to [0, 1].
 
     Items are the forget questions; an item value is the mean base-LM token probability of one

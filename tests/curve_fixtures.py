@@ -1,4 +1,4 @@
-"""Shared pieces of the training-callback tests (issue 43): the `test` world's models, a short
+"""Shared pieces of the training-callback tests: the `test` world's models, a short
 unlearning run, and a scratch UDS_HOME that reuses the built world through symlinks."""
 
 from __future__ import annotations

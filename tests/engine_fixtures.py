@@ -1,5 +1,5 @@
 """Builders shared by the UDS engine tests: a tiny BPE tokenizer, random tiny models from
-configs (no downloads), annotated records with the edge cases SPEC.md 1 lists."""
+configs (no downloads), annotated records with the edge cases spec §1 lists."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ RECORDS = [
     {"idx": 4, "question": "Which prize did the author receive?",
      "answer": "The author received the Nebula Award for poems.", "prefix": "The author received",
      "entity": "the Nebula Award"},
-    {"idx": 5, "question": "Where do the lazy dogs live?",  # entity only in the prefix -> skipped (SPEC 2.2)
+    {"idx": 5, "question": "Where do the lazy dogs live?",  # entity only in the prefix -> skipped (spec §2.2)
      "answer": "The dogs live in Lima, Peru.", "prefix": "The dogs live in", "entity": "dogs"},
 ]
 

@@ -2,7 +2,7 @@
 
 The repository carries none of these. `UDS_SHARED_DIR` names one folder that holds them all in
 the layout CI checks out beside the clone (`data/tofu/`, `data/lmlm_audit/`,
-`vendor/open-unlearning/`, `SPEC.md`); `UDS_TOFU_DIR` and `UDS_LMLM_AUDIT_DIR` (the toolkit's own
+`vendor/open-unlearning/`); `UDS_TOFU_DIR` and `UDS_LMLM_AUDIT_DIR` (the toolkit's own
 variables) name the data folders one by one and win over it. A test whose input is absent skips,
 saying which variable provides it (docs/testing.md). Importing this module sets the toolkit's
 variables from `UDS_SHARED_DIR`, so the code under test finds the same data.
@@ -25,6 +25,4 @@ TOFU_SKIP = ("needs the TOFU JSON files: set UDS_TOFU_DIR to a folder holding th
              "(docs/testing.md says where they come from)")
 OU_SOURCE = SHARED / "vendor" / "open-unlearning" if SHARED is not None else _ABSENT / "open-unlearning"
 OU_SKIP = "needs Open-Unlearning's source tree: set UDS_SHARED_DIR (docs/testing.md)"
-SPEC_FILE = SHARED / "SPEC.md" if SHARED is not None else _ABSENT / "SPEC.md"
-SPEC_SKIP = "needs the project's SPEC.md: set UDS_SHARED_DIR (docs/testing.md)"
 LMLM_SKIP = "needs the published deletion-audit data: set UDS_LMLM_AUDIT_DIR or UDS_SHARED_DIR (docs/testing.md)"

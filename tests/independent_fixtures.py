@@ -1,4 +1,4 @@
-"""Second-route helpers for the tests/test_independent_*.py files, written from SPEC.md 3.1-3.2 and
+"""Second-route helpers for the tests/test_independent_*.py files, written from spec §3.1-3.2 and
 4.3 without metrics/ or uds_core/chat.py: chat sequences from the tokenizer's own template, per-item
 attack statistics from the logits (one example per forward, no padding, float64)."""
 

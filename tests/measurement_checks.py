@@ -1,4 +1,4 @@
-"""Checks shared by the tests of the fast measurement paths (issue 40): one measurement on both
+"""Checks shared by the tests of the fast measurement paths: one measurement on both
 paths, and the comparison of the two."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Synthetic result folders for `uds report` tests and benchmarks/bench_report.py: the files of
 `uds score`, `uds meta-eval`, `uds probe`, `uds audit` and a leaderboard, written in the formats of
-DESIGN.md with seeded random numbers, and strings that would run code if a page used them as markup."""
+docs/design.md with seeded random numbers, and strings that would run code if a page used them as markup."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ CITIES = ("Paris", "Lagos", "Osaka", "Quito", "Perth", "Oslo", "Lima", "Hanoi")
 
 
 def uds_of(s1: list[float], s2: list[float], tau: float = TAU) -> float | None:
-    """UDS_i of SPEC 2 written out again: S1-weighted mean of clip(Δ_S2/Δ_S1, 0, 1) over KE layers."""
+    """UDS_i of spec §2 written out again: S1-weighted mean of clip(Δ_S2/Δ_S1, 0, 1) over KE layers."""
     ke = [j for j, a in enumerate(s1) if a > tau]
     if not ke:
         return None
@@ -28,7 +28,7 @@ def uds_of(s1: list[float], s2: list[float], tau: float = TAU) -> float | None:
 
 
 def qa_records(n: int, seed: int = 0, inject: bool = False) -> list[dict]:
-    """Annotated QA items (DESIGN.md): answer = prefix + " " + continuation; the entity is in the continuation."""
+    """Annotated QA items (docs/design.md): answer = prefix + " " + continuation; the entity is in the continuation."""
     rng = random.Random(seed)
     out = []
     for i in range(n):
@@ -141,7 +141,7 @@ def write_audit(folder: Path) -> dict:
     return doc
 
 
-# --- leaderboard inputs: benchmark leaf values (SPEC 6.1) per model ---------------------------------
+# --- leaderboard inputs: benchmark leaf values (spec §6.1) per model ---------------------------------
 
 LEAF_KEYS = ("es", "em", "prob", "paraprob", "truth_ratio", "rouge", "para_rouge", "jailbreak_rouge", "mia_loss",
              "mia_zlib", "mia_min_k", "mia_min_kpp", "s_mia_loss", "s_mia_zlib", "s_mia_min_k", "s_mia_min_kpp", "cka",
@@ -211,3 +211,89 @@ def write_partial_meta_eval(folder: Path) -> dict:
            "members": members, "values": values}
     (folder / "meta_eval.json").write_text(json.dumps(doc, indent=1))
     return doc
+
+
+# --- the issue "the report tells the truth at a glance": small synthetic inputs -------------------
+
+def _set_uds(folder: Path, value: float) -> None:
+    doc = json.loads((folder / "summary.json").read_text())
+    doc["uds"] = value
+    (folder / "summary.json").write_text(json.dumps(doc, indent=2))
+
+
+def write_truth_inputs(root: Path) -> dict:
+    """Two result folders for `uds report --results root/main --results root/extra`:
+
+    main/score/M and main/rebuild/score/M for two unlearned models: `npo_close_ep5` whose rebuild
+    differs by 1e-9 in UDS, `rmu_far_ep5` whose rebuild differs by 3e-4 (the 4th decimal); the
+    canonical folder main/score is shallower, the rebuild sorts first by name. main/results.json:
+    full, retain, four more unlearned models, two P/N pool members and the base model (methods from
+    main/build.json, as a zoo build gives them); three JSON files of no known kind. extra/: the
+    reference's published table for one of our models and one model of its own. Returns what the
+    tests expect, from these numbers."""
+    main = root / "main"
+    data = main / "qa.json"
+    data.parent.mkdir(parents=True, exist_ok=True)
+    data.write_text(json.dumps(qa_records(8, 0)))
+    runs = {}
+    for name, step, seed in (("npo_close_ep5", 1e-9, 1), ("rmu_far_ep5", 3e-4, 2)):
+        canon = write_score_run(main / "score" / name, f"tiny:test/{name}", n_examples=8, seed=seed, data=data)
+        write_score_run(main / "rebuild" / "score" / name, f"tiny:test/{name}", n_examples=8, seed=seed, data=data)
+        _set_uds(main / "rebuild" / "score" / name, canon["uds"] + step)
+        runs[name] = (canon["uds"], canon["uds"] + step)
+    rng = random.Random(11)
+    unlearned = ["npo_close_ep5", "rmu_far_ep5", "graddiff_a_ep5", "simnpo_b_ep5", "idknll_c_ep5", "altpo_d_ep5"]
+    pools = {"pos_full_s0": "P", "neg_retain_s0": "N"}
+    rows = [leaf_record(n, rng) for n in ["full", "retain"] + unlearned[2:]]
+    for r in rows:
+        r["epoch"] = None if r["method"] in ("full", "retain") else 5
+    others = []
+    for name in list(pools) + ["base"]:
+        rec = leaf_record("x_" + name + "_ep5", rng) | {"model": name, "method": None, "epoch": None}
+        rec["uds"] = 0.999 if name.startswith("neg") else 0.001      # would sort among the unlearned by UDS
+        others.append(rec)
+    (main / "results.json").write_text(json.dumps(rows + others, indent=1))
+    (main / "build.json").write_text(json.dumps({"preset": "test", "models": [
+        {"name": n, "kind": "pool", "hparams": {"pool": lab}} for n, lab in pools.items()] + [
+        {"name": "base", "kind": "base", "hparams": {}}]}))
+    for name in ("bench_a.json", "bench_b.json", "bench_c.json"):
+        (main / name).write_text(json.dumps({"timings": [1, 2, 3]}))
+    extra = root / "extra"
+    extra.mkdir(parents=True, exist_ok=True)
+    published = [{"model": "graddiff_a_ep5", "method": "graddiff", "epoch": "ep5", "mem": 0.5, "privacy": 0.6,
+                  "utility_rel": 0.7, "uds": 0.8765},
+                 {"model": "altpo_paper_ep10", "method": "altpo", "epoch": "ep10", "mem": 0.81, "privacy": 0.72,
+                  "utility_rel": 0.79, "uds": 0.6543}]
+    for r in published:          # Overall = HM of the three, as the published file stores it (spec §6.1)
+        r["overall"] = 3 / (1 / r["mem"] + 1 / r["privacy"] + 1 / r["utility_rel"])
+    (extra / "method_results.json").write_text(json.dumps({"models": published,
+                                                            "full_utility": {"ep5": 0.71, "ep10": 0.71}}))
+    return {"runs": runs, "rows": {r["model"]: r for r in rows}, "others": [r["model"] for r in others],
+            "unlearned": unlearned, "published": {r["model"]: r for r in published}, "pools": pools}
+
+
+def write_thin_meta_eval(root: Path) -> dict:
+    """Two meta-evaluations of one zoo (`filtered/`, `unfiltered/`): in the filtered run UDS keeps
+    one unlearned model and would rank first by overall; its P and N pool values of ES are
+    separated by a hair (max N 0.30, min P 0.31: one bar of a plain 12-bin histogram over [0, 1]),
+    the threshold 0.305 between them. Returns both documents."""
+    out = {}
+    for name, filters in (("filtered", True), ("unfiltered", False)):
+        doc = write_meta_eval(root / name, n_unlearned=16, seed=3)
+        unl = [n for n, m in doc["members"].items() if m["kind"] == "unlearned"]
+        for lab, vals in (("P", (0.31, 0.5, 0.9, 1.0, 0.75)), ("N", (0.0, 0.1, 0.2, 0.30, 0.05))):
+            names = [n for n, m in doc["members"].items() if m.get("pool") == lab]
+            for n, v in zip(names, vals):
+                doc["values"]["orig"][n]["es"] = v
+        doc["faithfulness"]["es"] |= {"auc_roc": 1.0, "threshold": 0.305}
+        for k in doc["robustness"]:
+            kept = unl if not filters else unl[:8]
+            doc["robustness"][k] |= {"n_kept": len(kept), "kept": kept}
+        if filters:
+            doc["robustness"]["uds"] |= {"n_kept": 1, "kept": unl[:1], "agg": 0.99, "quantization": 0.99,
+                                        "relearning": 0.99}
+            doc["overall"]["uds"] = 0.995
+        doc["settings"]["filters"] = filters
+        (root / name / "meta_eval.json").write_text(json.dumps(doc, indent=1))
+        out[name] = doc
+    return out

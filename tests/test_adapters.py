@@ -72,7 +72,7 @@ def test_adapter_scores_as_the_merged_full_folder(lora, tmp_path, dtype):
     _assert_same_scores(adapter, merged)
     summary = json.loads((tmp_path / "adapter" / "summary.json").read_text())
     assert summary["n_scored"] == N_EXAMPLES
-    # LoRA unlearning did move the model: the full model itself scores 0 (SPEC 2.5 identity)
+    # LoRA unlearning did move the model: the full model itself scores 0 (spec §2.5 identity)
     assert summary["uds"] > 0.05
 
 

@@ -1,4 +1,4 @@
-"""The leaky LMLM (issue 28): its recipe records a seeded subset of the target facts, its data is
+"""The leaky LMLM: its recipe records a seeded subset of the target facts, its data is
 the LMLM's plus plain QA of exactly those facts, and (slow) the audit finds the leak there and
 nowhere the weights were not taught it."""
 

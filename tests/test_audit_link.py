@@ -1,4 +1,4 @@
-"""The audit's link to UDS and mem_bits (SPEC-probes 3.7): the join's arithmetic by hand, and the
+"""The audit's link to UDS and mem_bits (spec-probes §3.7): the join's arithmetic by hand, and the
 audit's chat mode on the test world's own full and retain models."""
 
 from __future__ import annotations

@@ -77,7 +77,7 @@ def test_perfect_lmlm(tok):
 def test_parametric_model_leaks(tok):
     """A model that answers from its weights and never looks up: correct in every state, all of it
     leakage. Its DEL-ON trace is empty, so no retained candidate is gold-equivalent and, by
-    SPEC-probes 3.3 (which does not look at DEL-OFF), every correct DEL-ON answer is an artefact;
+    spec-probes §3.3 (which does not look at DEL-OFF), every correct DEL-ON answer is an artefact;
     the narrower mediated artefact (also DEL-OFF wrong) is 0."""
     res, traces = _run(tok, parametric=True)
     assert traces == []

@@ -1,5 +1,5 @@
 """docs/smol_meta_eval.md's protocol block (uds_analyses/doc_tables/campaign_protocol.py): its rows
-agree with the member names protocol.json fixes, its SPEC column with SPEC 7.2's table as typed
+agree with the member names protocol.json fixes, its spec column with spec §7.2's table as typed
 here by hand, and a protocol whose digests the code's recipes do not match is refused."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from uds_analyses.doc_tables.campaign_protocol import protocol_block
 from uds_core.errors import UdsInputError
 
 PROTOCOL = Path(__file__).resolve().parents[1] / "docs" / "smol" / "campaign" / "protocol.json"
-# SPEC 7.2 (learning rates / epochs / models), typed from the spec's table
+# spec §7.2 (learning rates / epochs / models), typed from the spec's table
 SPEC_GRIDS = {"graddiff": ("1e-5, 2e-5, 5e-5", "5, 10", "18"), "simnpo": ("1e-5, 2e-5, 5e-5", "5, 10", "24"),
               "undial": ("1e-5, 1e-4, 3e-4", "5, 10", "18"), "rmu": ("1e-5, 2e-5, 5e-5", "5, 10", "18")}
 

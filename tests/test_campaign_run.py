@@ -226,7 +226,7 @@ def test_rebuilt_anchors_state_their_spread(killed, test_world, tmp_path, monkey
     assert any("re-scoring" in s for s in said)
 
 
-# the keys of an unlearned model's as-built job that read full or retain, listed by hand from SPEC
+# the keys of an unlearned model's as-built job that read full or retain, listed by hand from the spec
 # (the retain-normalised MIAs, CKA, Logit Lens, Fisher, UDS; fluency reads full's generations)
 ANCHOR_KEYS = {"s_mia_loss", "s_mia_zlib", "s_mia_min_k", "s_mia_min_kpp", "cka", "logit_lens",
                "fisher_masked_0.0001", "fisher_masked_0.001", "fisher_masked_0.01", "uds", "fluency"}

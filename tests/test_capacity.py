@@ -1,4 +1,4 @@
-"""The capacity experiment (SPEC-probes 1.2): fits and the MIA by hand, code lengths against a
+"""The capacity experiment (spec-probes §1.2): fits and the MIA by hand, code lengths against a
 second implementation, a short training run that memorises a handful of sequences, the command's
 bad input, and (slow) the quick grid end to end."""
 

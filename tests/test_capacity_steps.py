@@ -1,4 +1,4 @@
-"""Capacity against the step budget (issue 28): the constant-LR schedule by hand, alpha(s) and the
+"""Capacity against the step budget: the constant-LR schedule by hand, alpha(s) and the
 grid's plateau verdict from planted curves, the cap flag, the interval by hand, and a tiny real
 grid through the command checked against a second computation from its own files."""
 

@@ -1,4 +1,4 @@
-"""Bad input exits 2 with one line on stderr and no traceback (DESIGN.md)."""
+"""Bad input exits 2 with one line on stderr and no traceback (docs/design.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""UdsCallback on the project's own training loop (issue 43): the training is undisturbed, the
+"""UdsCallback on the project's own training loop: the training is undisturbed, the
 curve's last point is `uds score` / `uds metrics` of the saved model, bad input stops before
 training, a failing evaluation does not."""
 
@@ -87,7 +87,7 @@ def test_last_point_is_uds_score_and_uds_metrics_of_the_saved_model(test_world, 
     measured = json.loads((tmp_path / "metrics" / "metrics.json").read_text())["metrics"]
     for key in METRICS:
         assert abs(last[key] - measured[key]) <= 1e-6, key
-    # the first point is the full model: UDS 0 by the identity of SPEC 2.5
+    # the first point is the full model: UDS 0 by the identity of spec §2.5
     assert curve.records[0]["uds"] == 0.0
 
 

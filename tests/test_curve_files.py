@@ -1,4 +1,4 @@
-"""Curve files, the best-checkpoint rule, `uds curve` and the curves in `uds report` (issue 43):
+"""Curve files, the best-checkpoint rule, `uds curve` and the curves in `uds report`:
 no model needed, records written by hand."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The curves page of `uds report` in headless Chromium from file:// (issue 43): one chart per curve
+"""The curves page of `uds report` in headless Chromium from file://: one chart per curve
 file with a line per recorded key, the chosen checkpoint starred where the rule put it, the table of
 records with the values of the file, a failed evaluation shown as failed, no console errors."""
 

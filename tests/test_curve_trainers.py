@@ -1,5 +1,5 @@
 """UdsCallback on Hugging Face's `Trainer` (Open-Unlearning's trainers subclass it) and the Hydra
-callback that attaches it to Open-Unlearning's trainer registry (issue 43)."""
+callback that attaches it to Open-Unlearning's trainer registry."""
 
 from __future__ import annotations
 

@@ -38,7 +38,7 @@ def test_names_unique_and_docs_covered():
     assert len({(b.doc, b.name) for b in BLOCKS}) == len(BLOCKS)
     assert {b.doc for b in BLOCKS} == {"docs/probe.md", "docs/audit.md", "docs/mem_bits.md", "docs/smol.md", "docs/performance.md",
                                        "docs/smol_meta_eval.md", "docs/reliability.md", "docs/spans.md", "docs/curves.md",
-                                       "README.md"}
+                                       "docs/results.md", "README.md"}
 
 
 def test_every_generated_marker_in_the_docs_is_registered():
@@ -233,7 +233,7 @@ def test_meta_eval_numbers_from_the_json(block, file):
 
 
 @pytest.mark.parametrize("world, block", [("test", "probe-ladder-test"), ("small", "probe-ladder-small"),
-                                          ("small", "probe-ladder-small-readme")])
+                                          ("small", "probe-ladder-small-results")])
 def test_probe_ladder_numbers_from_the_json(world, block):
     d = json.loads((ROOT / f"docs/probe/ladder_{world}.json").read_text())["summary"]
     doc = _rows(block)
@@ -413,7 +413,7 @@ def test_probe_passages_numbers_from_the_json(tag, world):
 
 def _copy(tmp: Path, blocks: list[Block]) -> None:
     for b in blocks:
-        for rel in (b.doc, b.source):
+        for rel in (b.doc, b.source, *b.inputs):
             src, dst = ROOT / rel, tmp / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
             if src.is_dir():
@@ -637,7 +637,7 @@ def test_audit_published_runs_are_the_world_audits_model():
 
 def test_smol_bench_numbers_from_the_rounds():
     """The speed table's ratios recomputed from the per-round seconds of bench_uds.json, and the
-    run's exactness bound (SPEC: fast path within 1e-5 of the naive one)."""
+    run's exactness bound (spec: fast path within 1e-5 of the naive one)."""
     d = json.loads((ROOT / "docs/smol/bench_uds.json").read_text())
     doc = _rows("smol-bench")
     naive, fast = d["rounds"]["naive"], d["rounds"]["fast"]
@@ -781,11 +781,11 @@ def test_measurement_speedups_from_the_per_phase_seconds(block):
     assert d["checks"]["ok"] and max(j["max_abs_value_diff"] for j in jobs) <= 1e-6
 
 
-def test_readme_measurement_runs_from_the_per_phase_seconds():
-    """The README's performance rows: one per committed bench_measure run, each recomputed as sums of
+def test_results_measurement_runs_from_the_per_phase_seconds():
+    """docs/results.md's performance rows: one per committed bench_measure run, each recomputed as sums of
     the run's per-phase seconds, and the stated ranges the min and max of those ratios."""
     runs = sorted((ROOT / "docs/smol").glob("bench_measure*.json"))
-    rows = _rows("measure-readme")
+    rows = _rows("measure-results")
     assert set(rows) == {f"`{p.name}`" for p in runs} and len(runs) >= 2
     ups, floors = [], []
     for p in runs:
@@ -800,7 +800,7 @@ def test_readme_measurement_runs_from_the_per_phase_seconds():
         assert [_num(c) for c in cells[5:8]] == pytest.approx([old / new, new / floor, old / floor], abs=0.011)
         jobs = d["checks"]["jobs"].values()
         assert cells[9] == f"{sum(j['generations_identical'] for j in jobs)} of {sum(j['generations'] for j in jobs)}"
-    body = doc_body(BY_NAME["measure-readme"], ROOT)
+    body = doc_body(BY_NAME["measure-results"], ROOT)
     lo, hi = re.search(r"fast path is \*\*([\d.]+)-([\d.]+)x\*\*", body).groups()
     assert (float(lo), float(hi)) == pytest.approx((min(ups), max(ups)), abs=0.006)
     lo, hi = re.search(r"\*\*([\d.]+)-([\d.]+)x\*\* the floor", body).groups()
@@ -822,7 +822,7 @@ def test_fisher_batch1_rows_from_the_benchmark_files():
         assert (cells[6] == "yes") == d["entries_identical"]
 
 
-# oriented "higher = more knowledge" for SPEC 5.4: these metrics are inverted (1 - value)
+# oriented "higher = more knowledge" for spec §5.4: these metrics are inverted (1 - value)
 _INVERTED = ("uds", "s_", "cka", "logit_lens", "fisher")
 
 
@@ -831,7 +831,7 @@ def _symmetric(a: float, b: float) -> float:
 
 
 def _unfiltered_by_hand(d: dict, key: str) -> tuple[float, float, float]:
-    """(Q, R, overall) of `key` over every unlearned model, straight from SPEC 5.4 / 5.6."""
+    """(Q, R, overall) of `key` over every unlearned model, straight from spec §5.4 / 5.6."""
     m = lambda setting, name: (1 - d["values"][setting][name][key] if key.startswith(_INVERTED)  # noqa: E731
                                else d["values"][setting][name][key])
     names = [n for n, s in d["members"].items() if s["kind"] == "unlearned"]
@@ -870,18 +870,18 @@ def test_campaign_filters_effect_table_by_hand():
         assert _num(cells[5]) == pytest.approx(on["overall"][key], abs=5e-4)
 
 
-def test_campaign_readme_sentence_by_hand():
+def test_campaign_results_sentence_by_hand():
     on, off = _campaign_snapshots()
-    text = doc_body(BY_NAME["campaign-readme"], ROOT)
+    text = doc_body(BY_NAME["campaign-results"], ROOT)
     q, r, overall = _unfiltered_by_hand(off, "uds")
     found = re.search(r"over all (\d+) \(no filters\) Q ([\d.]+), R ([\d.]+), overall ([\d.]+), rank (\d+) of 22", text)
     assert found, text
     assert int(found[1]) == 24
     assert [float(found[i]) for i in (2, 3, 4)] == pytest.approx([q, r, overall], abs=5e-4)
     assert int(found[5]) == 1 + sum(v > off["overall"]["uds"] for v in off["overall"].values())
-    faith = re.search(r"faithfulness AUC ([\d.]+) \(SPEC 5.7: ([\d.]+); (\d+) of the 22", text)
+    faith = re.search(r"faithfulness AUC ([\d.]+) \(spec §5.7: ([\d.]+); (\d+) of the 22", text)
     assert float(faith[1]) == pytest.approx(on["faithfulness"]["uds"]["auc_roc"], abs=5e-4)
-    assert float(faith[2]) == 0.971   # SPEC.md 5.7's UDS row
+    assert float(faith[2]) == 0.971   # spec §5.7's UDS row
     assert int(faith[3]) == sum(f["auc_roc"] > 0.9995 for f in on["faithfulness"].values())
     kept = re.search(r"rest on the (\d+) of (\d+) unlearned models", text)
     assert int(kept[1]) == len(on["robustness"]["uds"]["kept"]) and int(kept[2]) == 24

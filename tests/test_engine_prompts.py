@@ -1,4 +1,4 @@
-"""Input construction and entity-span alignment (SPEC.md 2.1-2.3)."""
+"""Input construction and entity-span alignment (spec §2.1-2.3)."""
 
 import pytest
 

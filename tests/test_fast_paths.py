@@ -1,4 +1,4 @@
-"""The fast measurement paths against the straightforward ones they replace (issue 40).
+"""The fast measurement paths against the straightforward ones they replace.
 
 Teacher forcing and Fisher passes with logits only where the loss reads them must give the full
 passes' numbers bit for bit; the greedy loop that keeps its batch full (`uds_core.greedy`), and the

@@ -1,4 +1,4 @@
-"""The UDS formula (SPEC.md 2.5) against numbers worked out by hand."""
+"""The UDS formula (spec §2.5) against numbers worked out by hand."""
 
 import math
 

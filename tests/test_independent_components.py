@@ -6,7 +6,7 @@ Nothing on the reference side uses the engine, uds_core.hooks or the architectur
   per layer; the attention (MLP) container is the one child of a block whose class name has
   "Attention" ("MLP", or "Moe" for mixture-of-experts blocks); its *output projection* is the
   last parametrised leaf module the container runs (o_proj, c_proj, dense, dense_4h_to_h, fc2,
-  ...). SPEC.md 2.8 patches attention and MLP "after o_proj, before the residual add", which is
+  ...). spec §2.8 patches attention and MLP "after o_proj, before the residual add", which is
   the output projection's output whatever the container does after it (Bloom's containers add
   the residual themselves). Mixture-of-experts containers have no single projection; theirs is
   the container's output (that it carries no residual is checked by the decomposition test).
@@ -140,7 +140,7 @@ def output_projection(model: nn.Module, box: nn.Module, ids: torch.Tensor) -> nn
 
 
 def hand_site(model: nn.Module, layer: int, component: str, ids: torch.Tensor) -> nn.Module:
-    """Where SPEC 2.8 patches: the block, or its attention / MLP output projection (MoE: container)."""
+    """Where spec §2.8 patches: the block, or its attention / MLP output projection (MoE: container)."""
     block = hand_blocks(model)[layer]
     if component == "block":
         return block

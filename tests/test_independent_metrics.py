@@ -1,6 +1,6 @@
 """The registry's MIA and ROUGE values recomputed on trained tiny models by a second route.
 
-Written here from SPEC.md 3.1-3.4 and 4.2-4.4, sharing none of metrics/ or uds_core/chat.py:
+Written here from spec §3.1-3.4 and 4.2-4.4, sharing none of metrics/ or uds_core/chat.py:
 - sequences from the tokenizer's own chat template rendered to text (`apply_chat_template`),
   labels from the prompt's length; one example per forward, no padding;
 - per-item statistics from the logits: avg_loss over answer + eos, log-probs over A- (eos

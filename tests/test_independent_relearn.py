@@ -1,4 +1,4 @@
-"""Relearning (robustness R, SPEC.md 5.3): it trains on the data it is given and lowers that data's
+"""Relearning (robustness R, spec §5.3): it trains on the data it is given and lowers that data's
 loss, checked on a trained tiny zoo with losses computed here (tests/independent_fixtures.py: the
 chat form's mean answer cross-entropy, one example per forward).
 
@@ -79,7 +79,7 @@ def test_ensure_relearned_saves_the_relearned_model(zoo, tmp_path):
 def token_weighted_loss(model, items: list[dict]) -> float:
     """Mean cross-entropy over every labelled token of each item's two training forms: the chat
     turn (answer + eos) and the raw "Question: {q}\\nAnswer:" prompt with BOS followed by
-    " {answer}" + eos (SPEC.md 12: the tiny world learns and relearns both)."""
+    " {answer}" + eos (spec §12: the tiny world learns and relearns both)."""
     tok = tiny_tokenizer()
     total, count = 0.0, 0
     for it in items:

@@ -1,4 +1,4 @@
-"""The import structure: layers without cycles (README, Development).
+"""The import structure: layers without cycles (docs/design.md, Layers).
 
 Layers, lowest first: `uds_core` (the foundation: engine, hooks, loading, prompts; imports nothing of
 the project) <- `checkpoints` (spec resolution, the registry of real checkpoints, the tiny world)

@@ -94,7 +94,7 @@ def test_open_unlearning_folders(tmp_path):
 
 
 def test_published_layout_reproduces_sanity_values(tmp_path):
-    """Leaf values of the published full and retain rows (SPEC 6.3 sanity: full mem 0.1033, retain
+    """Leaf values of the published full and retain rows (spec §6.3 sanity: full mem 0.1033, retain
     overall 0.8070), stored as 1 - x and s_* fields, with the file's full_utility."""
     util = dict(zip(UTILITY_KEYS, (0.8669655379652977, 0.7915837238485629, 0.5115173553380573, 0.40675128694658824,
                                    0.847, 0.5228499235405727, 0.4231283552727529, 0.7937321937321938,
@@ -113,7 +113,7 @@ def test_published_layout_reproduces_sanity_values(tmp_path):
 
 
 def test_es_one_shows_mem_zero_and_is_ranked(tmp_path):
-    """SPEC 6.1 as amended: ES = 1 gives Mem 0 (not a blank); Overall follows its formula, so the
+    """spec §6.1 as amended: ES = 1 gives Mem 0 (not a blank); Overall follows its formula, so the
     row is ranked, by that (tiny) Overall, below the unlearned models with a positive Mem (the
     references stay first)."""
     records = _records()

@@ -1,4 +1,4 @@
-"""Memorisation in bits (SPEC-probes 1.1): the formulas by hand, the registry metrics on the
+"""Memorisation in bits (spec-probes §1.1): the formulas by hand, the registry metrics on the
 in-process tiny zoo (retain is its own reference: exactly 0; full > 0) against a second,
 token-by-token implementation, and the command line on the `test` world (bad input: exit 2)."""
 

@@ -1,4 +1,4 @@
-"""mem_bits without clipping bias and chance levels (issue 28): the unclipped mean of a model
+"""mem_bits without clipping bias and chance levels: the unclipped mean of a model
 that learned nothing about the samples is 0 within its CI while the clipped mean is > 0 (the
 bias, derived in closed form); a memorising model is told apart; the chance F1 of the
 loss-threshold MIA by hand, by scikit-learn, and as the floor of best-threshold F1."""

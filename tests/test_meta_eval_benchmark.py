@@ -1,4 +1,4 @@
-"""Benchmark aggregation (SPEC 6.1) on hand-computed rows: plain HM for Mem, +1e-12 for the others,
+"""Benchmark aggregation (spec §6.1) on hand-computed rows: plain HM for Mem, +1e-12 for the others,
 utility_rel against the same epoch group's full utility with clipping at 1."""
 
 from __future__ import annotations
@@ -48,10 +48,10 @@ def test_hand_computed_row():
 def test_variant_choice_at_zero():
     r = benchmark_rows([{"model": "m", "method": "npo", "epoch": 5,
                          **_leaves(es=1.0, s_mia_loss=0.0, s_mia_zlib=0.0, s_mia_min_k=0.0, s_mia_min_kpp=0.0)}])[0]
-    assert r["mem"] == 0.0                      # plain HM at its limit: a zero term gives Mem 0 (SPEC 6.1)
+    assert r["mem"] == 0.0                      # plain HM at its limit: a zero term gives Mem 0 (spec §6.1)
     assert r["privacy_mia"] == 1e-12            # HM_eps of four zeros is exactly 1e-12
     assert r["utility_rel"] is None and r["overall"] is None     # no full model in the group
-    assert r["overall_no_uds"] is None          # plain HM view: still null at a zero component (SPEC 6.1)
+    assert r["overall_no_uds"] is None          # plain HM view: still null at a zero component (spec §6.1)
 
 
 def test_mem_zero_enters_overall_by_its_formula():
@@ -100,7 +100,7 @@ def test_missing_parts_keep_stored_values_and_epoch_groups():
 
 
 def test_privacy_mia_reads_the_four_retain_normalised_attacks_of_the_registry():
-    """benchmark.py names SPEC 6.1's s_mia_* keys itself (to import without the metric stack): the
+    """benchmark.py names spec §6.1's s_mia_* keys itself (to import without the metric stack): the
     same four the MIA family registers."""
     from meta_eval.benchmark import S_MIA_KEYS
     from metrics.families.mia import ATTACKS

@@ -2,7 +2,7 @@
 
 On a synthetic campaign written by the test (`campaign_fixtures`, sealed with the project's `seal`):
 the numbers against ones derived independently from the values the test wrote (sklearn's AUC,
-numpy means, SPEC 5.4's Q and R by hand, and `meta_evaluate` on the in-memory values); invalid
+numpy means, spec §5.4's Q and R by hand, and `meta_evaluate` on the in-memory values); invalid
 files (damaged, another recipe, another setting, unparsable, another build, misplaced) each
 reported and left out; a partial campaign's "needs ..." states; bad input. On the repository: the
 real campaign folder reads, and the committed snapshot is what its listed files assemble to.
@@ -34,7 +34,7 @@ from tests.campaign_fixtures import ANCHORS, KEYS, POOL, UNLEARNED, SyntheticCam
 ROOT = Path(__file__).resolve().parents[1]
 SNAPSHOT = ROOT / "docs/smol/campaign_meta_eval/meta_eval.json"
 SNAPSHOT_NO_FILTERS = ROOT / "docs/smol/campaign_meta_eval_no_filters/meta_eval.json"
-ERASURE = {"uds", "s_mia_loss"}      # keys whose knowledge view is 1 - value (SPEC 5.2)
+ERASURE = {"uds", "s_mia_loss"}      # keys whose knowledge view is 1 - value (spec §5.2)
 
 
 def oriented(key: str, v: float) -> float:
@@ -103,7 +103,7 @@ def test_with_filters_equals_meta_evaluate_on_the_values_written(full_campaign):
 
 
 def test_filter_counts_from_the_values_and_thresholds(full_campaign, tmp_path):
-    """Each SPEC 5.5 rule counted here from the values (utility_rel from the benchmark rows, the
+    """Each spec §5.5 rule counted here from the values (utility_rel from the benchmark rows, the
     knowledge view against the source's threshold), and the page's row says the same."""
     c = full_campaign
     doc, rows, _ = _assemble(c.root)

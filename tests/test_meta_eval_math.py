@@ -94,7 +94,7 @@ def test_hm_variants():
     assert hm_pair(0.5, 1.0) == pytest.approx(2 * 0.5 / 1.5)
     assert hm_pair(0.0, 0.7) == 0.0 and hm_pair(None, 0.7) is None
     assert harmonic_mean([0.0, 1.0]) is None                           # plain: undefined at 0
-    assert harmonic_mean_eps([0.0] * 4) == 1e-12                        # SPEC 6.1: exactly 1e-12
+    assert harmonic_mean_eps([0.0] * 4) == 1e-12                        # spec §6.1: exactly 1e-12
     assert harmonic_mean_eps([1.0] * 4) == pytest.approx(1 + 1e-12, abs=1e-15)
 
 

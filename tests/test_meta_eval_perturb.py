@@ -58,7 +58,7 @@ def test_dequantize_counts_and_gradients(saved_model):
                        device_map={"": "cpu"})
     assert dequantize_linears(quant) == 14 and dequantize_linears(quant) == 0
     loss = quant(torch.tensor([[1, 5, 9, 17]]), labels=torch.tensor([[1, 5, 9, 17]])).loss
-    loss.backward()                                                # Fisher needs gradients (SPEC 4.5)
+    loss.backward()                                                # Fisher needs gradients (spec §4.5)
     assert quant.model.layers[0].self_attn.q_proj.weight.grad is not None
 
 

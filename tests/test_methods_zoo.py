@@ -132,4 +132,4 @@ def test_every_preset_keyed_choice_comes_from_its_preset(preset):
     if p.pool.continued is not None:
         assert sorted(r.hparams["variant"] for r in pools) == sorted(v for v, _ in p.pool.continued)
     else:
-        assert len(pools) == 6 * len(p.pool.lr_scale) * len(p.pool.epoch_scale)   # six variants (SPEC 5.1)
+        assert len(pools) == 6 * len(p.pool.lr_scale) * len(p.pool.epoch_scale)   # six variants (spec §5.1)

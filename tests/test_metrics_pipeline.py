@@ -135,7 +135,7 @@ def test_registry_declares_everything():
     erasure = {k for k, s in REGISTRY.items() if s.orientation == "erasure"}
     assert erasure == {"s_mia_loss", "s_mia_zlib", "s_mia_min_k", "s_mia_min_kpp", "cka", "logit_lens",
                        "fisher_masked_0.0001", "fisher_masked_0.001", "fisher_masked_0.01", "uds",
-                       "mem_bits_erased"}   # SPEC-probes 1.1: 1 = as erased as the retain model
+                       "mem_bits_erased"}   # spec-probes §1.1: 1 = as erased as the retain model
     assert REGISTRY["s_mia_zlib"].references == ("retain",) and REGISTRY["cka"].references == ("full", "retain")
     assert REGISTRY["cka"].knowledge_view(0.25) == 0.75 and REGISTRY["es"].knowledge_view(0.25) == 0.25
 
@@ -150,7 +150,8 @@ def patched_cli(zoo, tmp_path, monkeypatch):
     data = tmp_path / "uds_data.json"
     data.write_text(json.dumps(splits["forget"]))
     world = World(kind="synthetic", **splits)
-    monkeypatch.setattr(specs, "default_references", lambda m, tofu_dir=None, base=None: ("tiny:t/full", "tiny:t/retain", str(data)))
+    monkeypatch.setattr(specs, "default_anchors", lambda m, base=None: ("tiny:t/full", "tiny:t/retain"))
+    monkeypatch.setattr(specs, "default_data", lambda m, tofu_dir=None, base=None: str(data))
     monkeypatch.setattr(specs, "load_world_for_spec", lambda spec, tofu_dir=None: world)
     monkeypatch.setattr(specs, "load_model", lambda s, device="cpu", dtype=None, *args, **kwargs: zoo[getattr(s, "raw", s)])
     monkeypatch.setattr(specs, "load_tokenizer", lambda s, base=None: tiny_tokenizer())

@@ -92,7 +92,7 @@ def test_floor_in_paraprob_and_truth_ratio(scale):
         # utility truth ratio (true_better) under the reference: 1 - 1e-12 / (1e-12 + 1e-12) = 0.5
         assert ref["retain_truth_ratio"].value == pytest.approx(1 - FLOOR / (FLOOR + 1e-12), rel=1e-12)
         assert spec["retain_truth_ratio"].value > 0.99          # 1 - p_w / (p_c + 1e-10), p's ~ 1e-28
-    # normalised probability: the reference's epsilon is 1e-12 (OU's and SPEC's 1e-10)
+    # normalised probability: the reference's epsilon is 1e-12 (OU's and the spec's 1e-10)
     ra = tiny_splits()["real_authors"]
     pc = [np.exp(-_avg_loss(model, it["question"], it["answer"])) for it in ra]
     pw = [[np.exp(-_avg_loss(model, it["question"], w)) for w in it["perturbed_answers"]] for it in ra]

@@ -1,4 +1,4 @@
-"""Probe corpus reader, tiny-world corpus, ladder prompts, refusals and the summaries (SPEC-probes 2)."""
+"""Probe corpus reader, tiny-world corpus, ladder prompts, refusals and the summaries (spec-probes §2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Matching of SPEC-probes 2.4 on hand-made strings: normalisation, character LCS (checked against
+"""Matching of spec-probes §2.4 on hand-made strings: normalisation, character LCS (checked against
 an independent dynamic programme), word 10-gram overlap and distractor attribution."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Long-passage probe (issue 28): corpus builder, continuation scoring and position aggregation,
+"""Long-passage probe: corpus builder, continuation scoring and position aggregation,
 each against values worked out by hand on a small input; the CLI run on the `test` world."""
 
 from __future__ import annotations

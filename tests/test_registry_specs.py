@@ -1,4 +1,4 @@
-"""Checkpoint registry (SPEC 7) and spec resolution (DESIGN.md 'Checkpoint specs')."""
+"""Checkpoint registry (spec §7) and spec resolution (docs/design.md 'Checkpoint specs')."""
 
 from __future__ import annotations
 

@@ -65,10 +65,12 @@ def test_leaderboard_sorts_filters_chooses_columns_and_exports(driver, site):
     go(driver, site["url"], "#lb-table tbody tr")
     # every score run's UDS and every results.json row's, from the input files
     uds = {short(n): s["uds"] for n, s in site["summaries"].items()} | {r["model"]: r["uds"] for r in site["rows"]}
+    refs = ["full", "retain"]                       # the reference rows stay on top in any sort
+    unlearned = [n for n in uds if n not in refs]
     driver.find_element("css selector", "th[data-key=uds]").click()
-    assert texts(driver, NAME_CELLS) == sorted(uds, key=lambda n: -uds[n])
+    assert texts(driver, NAME_CELLS) == sorted(refs, key=lambda n: -uds[n]) + sorted(unlearned, key=lambda n: -uds[n])
     driver.find_element("css selector", "th[data-key=uds]").click()
-    assert texts(driver, NAME_CELLS) == sorted(uds, key=lambda n: uds[n])
+    assert texts(driver, NAME_CELLS) == sorted(refs, key=lambda n: uds[n]) + sorted(unlearned, key=lambda n: uds[n])
     first = site["summaries"][NAMES[0]]
     row = driver.find_element("css selector", f"#lb-table tr[data-id='{model_id(driver, short(NAMES[0]))}'] td[data-col=uds]").text
     assert row == f"{first['uds']:.4f} [{first['ci95'][0]:.3f}, {first['ci95'][1]:.3f}]"
@@ -194,11 +196,14 @@ def test_compare_meta_probe_audit_pages(driver, site):
 
     go(driver, base + "#/meta", "#meta-table tbody tr")
     meta = site["meta"]
-    assert sorted(texts(driver, "#meta-table tbody td:first-child")) == sorted(meta["faithfulness"])
+    keys = driver.execute_script("return Array.from(document.querySelectorAll('#meta-table tbody tr')).map(r => r.dataset.key)")
+    assert sorted(keys) == sorted(meta["faithfulness"])
+    assert sorted(texts(driver, "#meta-table tbody td:first-child")) == ["ES", "ROUGE", "UDS"]   # their labels
     driver.find_element("css selector", "#meta-table tr[data-key=es]").click()
     pools = sum(m["kind"] == "pool" for m in meta["members"].values())
-    counts = driver.execute_script("return Array.from(document.querySelectorAll('#pn-hist rect')).length")
-    assert counts == 2 * 12                                   # P and N bars, 12 bins each
+    bars = {lab: driver.execute_script("return document.querySelectorAll('#pn-hist rect[data-pool=' + arguments[0] + ']').length", lab)
+            for lab in "PN"}
+    assert bars["P"] == bars["N"] >= 12                       # P and N bars, one of each per bin
     unlearned = [n for n, m in meta["members"].items() if m["kind"] == "unlearned"]
     dropped = sorted(set(unlearned) - set(meta["robustness"]["es"]["kept"]))
     assert sorted(texts(driver, "#meta-dropped td:first-child")) == dropped and pools == 10
@@ -227,9 +232,11 @@ def test_the_small_worlds_committed_meta_eval_output(driver, tmp_path):
     assert len(texts(driver, NAME_CELLS)) == len(rows) == 50
     driver.find_element("css selector", "th[data-key=uds]").click()
     shown = {r["model"]: r["uds"] for r in rows}
-    order = [shown[n] for n in texts(driver, NAME_CELLS)]
+    names = texts(driver, NAME_CELLS)
+    assert names[:2] == ["retain", "full"]                    # the reference rows first (UDS 1, 0), then sorted
+    order = [shown[n] for n in names[2:]]
     scored = [u for u in order if u is not None]
-    assert scored == sorted(scored, reverse=True) and len(scored) == sum(r["uds"] is not None for r in rows)
+    assert scored == sorted(scored, reverse=True) and len(scored) + 2 == sum(r["uds"] is not None for r in rows)
     from selenium.webdriver.support.ui import Select
     Select(driver.find_element("css selector", "#lb-method")).select_by_value("npo")
     assert sorted(texts(driver, NAME_CELLS)) == sorted(r["model"] for r in rows if r["method"] == "npo")

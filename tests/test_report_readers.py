@@ -49,7 +49,7 @@ def test_score_folder_examples_carry_question_answer_and_entity_span(tmp_path):
     scored = [e for e in doc["examples"] if e.get("s1_delta")]
     for j in range(5):    # per-layer mean over the examples that have deltas, recomputed here
         assert doc["layers"]["s1_mean"][j] == pytest.approx(statistics.mean(e["s1_delta"][j] for e in scored))
-    for e in scored:      # UDS_i in the file is the one SPEC 2 gives for its deltas
+    for e in scored:      # UDS_i in the file is the one spec §2 gives for its deltas
         assert e["uds"] == pytest.approx(uds_of(e["s1_delta"], e["s2_delta"])) if e["uds"] is not None else True
 
 
@@ -143,3 +143,15 @@ def test_bad_input_is_one_line_exit_2(tmp_path, capsys):
     assert err.startswith("uds report: error: no results found in") and "\n" not in err
     assert main(["report", "--results", str(tmp_path / "absent")]) == 2
     assert "no such file or folder" in capsys.readouterr().err
+
+
+def test_a_repeated_results_flag_reads_every_folder(tmp_path, capsys):
+    """`--results A --results B C` reads A, B and C (argparse would keep only the last flag's paths)."""
+    write_score_run(tmp_path / "a", "tiny:test/npo_x", seed=1)
+    write_score_run(tmp_path / "b", "tiny:test/rmu_y", seed=2)
+    write_score_run(tmp_path / "c", "tiny:test/graddiff_z", seed=3)
+    assert main(["report", "--results", str(tmp_path / "a"), "--results", str(tmp_path / "b"), str(tmp_path / "c"),
+                 "--out", str(tmp_path / "site")]) == 0
+    assert "report: 3 score runs" in capsys.readouterr().err
+    doc = (tmp_path / "site" / "data" / "index.js").read_text()
+    assert all(f'"name":"{n}"' in doc for n in ("npo_x", "rmu_y", "graddiff_z"))

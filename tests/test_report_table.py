@@ -1,7 +1,7 @@
 """`uds report`'s leaderboard data without a browser: one row per model merged from several
 folders (values and differences from the input files), the same rows, values and order as `uds
 leaderboard`, the printing rule, the column directions against the metric registry, the published
-table against SPEC.md 5.7, Spearman against scipy, and bad input shown rather than fatal."""
+table against spec §5.7, Spearman against scipy, and bad input shown rather than fatal."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.external import SPEC_FILE, SPEC_SKIP
 from tests.report_fixtures import write_meta_eval, write_model_folders, write_results_json, write_score_run
 from uds.cli import main
 from uds.site.payload import build_payload
@@ -24,7 +23,7 @@ from uds.site.readers import read_results
 from uds.site.table import identity
 
 REPO = Path(__file__).resolve().parents[1]
-SPEC_MD = SPEC_FILE
+SPEC_MD = REPO / "docs" / "spec.md"
 
 
 def index_of(paths) -> dict:
@@ -33,7 +32,7 @@ def index_of(paths) -> dict:
 
 def test_identity_by_hand():
     assert identity("tiny:smol/npo_x") == ("tiny:smol", "npo_x")
-    assert identity("tiny:npo_x") == ("tiny:small", "npo_x")                  # DESIGN.md: tiny:<model> is preset small
+    assert identity("tiny:npo_x") == ("tiny:small", "npo_x")        # docs/design.md: tiny:<model> is preset small
     assert identity("open-unlearning/tofu_full") == (None, "tofu_full")
     assert identity("runs/out/npo_x/") == (None, "npo_x")
     assert identity("a</b>c", is_spec=False) == (None, "a</b>c")             # a row's model name is taken whole
@@ -123,25 +122,24 @@ def test_printing_rule():
 
 def test_column_directions_and_groups_follow_the_registry():
     from metrics.registry import REGISTRY
-    from uds.site.columns import DIRECTION, HEADLINE, column
+    from uds.site.columns import HEADLINE, column
 
     groups = {"memorization": "memorisation", "memorization_bits": "memorisation", "generation": "generation",
               "mia": "mia", "mia_normalised": "mia", "representation": "representation", "utility": "utility"}
     for key, spec in REGISTRY.items():
-        assert DIRECTION[key] == spec.orientation, key
+        assert column(key)["direction"] == spec.orientation, key
         assert column(key)["group"] == ("headline" if key in HEADLINE else groups[spec.category]), key
-    # aggregates: higher = better unlearning or more utility (SPEC 6.1); knowledge ranks low-first
+    # aggregates: higher = better unlearning or more utility (spec §6.1); knowledge ranks low-first
     assert column("mem")["direction"] == "erasure" and column("utility_rel")["direction"] == "utility"
     assert column("es")["lower_is_better"] and not column("uds")["lower_is_better"]
     assert column("train_seconds")["direction"] is None and column("lr")["group"] == "training"
 
 
-@pytest.mark.skipif(not SPEC_MD.is_file(), reason=SPEC_SKIP)
 def test_published_table_is_spec_5_7():
     from meta_eval.published import PUBLISHED
 
     text = SPEC_MD.read_text()
-    section = text[text.index("### 5.7"):text.index("## 6.")]
+    section = text[text.index('<a id="5.7"></a>'):text.index('<a id="6"></a>')]
     rows = {}
     for line in section.splitlines():
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
@@ -214,3 +212,55 @@ def test_report_starts_without_the_metric_stack(tmp_path):
                            str(tmp_path / "site")], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "HEAVY="
+
+
+def test_a_difference_is_flagged_only_where_it_prints():
+    """Flagged: printed differently in the column and at least half a unit of the last printed
+    digit apart. Pairs written out by hand with their printed forms."""
+    from uds.site.table import Source, differences
+
+    def flagged(key, a, b):
+        got, below = differences([Source("score", "a", "m", {key: a}), Source("metrics", "b", "m", {key: b})])
+        return got.get(key), key in below
+
+    assert flagged("uds", 0.5, 0.5 + 1e-13) == (None, False)             # float noise: not even counted
+    assert flagged("uds", 0.5, 0.5 + 1e-9) == (None, True)               # a difference, far below the print
+    assert flagged("uds", 0.73036, 0.73044) == (None, True)               # both print 0.7304, 8e-5 apart
+    assert flagged("uds", 0.730449, 0.730451) == (None, True)             # 0.7304 / 0.7305, but 2e-6 apart
+    hit, _ = flagged("uds", 0.5, 0.5003)                                 # the 4th decimal
+    assert hit["printed"] == ["0.5000", "0.5003"] and hit["printed_spread"] == "0.0003"
+    assert hit["values"] == [[0, 0.5], [1, 0.5003]]
+    assert flagged("mem", 0.1234, 0.1236) == (None, True)                 # 0.123 / 0.124, under 0.0005 apart
+    assert flagged("mem", 0.1234, 0.1240)[0]["printed"] == ["0.123", "0.124"]
+    assert flagged("epochs", 5, 5.2) == (None, True) and flagged("epochs", 5, 6)[0]["printed"] == ["5", "6"]
+    got, _ = differences([Source("score", "a", "m", {"uds": 0.2}), Source("published", "p", "m", {"uds": 0.9})])
+    assert got == {}                                                     # the published table is not a run
+
+
+def test_which_run_a_cell_shows_is_the_stated_rule(tmp_path):
+    """Per-layer runs first; then the path given first to --results; then the shallowest folder
+    below it (a canonical folder before a rebuild nested in the same tree, though "rebuild" sorts
+    first); then A to Z."""
+    canon = write_score_run(tmp_path / "a" / "score" / "m", "tiny:test/npo_m", seed=1, depth=0.3)
+    rebuild = write_score_run(tmp_path / "a" / "rebuild" / "score" / "m", "tiny:test/npo_m", seed=2, depth=0.6)
+    other = write_score_run(tmp_path / "b" / "deep" / "deeper" / "m", "tiny:test/npo_m", seed=3, depth=0.9)
+    by = lambda paths: next(m for m in index_of(paths)["models"] if m["name"] == "npo_m")  # noqa: E731
+    assert by([tmp_path / "a"])["cells"]["uds"] == canon["uds"]
+    assert by([tmp_path / "b", tmp_path / "a"])["cells"]["uds"] == other["uds"]        # given first wins
+    m = by([tmp_path / "a", tmp_path / "b"])
+    assert m["cells"]["uds"] == canon["uds"]
+    assert [s["path"] for s in m["sources"]] == [str(tmp_path / "a" / "score" / "m"),
+                                                 str(tmp_path / "a" / "rebuild" / "score" / "m"),
+                                                 str(tmp_path / "b" / "deep" / "deeper" / "m")]
+    assert rebuild["uds"] in [v for _, v in m["differs"]["uds"]["values"]]
+    (tmp_path / "a" / "score" / "m" / "examples.jsonl").unlink()            # a summary only: after per-layer runs
+    (tmp_path / "a" / "score" / "m" / "layers.csv").unlink(missing_ok=True)
+    assert by([tmp_path / "a"])["cells"]["uds"] == rebuild["uds"]
+
+
+def test_populations():
+    from uds.site.table import population_of
+
+    assert population_of("full", None) == population_of("retain", "unlearned") == "reference"
+    assert population_of("pool P", None) == population_of(None, "pool") == "pool"
+    assert population_of("base", None) == "base" and population_of("npo", None) == population_of(None, None) == "unlearned"

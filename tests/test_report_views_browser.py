@@ -2,7 +2,7 @@
 differences between runs shown, the rows, values and order of `uds leaderboard`, sorting both
 ways, column groups and the view kept in the URL, numbers to 3 decimals (UDS 4) with tiny values
 as 0 and the exact value on hover, directions and the ranks that use them, the markdown and CSV
-exports, honest empty states, and the meta-evaluation beside the published SPEC 5.7 values (also
+exports, honest empty states, and the meta-evaluation beside the published spec §5.7 values (also
 for a partial run). Expected values come from the input files or `uds leaderboard`'s output."""
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from uds.cli import main
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(browser.missing() is not None, reason=str(browser.missing()))]
 
 NAMES = "#lb-table tbody td.name a"
-TINY = 6.999999999770142e-12          # SPEC 6.3: the full model's Overall, HM_eps of a zero term
+TINY = 6.999999999770142e-12          # spec §6.3: the full model's Overall, HM_eps of a zero term
 
 
 def build(root, *inputs) -> str:
@@ -46,7 +46,7 @@ def sites(tmp_path_factory) -> dict:
     (inp / "results.json").write_text(json.dumps(rows))
     write_score_run(inp / "broken", "tiny:test/graddiff_lr9e-5_ep5", seed=4)
     (inp / "broken" / "examples.jsonl").write_text("{not json\n")
-    write_meta_eval(root / "meta")
+    write_meta_eval(root / "meta", n_unlearned=16)
     write_partial_meta_eval(root / "partial")
     write_results_json(root / "cli" / "results.json", 14, seed=6)
     write_model_folders(root / "folders", 10, seed=7)
@@ -61,6 +61,13 @@ def sites(tmp_path_factory) -> dict:
 def attrs(driver, css: str, name: str) -> list[str]:
     return driver.execute_script("return Array.from(document.querySelectorAll(arguments[0])).map(e => e.getAttribute(arguments[1]))",
                                  css, name)
+
+
+def skipped_groups(driver) -> dict[str, list[str]]:
+    """The passed-over page: reason -> its paths."""
+    return driver.execute_script("const out = {}; document.querySelectorAll('#skipped section').forEach(s => "
+                                 "out[s.querySelector('h2').firstChild.textContent] = Array.from(s.querySelectorAll('li'))"
+                                 ".map(l => l.textContent)); return out;")
 
 
 def cli(fmt: str, results) -> str:
@@ -112,16 +119,17 @@ def test_one_row_per_model_and_where_runs_differ(driver, sites):
     a, b = sites["a"], sites["b"]
     td = cell(driver, "npo_lr3e-5_ep5", "uds")
     assert "differs" in td.get_attribute("class") and td.text.startswith(f"{a['uds']:.4f}")
-    title = td.get_attribute("title")
-    assert f"run_a: {a['uds']!r}" in title and f"run_b: {b['uds']!r}" in title
+    title = td.get_attribute("title")        # each run's value as the column prints it, with its folder
+    run_a, run_b = sites["root"] / "mixed" / "run_a", sites["root"] / "mixed" / "run_b"
+    assert f"{a['uds']:.4f}  {run_a}" in title and f"{b['uds']:.4f}  {run_b}" in title
     assert driver.find_element("css selector", "#lb-conflicts").text.startswith("1 model(s)")
     assert driver.find_element("css selector", "#lb-skipped a").get_attribute("href").endswith("#/skipped")
     driver.find_element("link text", "npo_lr3e-5_ep5").click()
     go(driver, driver.current_url, "#model-differs")
     paths = texts(driver, "#model-runs td.path")
-    assert paths[:2] == [str(sites["root"] / "mixed" / "run_a"), str(sites["root"] / "mixed" / "run_b")]
-    spread = driver.find_element("css selector", "#model-differs tr[data-key=uds] td.spread").text
-    assert float(spread) == pytest.approx(abs(a["uds"] - b["uds"]), rel=1e-2)
+    assert paths[:2] == [str(run_a), str(run_b)]
+    spread = texts(driver, "#model-differs tr[data-key=uds] td.spread")[0]          # folded: read as text
+    assert spread == f"{abs(a['uds'] - b['uds']):.4f}"
     assert driver.find_elements("css selector", "#layer-chart")            # its first run has per-layer data
 
 
@@ -131,13 +139,15 @@ def test_sorting_both_ways_groups_and_the_view_in_the_url(driver, sites):
     th = driver.find_element("css selector", "th[data-key=mem]")
     th.click()
     shown = [n for n in texts(driver, NAMES)]
+    assert set(shown[:2]) == {"full", "retain"}          # the reference rows stay on top
+    shown = shown[2:]
     values = [driver.execute_script("return UDSreport.data.models.find(m => m.name === arguments[0]).cells.mem", n) for n in shown]
     have = [v for v in values if v is not None]
     assert have == sorted(have, reverse=True) and values[len(have):] == [None] * (len(values) - len(have))
     assert sum(v is not None for v in mem.values()) <= len(have)
     driver.find_element("css selector", "th[data-key=mem]").click()
     values = [driver.execute_script("return UDSreport.data.models.find(m => m.name === arguments[0]).cells.mem", n)
-              for n in texts(driver, NAMES)]
+              for n in texts(driver, NAMES)[2:]]
     have = [v for v in values if v is not None]
     assert have == sorted(have) and values[len(have):] == [None] * (len(values) - len(have))   # empty cells last both ways
     assert not driver.find_elements("css selector", "th[data-key=s_mia_loss]")
@@ -166,12 +176,15 @@ def test_numbers_directions_and_ranks(driver, sites):
     driver.find_element("css selector", "#lb-groups input[data-group=memorisation]").click()
     assert texts(driver, "th[data-key=es] small") == ["↑ knowledge"]
     assert cell(driver, "retain", "es").text == f"{row['es']:.3f}"
-    # the population rank of a knowledge metric counts the models with less of it
-    go(driver, sites["mixed"].split("#")[0] + f"#/model/{model_id(driver, 'retain')}", "#population tr[data-key=es]")
-    es = [r["es"] for r in sites["rows"] if "es" in r]
-    want = 1 + sum(v < row["es"] for v in es)
-    assert texts(driver, "#population tr[data-key=es] td.rank") == [f"{want} of {len(es)}"]
+    # the population rank of a knowledge metric counts the unlearned models with less of it
+    unlearned = [r for r in sites["rows"] if r["method"] not in ("full", "retain") and "es" in r]
+    mine = unlearned[2]
+    go(driver, sites["mixed"].split("#")[0] + f"#/model/{model_id(driver, mine['model'])}", "#population tr[data-key=es]")
+    want = 1 + sum(r["es"] < mine["es"] for r in unlearned)
+    assert texts(driver, "#population tr[data-key=es] td.rank") == [f"{want} of {len(unlearned)}"]
     assert "knowledge" in texts(driver, "#population tr[data-key=es] td")[1]
+    go(driver, sites["mixed"].split("#")[0] + f"#/model/{model_id(driver, 'retain')}", "#population tr[data-key=es]")
+    assert texts(driver, "#population tr[data-key=es] td.rank") == ["–"]         # a reference is not ranked
 
 
 def test_markdown_and_csv_exports_are_the_paper_table(driver, sites):
@@ -209,8 +222,8 @@ def test_empty_states_say_what_the_run_lacks(driver, sites):
     assert driver.find_elements("css selector", "#population tr[data-key=overall]")
     go(driver, sites["probe_only"], "#lb-empty")                     # no per-model result: no empty table
     assert not driver.find_elements("css selector", "#lb-table") and "no leaderboard" in texts(driver, "#lb-empty")[0]
-    go(driver, base + "#/skipped", "#skipped tr")
-    skipped = dict(zip(texts(driver, "#skipped td:first-child"), texts(driver, "#skipped td:last-child")))
+    go(driver, base + "#/skipped", "#skipped li")
+    skipped = {p: g for g, paths in skipped_groups(driver).items() for p in paths}
     broken = str(sites["root"] / "mixed" / "broken" / "examples.jsonl")
     assert broken in skipped and "summary only" in skipped[broken]
 
@@ -229,6 +242,7 @@ def test_meta_evaluation_beside_the_published_table(driver, sites):
         assert texts(driver, f"{row} td[data-col=overall]") == [f"{meta['overall'][k]:.3f}"]
         pub_rank = 1 + sum(PUBLISHED[j]["overall"] > PUBLISHED[k]["overall"] for j in keys)
         assert texts(driver, f"{row} td[data-col=pub_rank]") == [str(pub_rank)]
+    assert all(meta["robustness"][k]["n_kept"] >= 5 for k in keys)        # all ranked (thin runs: their own test)
     rho = spearmanr([meta["overall"][k] for k in keys], [PUBLISHED[k]["overall"] for k in keys])[0]
     assert f"by overall ρ = {rho:.3f} over {len(keys)} metrics" in driver.find_element("css selector", "#meta-spearman").text
     driver.find_element("css selector", "#meta-table tr[data-key=es]").click()

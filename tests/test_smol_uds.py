@@ -1,4 +1,4 @@
-"""UDS on a real pretrained model (issue 26, CI-sized): SmolLM2-135M-Instruct from its GGUF, entity
+"""UDS on a real pretrained model (CI-sized): SmolLM2-135M-Instruct from its GGUF, entity
 spans re-derived for its tokenizer, and the two invariants of the score on its 30 layers (full as
 the unlearned model: 0; retain as the unlearned model: 1)."""
 

@@ -1,4 +1,4 @@
-"""The `smol` world's CI-sized variant (`smol-ci`, issue 26): the whole tiny-world protocol on the
+"""The `smol` world's CI-sized variant (`smol-ci`): the whole tiny-world protocol on the
 real SmolLM2-135M-Instruct (from its GGUF), built once per session in the GGUF test home.
 
 What is checked against things computed here, not by the builder: the splits are the first authors
@@ -164,7 +164,7 @@ def test_results_script_writes_build_json_from_the_recipes(world, tmp_path):
 def test_fast_measurement_paths_equal_the_straightforward_ones(world):
     """Metrics of the world's unlearned model on the real 30-layer model, on the fast paths
     (labels-only logits, entity-only Fisher logits, the continuous greedy loop) and on the
-    straightforward ones (issue 40); 16 new tokens a generation keep it short (tests/test_fast_paths.py
+    straightforward ones; 16 new tokens a generation keep it short (tests/test_fast_paths.py
     drives the greedy loop's early exits and joins on the test world)."""
     from metrics.context import EvalSettings
     from metrics.session import EvalSession

@@ -49,14 +49,15 @@ def test_a_real_checkpoints_default_data_comes_from_the_hub_once(plain_clone, mo
     with serve(HubStub({(ANNOTATED_REPO, "forget10_filtered.json"): json.dumps(rows).encode()})) as hub:
         monkeypatch.setenv("HF_ENDPOINT", hub.url)
         session = EvalSession(OU_ALIAS)
+        assert hub.requests == []   # nothing is fetched before the data is needed
+        data = Path(session.data)
         assert ("GET", HUB_PATH) in hub.requests
-    data = Path(session.data)
     assert data.is_relative_to(plain_clone / "hub") and data.is_file()
     records = session.records()
     assert [(r["idx"], r["question"], r["entity"]) for r in records] == [
         (r["idx"], r["question"], r["entity"]) for r in rows]
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")   # the stand-in is gone: the cached copy serves
-    assert EvalSession(OU_ALIAS).data == session.data
+    assert EvalSession(OU_ALIAS).data == str(data)
 
 
 def test_a_hub_copy_with_missing_rows_is_refused_in_one_line(plain_clone, monkeypatch):

@@ -1,7 +1,7 @@
 """UDS through TransformerLens, an implementation that shares none of the engine's code, against
 `uds score` on the tiny `test` world: per example and per layer, max |delta UDS| <= 1e-5 (float32).
 
-Everything on the TransformerLens side is written here from SPEC.md 2.1-2.5: the raw prompt and
+Everything on the TransformerLens side is written here from spec §2.1-2.5: the raw prompt and
 continuation, the entity span from the tokenizer's offsets, the teacher-forced entity log-prob,
 `blocks.{l}.hook_resid_post` patched with `run_with_hooks` at the entity positions, the S1/S2
 deltas, the KE layers and UDS. One example per forward pass (no padding), eager attention
@@ -43,7 +43,7 @@ TAU = 0.05
 MODES = {"raw": None, "no_processing": {"no_processing": True}, "processed": {}}
 
 
-# --- SPEC.md 2.1-2.5, written out for TransformerLens ------------------------------------------
+# --- spec §2.1-2.5, written out for TransformerLens ------------------------------------------
 
 def spec_input(record: dict, tok) -> tuple[list[int], list[int], list[int]] | None:
     """(input ids, positions scored and patched, entity ids), or None when the entity is not in
@@ -92,7 +92,7 @@ def patched_logprob(bridge, ids: torch.Tensor, layer: int, source: torch.Tensor,
 
 
 def uds_of(d1: list[float], d2: list[float]) -> float | None:
-    """SPEC 2.5: S1-weighted mean of clip(d2/d1, 0, 1) over the layers with d1 > tau."""
+    """spec §2.5: S1-weighted mean of clip(d2/d1, 0, 1) over the layers with d1 > tau."""
     ke = [l for l, d in enumerate(d1) if d > TAU]
     if not ke:
         return None

@@ -1,4 +1,4 @@
-"""UDS on the trained `test` world: the identities of SPEC 2.5 and monotonicity along a
+"""UDS on the trained `test` world: the identities of spec §2.5 and monotonicity along a
 full -> retain weight interpolation."""
 
 from __future__ import annotations

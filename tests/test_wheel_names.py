@@ -1,5 +1,5 @@
 """The wheel's installed import names: the layout's six top-level packages and nothing generic beside
-them (issue 44); the docs' table generators stay in the checkout."""
+them; the docs' table generators stay in the checkout."""
 
 from __future__ import annotations
 

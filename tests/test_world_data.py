@@ -25,7 +25,7 @@ QUOTES = ("'", '"')
 
 
 def find_entity(reference: str, entity: str) -> int:
-    """SPEC 2.2 search: the entity, then its stripped form, then with a leading space; -1 if absent."""
+    """spec §2.2 search: the entity, then its stripped form, then with a leading space; -1 if absent."""
     for candidate in (entity, entity.strip(), None if entity.startswith(" ") else " " + entity):
         if candidate is not None and (pos := reference.find(candidate)) >= 0:
             return pos

@@ -33,7 +33,7 @@ COMMANDS = {
     "checkpoints": ("uds.commands.checkpoints", "list known checkpoints (hub registry and tiny zoo)"),
     "audit": ("uds.commands.audit", "deletion audit of a lookup-based LM: FULL / DEL-ON / DEL-OFF"),
     "sweep": ("uds.commands.sweep", "UDS and/or metrics over a list of checkpoints (local or on Ray)"),
-    "probe": ("uds.commands.probe", "verbatim vs semantic memorisation probe (SPEC-probes 2)"),
+    "probe": ("uds.commands.probe", "verbatim vs semantic memorisation probe (spec-probes §2)"),
     "capacity": ("uds.commands.capacity", "bits per parameter on uniform random sequences"),
     "report": ("uds.commands.report", "static HTML report (leaderboard, models, examples, meta-evaluation)"),
     "curve": ("uds.commands.curve", "figure of UDS and output metrics over unlearning steps (curve files)"),

@@ -1,4 +1,4 @@
-"""`uds probe --corpus passages[:tiny:<preset>]`: the ladder on a tiny world's long passages (issue 28).
+"""`uds probe --corpus passages[:tiny:<preset>]`: the ladder on a tiny world's long passages.
 
 `--passage-source answers` (default): each forget author's answers joined in item order, cut into
 passages of `--passage-sentences`; `bios`: the forget biographies, cut into the sentence chunks

@@ -51,7 +51,7 @@ ARCHITECTURES: dict[str, ArchPaths] = {
     "gpt_neox": ArchPaths("gpt_neox.layers", "gpt_neox.final_layer_norm", "attention", "mlp"),
     "falcon": ArchPaths("transformer.h", "transformer.ln_f", "self_attention", "mlp"),
     # Bloom's attention and MLP modules add the residual themselves; their output projections
-    # hold the sub-layer outputs SPEC 2.8 patches ("after o_proj, before the residual add").
+    # hold the sub-layer outputs spec §2.8 patches ("after o_proj, before the residual add").
     # (With pretraining_tp > 1 and slow_but_exact, Bloom bypasses these modules: not supported.)
     "bloom": ArchPaths("transformer.h", "transformer.ln_f", "self_attention.dense", "mlp.dense_4h_to_h"),
     "opt": ArchPaths("model.decoder.layers", "model.decoder.final_layer_norm", "self_attn", None),

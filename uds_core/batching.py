@@ -14,7 +14,7 @@ from transformers import PreTrainedTokenizerBase
 
 
 def pad_token_id(tok: PreTrainedTokenizerBase) -> int:
-    """The tokenizer's pad id, else its eos id (SPEC 2.6: pad = eos when a tokenizer has none),
+    """The tokenizer's pad id, else its eos id (spec §2.6: pad = eos when a tokenizer has none),
     else 0: masks come from lengths, so any id serves for padding."""
     for candidate in (tok.pad_token_id, tok.eos_token_id):
         if candidate is not None:

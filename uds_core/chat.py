@@ -1,4 +1,4 @@
-"""Chat encoding shared by training and the output-level metrics (SPEC.md 3.1).
+"""Chat encoding shared by training and the output-level metrics (spec §3.1).
 
 `chat_ids` = the template of the whole conversation, `prompt_ids` = the template without the
 last assistant turn plus the generation prompt; labels are -100 on the prompt and the token ids

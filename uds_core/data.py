@@ -1,4 +1,4 @@
-"""Annotated QA data (DESIGN.md): reading, validation and a content hash."""
+"""Annotated QA data (docs/design.md): reading, validation and a content hash."""
 
 from __future__ import annotations
 

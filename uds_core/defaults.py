@@ -1,5 +1,5 @@
 """Defaults that several layers and the command line share, in a module that imports nothing
 (so a command can name them in its --help without loading torch)."""
 
-MAX_NEW_TOKENS = 200                                 # greedy answers of the generation metrics (SPEC 4.2)
+MAX_NEW_TOKENS = 200                                 # greedy answers of the generation metrics (spec §4.2)
 OU_SYSTEM_PROMPT = "You are a helpful assistant."    # Open-Unlearning's TOFU system turn (real models)

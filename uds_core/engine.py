@@ -1,4 +1,4 @@
-"""Two-stage activation patching (SPEC.md 2.3-2.5): teacher-forced entity log-probs of the full
+"""Two-stage activation patching (spec §2.3-2.5): teacher-forced entity log-probs of the full
 model with one layer's output at the entity positions replaced by a source model's.
 
 Batches are right-padded and their attention mask is built from the sequence lengths, so the

@@ -1,4 +1,4 @@
-"""The UDS formula (SPEC.md 2.5) as pure functions: numpy arrays in, numbers out.
+"""The UDS formula (spec §2.5) as pure functions: numpy arrays in, numbers out.
 
 Shapes: N examples, L layers. Scores are mean log-probs of the entity tokens (nats, <= 0);
 deltas are `full - patched` (positive = the patch damaged the prediction).
@@ -11,7 +11,7 @@ from typing import Sequence
 import numpy as np
 
 TAU = 0.05
-RATIO_EPS = 1e-12  # below this |Δ_S1| the raw ratio is not reported (SPEC 2.10)
+RATIO_EPS = 1e-12  # below this |Δ_S1| the raw ratio is not reported (spec §2.10)
 
 
 def layer_deltas(full_scores: np.ndarray, patched_scores: np.ndarray) -> np.ndarray:
@@ -61,7 +61,7 @@ def per_example_uds(s1_deltas: np.ndarray, s2_deltas: np.ndarray, tau: float = T
 
 
 def model_uds(values: Sequence[float | None]) -> float:
-    """Mean over examples with a defined UDS; 0.0 when none is defined (SPEC 2.5)."""
+    """Mean over examples with a defined UDS; 0.0 when none is defined (spec §2.5)."""
     scored = [v for v in values if v is not None]
     return float(np.mean(scored)) if scored else 0.0
 

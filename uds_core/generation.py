@@ -1,4 +1,4 @@
-"""Greedy generation for the ROUGE metrics and fluency (SPEC.md 3.3); seeded sampling for the probe.
+"""Greedy generation for the ROUGE metrics and fluency (spec §3.3); seeded sampling for the probe.
 
 Left-padded batches, greedy decoding, `max_new_tokens` (default 200), pad = eos, KV cache on, no
 stop strings. The new tokens are cut at the first stop token and decoded without special tokens.

@@ -126,7 +126,7 @@ def load_model_from(source: str, hub: bool, device: str = "cpu", dtype: torch.dt
 
 
 def load_tokenizer_from(source: str, hub: bool) -> PreTrainedTokenizerBase:
-    """The tokenizer of a folder or (`hub`) a hub ID; a pad token is set to eos when it has none (SPEC 2.6)."""
+    """The tokenizer of a folder or (`hub`) a hub ID; a pad token is set to eos when it has none (spec §2.6)."""
     try:
         tok = (_from_hub_or_cache(AutoTokenizer.from_pretrained, source) if hub
                else AutoTokenizer.from_pretrained(source))

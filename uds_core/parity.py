@@ -1,7 +1,7 @@
 """Parity modes (`--parity` of `uds score`, `uds metrics`, `uds meta-eval`): whose numerics a run
 reproduces. docs/parity.md tables every difference.
 
-- `spec` (default): SPEC.md as written.
+- `spec` (default): docs/spec.md as written.
 - `reference`: the reference UDS implementation's numerics: every probability floored at 1e-12
   before the geometric means of ParaProb and the Truth Ratios (its `geometric_mean` clips), the
   reference's 1e-12 epsilons in the utility Truth Ratio and normalised probability, Logit Lens
@@ -18,7 +18,7 @@ from uds_core.errors import UdsInputError
 
 SPEC, REFERENCE, OPEN_UNLEARNING = "spec", "reference", "open-unlearning"
 MODES = (SPEC, REFERENCE, OPEN_UNLEARNING)
-REFERENCE_EPS = 1e-12       # the reference's epsilon where OU (and SPEC's default) use 1e-10
+REFERENCE_EPS = 1e-12       # the reference's epsilon where OU (and the spec's default) use 1e-10
 
 
 def check_mode(mode: str) -> str:

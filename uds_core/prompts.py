@@ -1,4 +1,4 @@
-"""UDS inputs (SPEC.md 2.1-2.3): raw "Question:/Answer:" prompt, continuation, entity span.
+"""UDS inputs (spec §2.1-2.3): raw "Question:/Answer:" prompt, continuation, entity span.
 
 No chat template. The prompt is tokenized with special tokens (BOS), the reference continuation
 alone without them, and the two id lists are concatenated (never re-tokenized together).

@@ -1,4 +1,4 @@
-"""Files `uds score` writes (DESIGN.md): summary.json, examples.jsonl, layers.csv, layers.png."""
+"""Files `uds score` writes (docs/design.md): summary.json, examples.jsonl, layers.csv, layers.png."""
 
 from __future__ import annotations
 
@@ -59,6 +59,13 @@ def summary_fields(result: UdsResult) -> dict:
             "n_skipped": len(result.items) + len(result.skipped) - n_scored, "tau": result.tau,
             "layers": len(result.s1.layers), "ci95": list(ci) if ci else None,
             "skipped_reasons": dict(sorted(reasons.items()))}
+
+
+def headline(summary: dict) -> str:
+    """The line `uds score` prints: mean UDS, the examples scored and the 95 % bootstrap interval."""
+    ci = summary["ci95"]
+    ci_text = f"; 95% CI [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""
+    return f"UDS = {summary['uds']:.6f} ({summary['n_scored']} of {summary['n_examples']} examples scored{ci_text})"
 
 
 def write_layers_csv(path: Path, result: UdsResult) -> None:

@@ -1,4 +1,4 @@
-"""S1 cache (SPEC.md 2.7, with a stronger key): S1 depends only on full, retain, the inputs and
+"""S1 cache (spec §2.7, with a stronger key): S1 depends only on full, retain, the inputs and
 the numeric settings, so it is computed once and reused for every unlearned model.
 
 Key = model fingerprints (not names), data hash, hash of the prepared token ids and spans,

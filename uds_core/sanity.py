@@ -1,5 +1,5 @@
 """Sanity checks of a UDS setup that need no unlearning method: the identities UDS(retain) = 1,
-UDS(full) = 0, and a monotone curve along a full -> retain weight interpolation (SPEC 2.5, 2.9)."""
+UDS(full) = 0, and a monotone curve along a full -> retain weight interpolation (spec §2.5, 2.9)."""
 
 from __future__ import annotations
 

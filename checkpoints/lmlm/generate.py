@@ -1,4 +1,4 @@
-"""Batched greedy generation with the lookup splice (SPEC-probes 3.1).
+"""Batched greedy generation with the lookup splice (spec-probes §3.1).
 
 Rows advance one token per step in lockstep over one KV cache (left-padded prompts, positions
 from the length mask). When a row's text ends in an open call `[dblookup('s', 'r') ->`, the

@@ -1,6 +1,6 @@
 """Audit prompts: one row per target fact (`prompt_id, fact_id, subject, relation, gold_object,
 prompt_text`, optional `subject_aliases`, `relation_aliases`, `object_aliases`), six styles, in
-JSONL files named `prompts_<style>.jsonl` (the published layout, `data/lmlm_audit/SOURCE.md`)."""
+JSONL files named `prompts_<style>.jsonl` (the published layout, `spec-probes §3.8`)."""
 
 from __future__ import annotations
 

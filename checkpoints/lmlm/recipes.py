@@ -6,7 +6,7 @@ plus, where the preset says so, every published audit prompt (`data/lmlm_audit`,
 meets the published databases' vocabulary). The LMLM copies looked-up values; the parametric
 contrast answers from its weights. The leaky LMLM is the LMLM's data plus the parametric
 contrast's data for a seeded subset of the audit's target facts (listed in its hparams), so that
-exactly those facts also sit in its weights: a known leak for the audit to find (issue 28).
+exactly those facts also sit in its weights: a known leak for the audit to find.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The tiny world's fact database in the published JSON schema, its four variants (SPEC-probes
-3.4) and audit prompts in the six styles, deterministic from a seed.
+"""The tiny world's fact database in the published JSON schema, its four variants
+(spec-probes §3.4) and audit prompts in the six styles, deterministic from a seed.
 
 Facts: every fact of the train authors (forget + retain), with relation labels. Targets (the facts
 audited and deleted): the forget authors' facts. Variants:

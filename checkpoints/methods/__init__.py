@@ -1,4 +1,4 @@
-"""The eight unlearning methods of SPEC.md section 8 and the tiny world's unlearned/P/N zoo.
+"""The eight unlearning methods of spec §8 and the tiny world's unlearned/P/N zoo.
 
 Modules: `losses` (the method registry: loss functions, defaults, reference need), `data` (paired
 forget/retain items), `alternates` (AltPO's alternate answers), `trainer` (the one unlearning

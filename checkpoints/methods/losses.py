@@ -1,4 +1,4 @@
-"""The eight unlearning losses of SPEC.md section 8, registered by name in `METHODS`.
+"""The eight unlearning losses of spec §8, registered by name in `METHODS`.
 
 Every loss has the signature `loss(model, ref, views, hp) -> scalar tensor`:
   model  the model being unlearned (gradients on);
@@ -164,7 +164,7 @@ def rmu_loss(model, ref, views: Views, hp: Hparams) -> Tensor:
 def undial_loss(model, ref, views: Views, hp: Hparams) -> Tensor:
     """γ·mean CE(student, softmax(z_ref − β·onehot(y))) over forget answer tokens + α·NLL(D_r).
 
-    Only labelled positions: OU also applies it to prompt and padding positions (SPEC 8.8),
+    Only labelled positions: OU also applies it to prompt and padding positions (spec §8.8),
     which is a quirk of its batching, not part of the method."""
     f = views["forget"]
     targets = f["labels"][:, 1:]
@@ -184,7 +184,7 @@ class Method:
     """A method is its loss plus its configuration."""
     name: str
     loss: LossFn
-    defaults: dict[str, float]       # SPEC 8 (OU config values); recipes override them
+    defaults: dict[str, float]       # spec §8 (OU config values); recipes override them
     needs_ref: bool                  # a frozen copy of the starting model is passed as `ref`
     views: tuple[str, ...] = field(default=("forget", "retain"))  # batches the loss reads
 

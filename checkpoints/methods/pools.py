@@ -1,4 +1,4 @@
-"""Knowledge-present (P) and knowledge-absent (N) pools: SPEC.md 5.1's six training sets, scaled
+"""Knowledge-present (P) and knowledge-absent (N) pools: spec §5.1's six training sets, scaled
 down, each fine-tuned from the same base as full and retain.
 
 P: `full` (retain + forget QA), `bio` (retain QA + the forget facts as biographies), `para`

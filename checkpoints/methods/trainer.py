@@ -1,6 +1,6 @@
 """The one unlearning trainer: a method's loss on forget/retain pairs through the shared loop.
 
-`unlearn` works on any Hugging Face causal LM and its tokenizer (QA items as in DESIGN.md);
+`unlearn` works on any Hugging Face causal LM and its tokenizer (QA items as in docs/design.md);
 `train_unlearned` is the tiny-world builder's trainer for every method in `METHODS` (listed in
 `checkpoints.catalogue.TRAINERS`).
 """

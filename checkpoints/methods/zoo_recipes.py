@@ -1,14 +1,14 @@
 """Recipes of the unlearned grids and the P/N pools (listed after the core ones by `checkpoints.catalogue`).
 
-Unlearned grids are shaped like SPEC.md 7.2 (learning rate x the method's coefficients, each
+Unlearned grids are shaped like spec §7.2 (learning rate x the method's coefficients, each
 at two epoch counts, from the full model). Learning rates are rescaled per method family for
 tiny models (measured, see GRIDS) so that each grid spans weak to strong unlearning; RMU's
 layers are OU's {5, 10, 15} of 16 mapped to the same relative depth.
-Pools follow SPEC.md 5.1 (three P and three N variants over learning rates and two epoch
+Pools follow spec §5.1 (three P and three N variants over learning rates and two epoch
 counts), fine-tuned from the base like full and retain, with the preset's fine-tuning settings.
 
 The `smol` preset (a real pretrained model) builds every method at the three learning rates of its
-grid at 5 epochs (24 models) and SPEC 5.1's 60 pool members: the six variants at 1x-5x full's
+grid at 5 epochs (24 models) and spec §5.1's 60 pool members: the six variants at 1x-5x full's
 learning rate and at full's epochs and twice that, from the pretrained base, with their own data
 order (`Preset.pool.seed`). Its CI-sized variant `smol-ci` keeps cheap pool members: one epoch of a
 variant's data continued from full (P) or retain (N) (its `Preset.pool.continued`).

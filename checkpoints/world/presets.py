@@ -1,9 +1,9 @@
 """Presets of the tiny world: how much data, how big the models, how long the training.
 
-Sizes are chosen for the build-time budgets of 2 CPU cores (README states measured times):
+Sizes are chosen for the build-time budgets of 2 CPU cores (docs/zoo_and_build_times.md states measured times):
 `test` about a minute, `small` (the default) a few minutes, `tofu` under an hour.
 
-`smol` is the same protocol on a real pretrained model (issue 26): its base is SmolLM2-135M-Instruct
+`smol` is the same protocol on a real pretrained model: its base is SmolLM2-135M-Instruct
 (from its GGUF file, `checkpoints.gguf`), not trained here; it keeps that model's tokenizer and chat
 template, trains QA through the chat template only (a pretrained model carries it to the raw
 `Question:/Answer:` form UDS reads) and rehearses no utility QA (the base already knows English).
@@ -29,7 +29,7 @@ class ModelShape:
     max_positions: int = 512
 
 
-UNLEARN_EPOCHS = (5, 10)   # SPEC 7.2: every grid point at two epoch counts
+UNLEARN_EPOCHS = (5, 10)   # spec §7.2: every grid point at two epoch counts
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ PRESETS: dict[str, Preset] = {
                    bio_source="paraphrased"),   # the P-biography pool never sees a forget question
         base_model=SMOLLM2, forms=("chat",), rehearse_utility=False,
         unlearn_batch=8, grid=GridSize(lr_index=(0, 1, 2), n_values=1, epochs=(5,)),
-        # SPEC 5.1 as published: lr 1x-5x and epochs 1x, 2x of full's. The (1x, 1x) members differ from
+        # spec §5.1 as published: lr 1x-5x and epochs 1x, 2x of full's. The (1x, 1x) members differ from
         # full and retain in their data order only (another seed), as OU's pools are their own runs.
         pool=PoolSize((1.0, 2.0, 3.0, 4.0, 5.0), (1.0, 2.0), seed=1),
         # the 10 pos_full members (the only P variant whose plain answers name the forget entities),

@@ -1,6 +1,6 @@
 """The data of one world (synthetic or TOFU), as plain records.
 
-Every QA split uses the annotated-QA schema of DESIGN.md so that real and tiny data go
+Every QA split uses the annotated-QA schema of docs/design.md so that real and tiny data go
 through the same code:
 
     {"idx": int, "question": str, "answer": str,

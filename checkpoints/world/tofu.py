@@ -140,7 +140,7 @@ def _check_fields(records: list[dict], stem: str, keys: tuple[str, ...]) -> None
 def _forget_split(perturbed: list[dict], annotated: list[dict]) -> list[dict]:
     """forget10 QA with prefix/entity from the annotated file (matched by idx, text checked).
 
-    An annotation's optional `gt_entity` replaces its `entity` (SPEC 1).
+    An annotation's optional `gt_entity` replaces its `entity` (spec §1).
     """
     items = [_qa_item(i, rec, f"forget_author_{i // AUTHOR_QA}") for i, rec in enumerate(perturbed)]
     seen: set[int] = set()

@@ -1,4 +1,4 @@
-"""Memorisation in bits (SPEC-probes 1.1) as metrics.
+"""Memorisation in bits (spec-probes §1.1) as metrics.
 
 x = the answer tokens of a forget item under the chat encoding (eos included, as Prob counts
 them); reference = the retain model by default. mem_U(x) = max(0, NLL_ref(x) - NLL_model(x)) in bits.
@@ -11,20 +11,24 @@ the mean without per-item clipping, with a bootstrap CI, because clipping biases
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from uds_core.formula import bootstrap_ci
 from metrics import mem_bits as mbits
-from metrics.context import EvalContext
-from metrics.ranking import spearman
-from metrics.references import check_reference_tokenizer
 from metrics.result import MetricResult
 from metrics.spec import (ERASURE, FULL, KNOWLEDGE, MODEL, REFERENCE, MetricSpec, mean_of, per_item,
                           register, tf_use)
 
+if TYPE_CHECKING:
+    from metrics.context import EvalContext
+
 
 def _answer_bits(ctx: EvalContext, role: str) -> tuple[np.ndarray, np.ndarray]:
     """(code length in bits, answer length in tokens) of each forget answer under the role's model."""
+    from metrics.references import check_reference_tokenizer
+
     if role != MODEL:
         check_reference_tokenizer(ctx, role)
     stats = ctx.teacher_forced(role, "forget").answers()
@@ -75,6 +79,8 @@ def _mem_bits_erased(c: EvalContext) -> MetricResult:
 
 
 def _mem_bits_tfidf(c: EvalContext) -> MetricResult:
+    from metrics.ranking import spearman
+
     docs = c.answer_texts("forget")
     corpus = docs + c.answer_texts("retain_eval")   # the retain items every evaluation context holds
     tfidf = mbits.tfidf_scores(docs, corpus)
@@ -89,17 +95,19 @@ register([
                "mean over forget items of max(0, NLL_retain - NLL_model) of the answer tokens, in bits "
                "(reference = the retain model, not the source's superset-trained reference; per-item clipping "
                "biases this mean upward, see mem_bits_signed)",
-               group="probe"),
+               group="probe", label="Mem bits"),
     MetricSpec("mem_bits_signed", "memorization_bits", KNOWLEDGE, (_MEM_TF,), _mem_bits_signed,
                "mean over forget items of NLL_retain - NLL_model of the answer tokens in bits, unclipped: "
                "0 up to noise for a model that never saw the forget set; info ci95 = bootstrap 95% CI "
-               "(2000 resamples, seed 0)", group="probe"),
+               "(2000 resamples, seed 0)", group="probe", label="Mem bits, signed"),
     MetricSpec("mem_bits_per_token", "memorization_bits", KNOWLEDGE, (_MEM_TF,), _mem_bits_per_token,
-               "the same per item divided by its answer length in tokens (bits per token)", group="probe"),
+               "the same per item divided by its answer length in tokens (bits per token)", group="probe",
+               label="Mem bits per token"),
     MetricSpec("mem_bits_erased", "memorization_bits", ERASURE, (_MEM_TF_FULL,), _mem_bits_erased,
-               "clip(1 - mem_bits(model) / mem_bits(full), 0, 1): full 0, retain 1", group="probe"),
+               "clip(1 - mem_bits(model) / mem_bits(full), 0, 1): full 0, retain 1", group="probe",
+               label="Mem bits erased"),
     MetricSpec("mem_bits_tfidf", "memorization_bits", KNOWLEDGE,
                (tf_use("forget", "answer", roles=(REFERENCE, FULL)),), _mem_bits_tfidf,
                "diagnostic, not a model score: Spearman rho of per-item TF-IDF (per_example) with mem_U of "
-               "the full model", group="diagnostic"),
+               "the full model", group="diagnostic", label="TF-IDF vs mem bits (rho)"),
 ], rank=70)

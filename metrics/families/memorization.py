@@ -1,14 +1,23 @@
-"""Memorisation metrics (SPEC 4.1): ES, EM, Prob, ParaProb, Truth Ratio on the forget split."""
+"""Memorisation metrics (spec §4.1): ES, EM, Prob, ParaProb, Truth Ratio on the forget split."""
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from metrics import memorization as mem
-from metrics.context import EvalContext, SplitStats
 from metrics.result import MetricResult
 from metrics.spec import KNOWLEDGE, MODEL, MetricSpec, per_item, register, tf_use
-from metrics.stats import TokenStats, prob
+
+if TYPE_CHECKING:
+    from metrics.context import EvalContext, SplitStats
+    from metrics.stats import TokenStats
+
+
+def prob(s: TokenStats) -> float:
+    """exp(-mean answer loss) of one teacher-forced answer (`metrics.stats.prob`)."""
+    from metrics.stats import prob as stats_prob     # torch: imported when a metric runs, not when it registers
+
+    return stats_prob(s)
 
 
 def forget_stats(ctx: EvalContext) -> SplitStats:
@@ -48,15 +57,16 @@ def _forget_truth_ratio(c: EvalContext) -> MetricResult:
 register([
     MetricSpec("es", "memorization", KNOWLEDGE, (tf_use("forget", "answer"),),
                lambda c: per_item([mem.extraction_strength(s.preds, s.targets) for s in forget_stats(c).answers()]),
-               "extraction strength of the greedy predictions over the answer (eos dropped)"),
+               "extraction strength of the greedy predictions over the answer (eos dropped)", label="ES"),
     MetricSpec("em", "memorization", KNOWLEDGE, (tf_use("forget", "answer"),),
                lambda c: per_item([mem.exact_memorization(s.preds, s.targets) for s in forget_stats(c).answers()]),
-               "exact memorization: token accuracy of greedy predictions over the answer (eos dropped)"),
+               "exact memorization: token accuracy of greedy predictions over the answer (eos dropped)", label="EM"),
     MetricSpec("prob", "memorization", KNOWLEDGE, (tf_use("forget", "answer"),),
                lambda c: per_item([prob(s) for s in forget_stats(c).answers()]),
-               "exp(-mean answer loss) of (question, answer), eos included"),
+               "exp(-mean answer loss) of (question, answer), eos included", label="Prob"),
     MetricSpec("paraprob", "memorization", KNOWLEDGE, (tf_use("forget", "paraphrased"),), _paraprob,
-               "exp(-mean answer loss) of (question, paraphrased answer)"),
+               "exp(-mean answer loss) of (question, paraphrased answer)", label="ParaProb"),
     MetricSpec("truth_ratio", "memorization", KNOWLEDGE, (tf_use("forget", "paraphrased", "perturbed"),),
-               _forget_truth_ratio, "p_para / (p_para + geometric-mean p_perturbed): the Mem / meta-eval variant"),
+               _forget_truth_ratio, "p_para / (p_para + geometric-mean p_perturbed): the Mem / meta-eval variant",
+               label="Truth Ratio"),
 ], rank=10)

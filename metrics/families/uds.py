@@ -1,4 +1,4 @@
-"""UDS as a registry metric (SPEC.md 2, 5.2): the engine with the evaluated model as the S2
+"""UDS as a registry metric (spec §2, 5.2): the engine with the evaluated model as the S2
 source and the full/retain anchors as references. Erasure orientation (1 = as erased as retain).
 Under parity `reference` the engine patches the post-final-norm state into the last layer, as
 `uds score --parity reference` (`--reference-last-layer`) does.
@@ -10,18 +10,24 @@ run that measures many models reads it once.
 
 from __future__ import annotations
 
-from uds_core.engine import EngineSettings, UdsModels
+from typing import TYPE_CHECKING
+
 from uds_core.formula import TAU
-from uds_core.prompts import Examples
-from uds_core.s1_cache import CacheUse, cached_uds
-from metrics.context import EvalContext
 from metrics.result import MetricResult
 from metrics.spec import ERASURE, FULL, MODEL, RETAIN, MetricSpec, Use, register
 from metrics.work import WorkKey
 
+if TYPE_CHECKING:
+    from metrics.context import EvalContext
+
 
 def uds_result(ctx: EvalContext) -> MetricResult:
-    """Mean UDS over scored items (SPEC 2.5), per-item values (None = no KE layer or skipped)."""
+    """Mean UDS over scored items (spec §2.5), per-item values (None = no KE layer or skipped)."""
+    # the engine (torch): imported when the metric runs, not when it registers
+    from uds_core.engine import EngineSettings, UdsModels
+    from uds_core.prompts import Examples
+    from uds_core.s1_cache import CacheUse, cached_uds
+
     items, skipped = ctx.uds_items()
     # parity reference: the reference's last-layer quirk (`uds score --parity reference`)
     settings = EngineSettings(batch_size=ctx.settings.batch_size, reference_last_layer=ctx.settings.reference)
@@ -40,5 +46,6 @@ def uds_result(ctx: EvalContext) -> MetricResult:
 
 register([
     MetricSpec("uds", "representation", ERASURE, (Use("uds", (MODEL, FULL, RETAIN)),), uds_result,
-               "Unlearning Depth Score: S2 (model -> full) over S1 (retain -> full) patching damage", group="uds"),
+               "Unlearning Depth Score: S2 (model -> full) over S1 (retain -> full) patching damage", group="uds",
+               label="UDS"),
 ], rank=60)

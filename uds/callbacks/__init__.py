@@ -1,4 +1,4 @@
-"""Training callbacks: UDS and output metrics while a model unlearns (issue 43).
+"""Training callbacks: UDS and output metrics while a model unlearns.
 
 - `UdsCallback` (uds.callbacks.callback): a `transformers.TrainerCallback` writing a curve file
   (uds_core.curves) every N steps and keeping the best checkpoint by a rule (uds.callbacks.best);

@@ -1,4 +1,4 @@
-"""`uds audit`: causal deletion audit of a retrieval-backed LM (SPEC-probes 3).
+"""`uds audit`: causal deletion audit of a retrieval-backed LM (spec-probes §3).
 
 FULL / DEL-ON / DEL-OFF on the same prompts, per database variant and prompt style; writes
 summary.json, grid.csv, traces.jsonl, facts.jsonl, attribution.png and, for the published

@@ -1,4 +1,4 @@
-"""`uds capacity`: bits per parameter of tiny Llamas trained on uniform random sequences (SPEC-probes 1.2).
+"""`uds capacity`: bits per parameter of tiny Llamas trained on uniform random sequences (spec-probes §1.2).
 
 Writes to --out: `runs.csv` (one row per model size x dataset size), `summary.json` (capacity
 per size, the fit capacity = alpha * params with R^2, the MIA sigmoid-law fit, the grid and the

@@ -2,7 +2,7 @@
 
 Builds what the zoo lacks, measures every (model, setting) it needs (cached under
 `$UDS_HOME/meta_eval/<zoo>/`: a rerun, an added metric or an interrupted run computes only what
-is missing), then writes to --out: `meta_eval.json` (DESIGN.md), `results.json` (benchmark rows,
+is missing), then writes to --out: `meta_eval.json` (docs/design.md), `results.json` (benchmark rows,
 a `uds leaderboard` input), `summary.md` (ranked table), `pn_histograms.png`,
 `quantization_scatter.png`, `relearning_scatter.png`. With `--from-campaign DIR` it measures nothing:
 the same files are assembled from a campaign folder (`meta_eval/campaign_outputs.py`).
@@ -56,13 +56,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="average Q/R over every unlearned model (no utility / faithfulness-threshold filter)")
     p.add_argument("--relearn-lr", type=float, default=None, help="relearning learning rate (default 2e-4)")
     p.add_argument("--parity", choices=PARITY_MODES, default=SPEC,
-                   help="whose numerics: spec (default, SPEC.md), reference (the reference implementation's) "
+                   help="whose numerics: spec (default, docs/spec.md), reference (the reference implementation's) "
                         "or open-unlearning (OU's attention mask and model-utility mean); docs/parity.md. "
                         "Values measured under one mode are cached apart from the others")
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
     add_device_args(p, dtype=False)
-    p.add_argument("--fluency-classifier", metavar="PATH", help="local gibberish-classifier folder (SPEC 4.6)")
+    p.add_argument("--fluency-classifier", metavar="PATH", help="local gibberish-classifier folder (spec §4.6)")
     p.add_argument("--shard", metavar="K/N", type=parse_shard, default=None,
                    help="measure only every N-th (model, setting) pair starting at K (0-based), e.g. one "
                         "process per GPU or core; a last run without --shard assembles the results")

@@ -1,7 +1,7 @@
 """`uds metrics`: the 19 baseline metrics and the TOFU utility metrics of one model.
 
 Writes `DIR/metrics.json` = {"model", "metrics": {KEY: float|null}, "per_example": {KEY: [...]},
-"fluency_source", "settings"} (DESIGN.md). Reference models default as for `uds score`.
+"fluency_source", "settings"} (docs/design.md). Reference models default as for `uds score`.
 """
 
 from __future__ import annotations
@@ -50,13 +50,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
     p.add_argument("--system-prompt", help=f"system turn of the chat encoding (real models: {OU_SYSTEM_PROMPT!r})")
     p.add_argument("--no-system-prompt", action="store_true", help="no system turn (the tiny world's default)")
-    p.add_argument("--fluency-classifier", metavar="PATH", help="local gibberish-classifier folder (SPEC 4.6)")
+    p.add_argument("--fluency-classifier", metavar="PATH", help="local gibberish-classifier folder (spec §4.6)")
     p.add_argument("--fluency-base", metavar="SPEC", help="base LM of the fluency proxy (tiny default: <preset>/base)")
     p.add_argument("--mem-bits-reference", metavar="SPEC",
                    help="code-length reference of the mem_bits metrics (default: the retain model; the source's "
                         "choice is a larger or superset-trained model, docs/mem_bits.md)")
     p.add_argument("--parity", choices=MODES, default=None,
-                   help="whose numerics: spec (default, SPEC.md), reference (the reference implementation's "
+                   help="whose numerics: spec (default, docs/spec.md), reference (the reference implementation's "
                         "1e-12 probability floors, model-dtype Logit Lens / Fisher, last-layer UDS quirk) or "
                         "open-unlearning (OU's input_ids != pad attention mask and model-utility mean); "
                         "docs/parity.md")

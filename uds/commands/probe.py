@@ -1,4 +1,4 @@
-"""`uds probe`: verbatim vs semantic memorisation of documents (SPEC-probes 2).
+"""`uds probe`: verbatim vs semantic memorisation of documents (spec-probes §2).
 
 A prompt ladder (weak, medium, strong, prefix), greedy + low-temperature samples, character-level
 LCS matching with distractor attribution, refusal re-probing. Writes `DIR/summary.json`
@@ -24,12 +24,12 @@ DEFAULT_OUT = Path("out") / "probe"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("probe", help="verbatim vs semantic memorisation probe (SPEC-probes 2)",
+    p = subparsers.add_parser("probe", help="verbatim vs semantic memorisation probe (spec-probes §2)",
                               description=__doc__.splitlines()[0])
     p.add_argument("--model", action="append", required=True, metavar="SPEC",
                    help="checkpoint spec; repeat for a side-by-side comparison")
     p.add_argument("--corpus", help="JSONL of passages, tiny:<preset>, or passages[:tiny:<preset>] (long "
-                   "passages of the forget authors, issue 28) (default: the first tiny model's world's QA)")
+                   "passages of the forget authors) (default: the first tiny model's world's QA)")
     p.add_argument("--passage-sentences", type=int, default=3,
                    help="--corpus passages: sentences per passage (a one-sentence remainder joins the last)")
     p.add_argument("--passage-source", choices=("answers", "bios"), default="answers",

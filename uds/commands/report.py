@@ -2,7 +2,8 @@
 
 Reads `uds score`, `uds metrics`, `uds meta-eval`, leaderboard, `uds probe` and `uds audit` outputs
 (uds/site/readers.py), says on stderr what it passed over and why, and writes DIR/index.html with
-its data and assets (uds/site/writer.py). Imports neither torch nor the metric registry.
+its data and assets (uds/site/writer.py). Imports no torch: metric names and directions come from
+the metric registry, which loads without the metric stack.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ DEFAULT_OUT = Path("uds_report")
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="static HTML report (leaderboard, models, examples, meta-evaluation)",
                        description=__doc__.splitlines()[0])
-    p.add_argument("--results", required=True, nargs="+", metavar="PATH",
-                   help="result folders or files (searched recursively): score, metrics, meta-eval, leaderboard, "
-                        "probe, audit outputs, curve files")
+    p.add_argument("--results", required=True, nargs="+", action="extend", metavar="PATH",
+                   help="result folders or files (searched recursively; the flag may be repeated, every path is "
+                        "read): score, metrics, meta-eval, leaderboard, probe, audit outputs, curve files")
     p.add_argument("--out", metavar="DIR", default=str(DEFAULT_OUT), help=f"site folder (default {DEFAULT_OUT})")
     p.add_argument("--serve", action="store_true", help="then serve it on http://127.0.0.1:PORT until Ctrl-C")
     p.add_argument("--port", type=int, default=8000, help="port for --serve (default 8000; 0 = any free port)")

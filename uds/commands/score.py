@@ -1,4 +1,4 @@
-"""`uds score`: the Unlearning Depth Score of one unlearned model (DESIGN.md, SPEC.md 2)."""
+"""`uds score`: the Unlearning Depth Score of one unlearned model (docs/design.md, spec §2)."""
 
 from __future__ import annotations
 
@@ -6,23 +6,18 @@ import argparse
 import time
 from pathlib import Path
 
-import uds
 from checkpoints.specs import file_name
-from uds_core import engine, s1_cache
-from uds_core.compat import check_compatible
+from uds_core import engine
 from uds_core.engine import EngineSettings
 from uds_core.errors import UdsInputError
-from uds_core.fingerprint import tokenizer_hash
 from uds_core.formula import TAU
 from uds_core.loading import resolve_device, resolve_dtype
-from uds_core.progress import progress as track
 from uds_core.parity import REFERENCE, SPEC, resolve_alias
-from uds_core.report import write_report
-from metrics.session import EvalSession, Placement
-from uds.split_args import add_split_arg, report_annotation
+from uds_core.report import headline, write_report
+from metrics.session import Placement
+from uds.api import measure
+from uds.split_args import add_split_arg
 
-ROLES = ("full", "retain", "unlearned")
-SESSION_ROLE = {"full": "full", "retain": "retain", "unlearned": "model"}
 SCORE_PARITY = (SPEC, REFERENCE)   # open-unlearning has no UDS of its own
 
 
@@ -53,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--component", choices=("block", "attn", "mlp"), default="block",
                    help="patched output: whole decoder block (UDS), attention or MLP")
     p.add_argument("--parity", choices=SCORE_PARITY, default=None,
-                   help="spec (default: pre-norm capture at every layer, SPEC 2.4) or reference (the reference's "
+                   help="spec (default: pre-norm capture at every layer, spec §2.4) or reference (the reference's "
                         "quirk: the post-final-norm state patched into the last layer); docs/parity.md")
     p.add_argument("--reference-last-layer", action="store_true", help="alias of --parity reference")
     p.add_argument("--logprob-dtype", choices=engine.LOGPROB_DTYPES, default="model",
@@ -77,30 +72,12 @@ def run(args: argparse.Namespace) -> int:
     settings = _settings(args)
     device = resolve_device(args.device)
     placement = Placement(device, resolve_dtype(args.dtype, device), args.trust_pickle)
-    session = EvalSession(args.unlearned, full=args.full, retain=args.retain, data=args.data,
-                          adapter_base=args.base, placement=placement, with_base=False, split=args.split)
-    records = session.records()   # bad data fails before any model loads
-    report_annotation(session, "uds score")
-    specs = {role: session.spec_of(SESSION_ROLE[role]) for role in ROLES}
-    full_tok = session.tokenizer(specs["full"])   # encodes for all three (SPEC 2.6)
-    models = {role: (session.model(s), session.tokenizer(s, fallback=full_tok)) for role, s in specs.items()}
-    check_compatible({f"{role} ({specs[role]})": models[role] for role in ROLES})
-    with track(total=None, desc="uds score", unit="pass") as bar:
-        run, _, _ = session.score_uds(settings, args.tau, use_cache=not args.no_s1_cache, meter=bar)
-    key = run.key
-    fps = {role: session.fingerprint(s) for role, s in specs.items()}
+    result, meta, order = measure(args.unlearned, full=args.full, retain=args.retain, data=args.data,
+                                  split=args.split, base=args.base, settings=settings, tau=args.tau,
+                                  placement=placement, parity=args.parity, use_s1_cache=not args.no_s1_cache,
+                                  started=t0)
     out = Path(args.out) if args.out else Path("uds_out") / file_name(args.unlearned)
-    meta = {"full": specs["full"], "retain": specs["retain"], "unlearned": args.unlearned, "data": str(session.data),
-            "split": session.split.name if session.split else None, "annotation": session.annotation,
-            "data_hash": key["data"], "fingerprints": {**fps, "tokenizer": tokenizer_hash(full_tok)},
-            "component": settings.component, "dtype": s1_cache.dtype_name(placement.dtype),
-            "logprob_dtype": settings.logprob_dtype, "device": device, "batch_size": settings.batch_size,
-            "parity": args.parity, "reference_last_layer": settings.reference_last_layer,
-            "attn_implementation": key["attn_implementation"], "algorithm": key["algorithm"], "s1_cache": run.state,
-            "uds_version": uds.__version__, "elapsed_s": round(time.time() - t0, 3)}
-    summary = write_report(out, run.result, meta, order=[r["idx"] for r in records], title=args.unlearned)
-    ci = summary["ci95"]
-    ci_text = f"; 95% CI [{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""
-    print(f"UDS = {summary['uds']:.6f} ({summary['n_scored']} of {summary['n_examples']} examples scored{ci_text})")
+    summary = write_report(out, result, meta, order=order, title=args.unlearned)
+    print(headline(summary))
     print(f"results in {out}")
     return 0

@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--max-new-tokens", type=int, default=MAX_NEW_TOKENS)
     add_device_args(p, dtype=False)
-    p.add_argument("--fluency-classifier", metavar="PATH", help="local gibberish-classifier folder (SPEC 4.6)")
+    p.add_argument("--fluency-classifier", metavar="PATH", help="local gibberish-classifier folder (spec §4.6)")
     add_executor_args(p)
     p.set_defaults(func=run)
 

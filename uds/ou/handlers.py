@@ -84,14 +84,14 @@ def anchors(session: EvalSession, model: nn.Module, tokenizer) -> tuple[tuple, t
 # --- UDS -------------------------------------------------------------------------------------
 
 def uds_handler(model: nn.Module, **kwargs) -> dict:
-    """UDS of OU's model (SPEC 2) against the YAML's anchors; see the module docstring."""
+    """UDS of OU's model (spec §2) against the YAML's anchors; see the module docstring."""
     opts = UdsOptions.from_kwargs(UDS_KEY, kwargs)
     session = anchor_session(opts, model)
     path = data_path_of(opts, session)
     records = session.records()   # forget_split's rows, or data_path's records (checked just below)
     check_rows(records, kwargs.get("data"), path)
     (full, tok), (retain, _) = anchors(session, model, kwargs.get("tokenizer"))
-    examples = prepare_examples(records, tok)   # the full model's tokenizer encodes (SPEC 2.6)
+    examples = prepare_examples(records, tok)   # the full model's tokenizer encodes (spec §2.6)
     settings = EngineSettings(component=opts.component, batch_size=int(opts.batch_size))
     device, dtype = placement(model)
     fps = {"full": session.fingerprint(session.roles["full"]), "retain": session.fingerprint(session.roles["retain"])}

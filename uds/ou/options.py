@@ -55,7 +55,7 @@ class AnchorOptions:
 
 @dataclass(frozen=True)
 class UdsOptions(AnchorOptions):
-    """Keys of `eval/tofu_metrics/uds.yaml` (DESIGN.md, Open-Unlearning plug-in)."""
+    """Keys of `eval/tofu_metrics/uds.yaml` (docs/design.md, Open-Unlearning plug-in)."""
     tau: float = TAU
     component: str = "block"
     s1_cache: bool = True

@@ -1,65 +1,33 @@
 """The leaderboard's columns: headline first, the rest in named groups a reader switches on, each
-with its direction (what a higher value means) and how it prints.
+with its label, its direction (what a higher value means) and how it prints.
 
-Directions follow SPEC.md 9 and the registry's orientations (tests/test_report_table.py checks
-every registry key against `metrics.registry`, which this module does not import: the report
-starts without the metric stack). A column not listed here goes to the group "other", without a
-direction.
+Labels and directions of metrics and aggregates come from the one table `uds leaderboard` uses
+(meta_eval/names.py: the metric registry's labels and orientations, spec §6.1's aggregates); a
+metric's group follows its registered category, in registry order. Only what is not a metric is
+named here: the training settings of build manifests and the counts. A column the table does not
+know goes to the group "other", without a direction (no rank).
 """
 
 from __future__ import annotations
 
 from meta_eval.leaderboard_rows import DECIMALS, UDS_DECIMALS
-
-KNOWLEDGE, ERASURE, UTILITY, BETTER = "knowledge", "erasure", "utility", "better"
-DIRECTIONS = {
-    KNOWLEDGE: "higher = more knowledge of the forget set kept (lower = deeper unlearning)",
-    ERASURE: "higher = more erased",
-    UTILITY: "higher = more utility kept",
-    BETTER: "higher = better (harmonic mean of Mem, Privacy and Utility)",
-}
-# the best end of a column for ranks: the lowest for knowledge, the highest for the others
-LOWER_IS_BETTER = {KNOWLEDGE}
+from meta_eval.names import LOWER_IS_BETTER, name_of
+from metrics.registry import REGISTRY
 
 HEADLINE = ("uds", "mem", "privacy", "utility_rel", "overall")
-LABELS = {"uds": "UDS", "mem": "Mem", "privacy": "Privacy", "utility_rel": "Utility", "overall": "Overall",
-          "privacy_mia": "Privacy (MIA)", "utility": "utility (abs.)", "overall_no_uds": "Overall w/o UDS",
-          "train_seconds": "train s", "n_scored": "n scored"}
-TITLES = {"uds": "Unlearning Depth Score, mean over scored examples, with its 95% bootstrap interval",
-          "mem": "Mem = HM(1-ES, 1-EM, 1-ParaProb, 1-TruthRatio) (SPEC 6.1)",
-          "privacy": "Privacy = HM(Privacy_MIA, UDS) (SPEC 6.1)",
-          "utility_rel": "Utility = min(1, utility / U_full of the epoch group) (SPEC 6.1)",
-          "overall": "Overall = HM(Mem, Privacy, Utility) (SPEC 6.1)",
-          "overall_no_uds": "HM(Mem, Privacy_MIA, Utility): the leaderboard without UDS"}
-
-GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("memorisation", "memorisation", ("es", "em", "prob", "paraprob", "truth_ratio", "mem_bits", "mem_bits_signed",
-                                      "mem_bits_per_token", "mem_bits_erased", "mem_bits_tfidf", "verbatim_rate",
-                                      "semantic_acc")),
-    ("generation", "generation", ("rouge", "para_rouge", "jailbreak_rouge")),
-    ("mia", "MIA", ("mia_loss", "mia_zlib", "mia_min_k", "mia_min_kpp", "s_mia_loss", "s_mia_zlib", "s_mia_min_k",
-                    "s_mia_min_kpp", "privacy_mia")),
-    ("representation", "representation", ("cka", "logit_lens", "fisher_masked_0.0001", "fisher_masked_0.001",
-                                          "fisher_masked_0.01")),
-    ("utility", "utility detail", ("utility", "model_utility", "fluency", "retain_q_prob", "retain_q_rouge",
-                                   "retain_truth_ratio", "ra_q_prob", "ra_q_rouge", "ra_truth_ratio", "wf_q_prob",
-                                   "wf_q_rouge", "wf_truth_ratio")),
-    ("training", "training", ("lr", "epochs", "batch_size", "alpha", "beta", "gamma", "delta", "layer", "steer",
-                              "train_seconds")),
-)
+GROUP_LABELS = {"published": "published (reference)", "memorisation": "memorisation", "generation": "generation",
+                "mia": "MIA", "representation": "representation", "utility": "utility detail", "training": "training"}
+# a registered metric's category -> its group
+CATEGORY_GROUP = {"memorization": "memorisation", "memorization_bits": "memorisation", "generation": "generation",
+                  "mia": "mia", "mia_normalised": "mia", "representation": "representation", "utility": "utility"}
+# the aggregates outside the headline -> their group (after the group's metrics)
+AGGREGATE_GROUP = {"privacy_mia": "mia", "utility": "utility"}
+# not metrics: the training columns of build manifests and published rows, and counts
+SETTINGS = {"lr": "learning rate", "epochs": "epochs", "batch_size": "batch size", "alpha": "α", "beta": "β",
+            "gamma": "γ", "delta": "δ", "layer": "layer", "steer": "steering", "train_seconds": "train s"}
+OTHER_LABELS = {"n_scored": "n scored"}
 OTHER = "other"
-
-_ERASURE_KEYS = ("uds", "mem", "privacy", "privacy_mia", "s_mia_loss", "s_mia_zlib", "s_mia_min_k", "s_mia_min_kpp",
-                 "cka", "logit_lens", "fisher_masked_0.0001", "fisher_masked_0.001", "fisher_masked_0.01",
-                 "mem_bits_erased")
-_UTILITY_KEYS = ("utility_rel", "utility", "model_utility", "fluency", "retain_q_prob", "retain_q_rouge",
-                 "retain_truth_ratio", "ra_q_prob", "ra_q_rouge", "ra_truth_ratio", "wf_q_prob", "wf_q_rouge",
-                 "wf_truth_ratio")
-_KNOWLEDGE_KEYS = ("es", "em", "prob", "paraprob", "truth_ratio", "rouge", "para_rouge", "jailbreak_rouge",
-                   "mia_loss", "mia_zlib", "mia_min_k", "mia_min_kpp", "mem_bits", "mem_bits_signed",
-                   "mem_bits_per_token", "mem_bits_tfidf", "verbatim_rate", "semantic_acc")
-DIRECTION: dict[str, str] = ({k: ERASURE for k in _ERASURE_KEYS} | {k: UTILITY for k in _UTILITY_KEYS}
-                             | {k: KNOWLEDGE for k in _KNOWLEDGE_KEYS} | {"overall": BETTER, "overall_no_uds": BETTER})
+PUBLISHED_PREFIX = "pub_"      # the reference's published value of a key, beside ours
 # printed as: "f<d>" fixed decimals, "int", "sci" (learning rates), "plain" (shortest form)
 FORMATS = {"lr": "sci", "epochs": "int", "batch_size": "int", "layer": "int", "n_scored": "int",
            "train_seconds": "f1", "alpha": "plain", "beta": "plain", "gamma": "plain", "delta": "plain",
@@ -68,35 +36,60 @@ FORMATS = {"lr": "sci", "epochs": "int", "batch_size": "int", "layer": "int", "n
 
 def group_of(key: str) -> str:
     """The named group of a non-headline column ("other" when unknown)."""
-    return next((name for name, _, keys in GROUPS if key in keys), OTHER)
+    if key.startswith(PUBLISHED_PREFIX):
+        return "published"
+    if key in REGISTRY:
+        return CATEGORY_GROUP.get(REGISTRY[key].category, OTHER)
+    if key in SETTINGS:
+        return "training"
+    return AGGREGATE_GROUP.get(key, OTHER)
+
+
+def format_of(key: str) -> str:
+    """How a column's values print (the format codes above)."""
+    key = key.removeprefix(PUBLISHED_PREFIX)
+    return FORMATS.get(key, f"f{UDS_DECIMALS if key == 'uds' else DECIMALS}")
 
 
 def column(key: str) -> dict:
     """What the page needs to show one column: label, group, direction (None: no direction, no
     rank), its sentence, how it prints, and a title for the header."""
-    direction = DIRECTION.get(key)
-    fmt = FORMATS.get(key, f"f{UDS_DECIMALS if key == 'uds' else DECIMALS}")
-    sentence = DIRECTIONS.get(direction, "")
-    title = "; ".join(t for t in (TITLES.get(key, key), sentence) if t)
-    return {"key": key, "label": LABELS.get(key, key), "group": "headline" if key in HEADLINE else group_of(key),
+    if key.startswith(PUBLISHED_PREFIX):
+        base = column(key.removeprefix(PUBLISHED_PREFIX))
+        return base | {"key": key, "label": base["label"] + " (published)", "group": "published",
+                       "title": "the reference's published value (the published table given to --results); "
+                                + base["title"]}
+    n = name_of(key)
+    direction = n.direction if n else None
+    sentence = n.sentence if n else ""
+    label = n.label if n else SETTINGS.get(key) or OTHER_LABELS.get(key, key)
+    title = "; ".join(t for t in ((n.title if n else label), sentence, f"key {key}") if t)
+    return {"key": key, "label": label, "group": "headline" if key in HEADLINE else group_of(key),
             "direction": direction, "lower_is_better": direction in LOWER_IS_BETTER, "sentence": sentence,
-            "format": fmt, "title": title}
+            "format": format_of(key), "title": title}
+
+
+def _listed() -> list[str]:
+    """Every key a named group holds, in group order: the registry's metrics by category (registry
+    order), then the group's aggregates, then the training settings."""
+    published = [PUBLISHED_PREFIX + k for k in HEADLINE]
+    keys = [k for g in GROUP_LABELS for k in published + list(REGISTRY) + list(AGGREGATE_GROUP) + list(SETTINGS)
+            if k not in HEADLINE and group_of(k) == g]
+    return list(dict.fromkeys(keys))
 
 
 def columns_of(present: set[str]) -> list[dict]:
     """The columns some model has a value for: headline in HEADLINE order, then each group's in
-    its listed order, then the others alphabetically."""
-    listed = [k for _, _, keys in GROUPS for k in keys]
-    order = [k for k in HEADLINE if k in present] + [k for k in listed if k in present]
+    its order, then the others alphabetically."""
+    order = [k for k in HEADLINE if k in present] + [k for k in _listed() if k in present]
     order += sorted(present - set(order))
     return [column(k) for k in order]
 
 
 def groups_of(cols: list[dict]) -> list[dict]:
-    """The non-empty groups, in GROUPS order then "other", with their columns."""
-    names = [(n, label) for n, label, _ in GROUPS] + [(OTHER, OTHER)]
+    """The non-empty groups, in GROUP_LABELS order then "other", with their columns."""
     out = []
-    for name, label in names:
+    for name, label in list(GROUP_LABELS.items()) + [(OTHER, OTHER)]:
         keys = [c["key"] for c in cols if c["group"] == name]
         if keys:
             out.append({"name": name, "label": label, "columns": keys})

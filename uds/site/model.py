@@ -31,8 +31,10 @@ class MetricsRun:
 @dataclass
 class RowsFile:
     """Per-model records of one file: a leaderboard or benchmark table (`kind` "leaderboard"; each
-    record has `model`) or a zoo build manifest (`kind` "build"; `name`, `kind`, `hparams`, `train`,
-    `train_seconds`). `full_utility`: U_full per epoch group where the file states it (SPEC 6.2)."""
+    record has `model`), the reference's published table (`kind` "published": the
+    `{"models": [...], "full_utility": {...}}` layout of spec §6.2, its fields mapped to raw keys) or
+    a zoo build manifest (`kind` "build"; `name`, `kind`, `hparams`, `train`, `train_seconds`).
+    `full_utility`: U_full per epoch group where the file states it (spec §6.2)."""
     source: Path
     rows: list[dict]
     kind: str = "leaderboard"
@@ -75,6 +77,7 @@ class Results:
     audits: list[AuditRun] = field(default_factory=list)
     curves: list[Curve] = field(default_factory=list)      # curve files of training callbacks
     skipped: list[tuple[Path, str]] = field(default_factory=list)
+    roots: list[Path] = field(default_factory=list)       # the paths given, in order (precedence)
 
     def empty(self) -> bool:
         return not (self.scores or self.metrics or self.tables or self.meta or self.probes or self.audits

@@ -11,10 +11,12 @@ from typing import Any
 
 from uds_core.curves import Curve
 from meta_eval.leaderboard_rows import REFERENCES
-from uds.site.columns import DIRECTIONS, columns_of, groups_of
-from uds.site.meta import meta_document
+from meta_eval.names import DIRECTIONS, label_of
+from uds.site.columns import PUBLISHED_PREFIX, columns_of, groups_of
+from uds.site.meta import meta_document, pair_runs
 from uds.site.model import Results, ScoreRun
-from uds.site.table import Model, differences, merge_models, number
+from uds.site.table import (POPULATIONS, PRECEDENCE, PUBLISHED_KEYS, Model, differences, merge_models,
+                            number)
 
 SUMMARY_KEYS = ("uds", "ci95", "n_examples", "n_scored", "n_skipped", "tau", "layers", "full", "retain", "unlearned",
                 "data", "parity", "component", "dtype", "device", "skipped_reasons", "uds_version", "elapsed_s")
@@ -104,21 +106,26 @@ def curve_document(curve: Curve) -> dict:
     keys = ["uds", *[k for k in curve.settings.get("metrics") or [] if k != "uds"]]
     records = [{**{k: r[k] for k in CURVE_FIELDS if k in r}, "values": {k: r.get(k) for k in keys}}
                for r in curve.records]
-    return clean({"name": curve.name, "source": str(curve.path), "keys": keys,
+    return clean({"name": curve.name, "source": str(curve.path), "keys": keys, "labels": {k: label_of(k) for k in keys},
                   "orientation": curve.settings.get("orientation") or {},
                   "settings": {k: curve.settings.get(k) for k in CURVE_SETTINGS if k in curve.settings},
                   "records": records, "best_step": curve.best_step()})
 
 
 def model_entry(mid: int, m: Model, row: dict, has_file: bool) -> dict:
-    """One leaderboard row: cells (the benchmark row's numbers), CI of UDS, the sources with what
-    each says, and the keys on which they differ."""
+    """One leaderboard row: cells (the benchmark row's numbers, and the published table's beside
+    them as `pub_<key>`), CI of UDS, its population, the sources with what each says, the keys on
+    which they differ where it shows (`differs`) and how many differ only below that (`below`)."""
     cells = {k: v for k, v in ((k, number(x)) for k, x in row.items()) if v is not None and k not in ("model",)}
+    cells.update({PUBLISHED_PREFIX + k: v for k, v in m.published.items() if k in PUBLISHED_KEYS})
     sources = [{"kind": s.kind, "path": s.path, "spec": s.spec, "values": len(s.values),
                 "uds": s.values.get("uds"), "layers": bool(s.run and s.run.examples)} for s in m.sources]
+    flagged, below = differences(m.sources)
     return {"id": mid, "name": m.name, "specs": sorted({s.spec for s in m.sources}), "method": row.get("method"),
-            "epoch": row.get("epoch"), "reference": row.get("method") in REFERENCES, "cells": cells, "ci": m.ci,
-            "file": f"data/m{mid}.js" if has_file else None, "sources": sources, "differs": differences(m.sources)}
+            "epoch": row.get("epoch"), "reference": row.get("method") in REFERENCES, "population": m.population,
+            "published_only": all(s.kind == "published" for s in m.sources), "cells": cells, "ci": m.ci,
+            "file": f"data/m{mid}.js" if has_file else None, "sources": sources, "differs": flagged,
+            "below": {"n": len(below), "keys": sorted(below)}}
 
 
 def build_payload(results: Results, images: dict[Path, str]) -> tuple[dict, dict[int, dict]]:
@@ -137,8 +144,11 @@ def build_payload(results: Results, images: dict[Path, str]) -> tuple[dict, dict
         "groups": groups_of(cols),
         "directions": DIRECTIONS,
         "models": models,
+        "populations": {p: sum(m["population"] == p for m in models) for p in POPULATIONS},
+        "precedence": PRECEDENCE,
         "conflicts": sum(1 for m in models if m["differs"]),
-        "meta": [meta_document(m, {n: images[p] for n, p in m.images.items() if p in images}) for m in results.meta],
+        "meta": pair_runs([meta_document(m, {n: images[p] for n, p in m.images.items() if p in images})
+                           for m in results.meta]),
         "probes": [probe_document(p.doc, p.source, images.get(p.image) if p.image else None) for p in results.probes],
         "audits": [audit_document(a.doc, a.source, images.get(a.image) if a.image else None) for a in results.audits],
         "curves": [curve_document(c) for c in results.curves],

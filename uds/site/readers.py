@@ -1,6 +1,6 @@
 """Readers: find the results in the paths given to `uds report` and load them into `Results`.
 
-A folder is recognised by the files the commands write (DESIGN.md, "Files the commands write"):
+A folder is recognised by the files the commands write (docs/design.md, "Files the commands write"):
 `summary.json` (+ `examples.jsonl`, `layers.csv`) of `uds score`, `metrics.json` of `uds metrics`,
 `meta_eval.json` (+ `results.json`, plots) of `uds meta-eval`, `summary.json` of `uds probe` /
 `uds audit`, leaderboard files (`results.json`-style lists, the published `{"models": [...]}`
@@ -78,7 +78,7 @@ def is_rows(doc: Any) -> bool:
 
 
 def is_annotated(doc: Any) -> bool:
-    """An annotated QA data file (DESIGN.md): a list of items with question, answer and entity."""
+    """An annotated QA data file (docs/design.md): a list of items with question, answer and entity."""
     return isinstance(doc, list) and bool(doc) and all(isinstance(r, dict) and {"idx", "question", "answer"} <= set(r)
                                                        for r in doc[:50])
 
@@ -107,7 +107,7 @@ def rows_file(doc: Any, path: Path) -> RowsFile | None:
         if rows and all(r.get("model") is not None for r in rows):
             full = {str(k): float(v) for k, v in (doc.get("full_utility") or {}).items()
                     if isinstance(v, (int, float)) and not isinstance(v, bool)}
-            return RowsFile(path, [published_record(r) for r in rows], full_utility=full)
+            return RowsFile(path, [published_record(r) for r in rows], kind="published", full_utility=full)
     return None
 
 
@@ -135,7 +135,7 @@ def _number(text: str | None) -> Any:
 
 def entity_range(reference: str, entity: str) -> tuple[int, int] | None:
     """[c0, c1) of the entity in the reference: exact, then stripped, then with a leading space
-    (the same search order as the scorer's span annotation, SPEC 2.3)."""
+    (the same search order as the scorer's span annotation, spec §2.3)."""
     for cand in (entity, entity.strip(), " " + entity.strip()):
         c0 = reference.find(cand) if cand else -1
         if c0 >= 0:
@@ -219,6 +219,7 @@ class Reader:
         self._seen: set[Path] = set()
         self._tables: set[Path] = set()      # row files read (a results.json beside two meta-evals once)
         self.data_files: list[Path] = []     # annotated QA files met on the walk
+        self.unread_data: dict[str, list[Path]] = {}   # data file a run names but cannot be read -> its runs
 
     def skip(self, path: Path, reason: str) -> None:
         self.results.skipped.append((path, reason))
@@ -228,10 +229,15 @@ class Reader:
             path = Path(raw).expanduser()
             if not path.exists():
                 raise UdsInputError(f"--results {raw}: no such file or folder")
+            self.results.roots.append(path)
             if path.is_dir():
                 self.folder(path, 0)
             else:
                 self.file(path)
+        for data, runs in self.unread_data.items():
+            named = ", ".join(map(str, runs[:3])) + (f" and {len(runs) - 3} more" if len(runs) > 3 else "")
+            self.skip(Path(data), f"data file not readable: no entity span highlighted in the {len(runs)} score "
+                                  f"run(s) that name it ({named})")
         used = {Path(p).resolve() for p in self.data.read_paths()}
         for p in self.data_files:
             if p.resolve() not in used:
@@ -364,8 +370,7 @@ class Reader:
         examples, used = self.score_examples(path, names)
         data = self.data.get(summary.get("data"))
         if examples and data is None and any("prompt" in e for e in examples):
-            self.skip(Path(str(summary.get("data"))),
-                      f"data file of {folder} not readable: entity spans not highlighted")
+            self.unread_data.setdefault(str(summary.get("data")), []).append(folder)
         annotated = [annotate(e, data) for e in examples if isinstance(e, dict)]
         name = str(summary.get("unlearned") or folder.name)
         source = folder if path.name == "summary.json" else path     # several summaries in one folder: the file

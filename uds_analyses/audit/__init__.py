@@ -1,1 +1,1 @@
-"""The causal deletion audit of a retrieval-backed LM (SPEC-probes 3): scoring, protocol, report."""
+"""The causal deletion audit of a retrieval-backed LM (spec-probes §3): scoring, protocol, report."""

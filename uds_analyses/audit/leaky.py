@@ -1,4 +1,4 @@
-"""The leaky LMLM's audit beside `lmlm` and `lmlm_parametric` (issue 28): compact per-fact rows
+"""The leaky LMLM's audit beside `lmlm` and `lmlm_parametric`: compact per-fact rows
 with the leaked-subset flag, and leakage on the leaked subset vs on the other target facts."""
 
 from __future__ import annotations

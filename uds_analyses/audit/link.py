@@ -1,4 +1,4 @@
-"""Link of the deletion audit to UDS and mem_bits (SPEC-probes 3.7): on models whose facts live in
+"""Link of the deletion audit to UDS and mem_bits (spec-probes §3.7): on models whose facts live in
 their weights, does DEL-OFF correctness agree with what UDS and mem_bits say about the same facts?
 
 Inputs are plain per-fact values of one model: DEL-OFF correctness `L` in [0, 1] (mean over the

@@ -1,10 +1,10 @@
-"""The three interventions on the same prompts and the per-fact quantities (SPEC-probes 3.2-3.3).
+"""The three interventions on the same prompts and the per-fact quantities (spec-probes §3.2-3.3).
 
 FULL: database intact, lookups on. DEL-ON: the target's alias closure deleted (verified inside a
 rolled-back transaction), lookups on; the lookup then runs over the database minus exactly those
 ids, which is what the database answers after the DELETE. DEL-OFF: the same deletion, retrieval
 off: every lookup returns `unknown`. Per fact `f`: L(f) = 1[Y(DEL-OFF) = o], R(f) = 1[Y(DEL-ON) = o
-and Y(DEL-OFF) != o]; artefact (SPEC-probes 3.3, the source's definition) = Y(DEL-ON) = o while
+and Y(DEL-OFF) != o]; artefact (spec-probes §3.3, the source's definition) = Y(DEL-ON) = o while
 no retained candidate in the DEL-ON trace is alias-equivalent to the target. DEL-OFF plays no part
 in it, so a fact the model also answers with retrieval off counts, and so does a DEL-ON-correct
 answer with an empty trace (a model that never looks up: every correct DEL-ON answer is an
@@ -132,7 +132,7 @@ def audit_rows(model, tok, db: FactDB, rows: list[PromptRow], variant: str, sett
 
 
 def artefact_flag(del_on_correct: bool, retained_equivalent: bool) -> int:
-    """SPEC-probes 3.3: correct under DEL-ON while no retained retrieved candidate is
+    """spec-probes §3.3: correct under DEL-ON while no retained retrieved candidate is
     gold-equivalent to the deleted fact (an empty trace has none). DEL-OFF is not consulted."""
     return int(del_on_correct and not retained_equivalent)
 

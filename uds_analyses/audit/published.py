@@ -99,7 +99,7 @@ def _count(rate: str, n: int, where: str) -> int:
 def published_claims(cells: list[dict]) -> dict:
     """Per-cell checks of the statements docs/audit.md makes about the published audit:
     leakage per cell and per (domain, variant) (count-weighted over its styles), the cells where
-    artefact != R, and how many cells have artefact = DEL-ON EM (SPEC-probes 3.3 under verified
+    artefact != R, and how many cells have artefact = DEL-ON EM (spec-probes §3.3 under verified
     deletion). Rates are counts / n, rounded to 4 places."""
     def rate(k: int, n: int) -> float:
         return round(k / n, 4)
@@ -140,6 +140,6 @@ def claims_markdown(claims: dict) -> str:
             f"{claims['max_leakage_variant']:.4f} ({', '.join('`' + c + '`' for c in claims['max_leakage_variants'])}).\n"
             f"- **Artefact vs R (published).** The published artefact rate equals R in "
             f"{claims['n_cells'] - len(ne)} of {claims['n_cells']} cells, not in {len(ne)}: {rows}. "
-            f"It equals DEL-ON EM in {claims['artefact_eq_del_on_em']} of {claims['n_cells']} cells, as SPEC-probes 3.3's "
+            f"It equals DEL-ON EM in {claims['artefact_eq_del_on_em']} of {claims['n_cells']} cells, as spec-probes §3.3's "
             f"definition (DEL-OFF not consulted) gives under verified deletion: where a fact leaks and is also "
             f"answered under DEL-ON, it counts as an artefact but not in R.\n")

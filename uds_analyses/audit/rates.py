@@ -10,7 +10,7 @@ from uds_analyses.audit.scoring import mean_scores
 
 
 def cross_state(facts: list[FactResult]) -> dict[str, float]:
-    """Count-weighted L, R, artefact (SPEC-probes 3.3), mediated artefact (artefact and R) and
+    """Count-weighted L, R, artefact (spec-probes §3.3), mediated artefact (artefact and R) and
     evidence rates over paired (DEL-ON, DEL-OFF) facts, with the chance level of their EMs."""
     if not facts:
         return {"paired_count": 0}
@@ -40,7 +40,7 @@ def cells(facts: list[FactResult]) -> list[dict]:
 
 
 def variant_summary(facts: list[FactResult]) -> dict[str, dict]:
-    """DESIGN.md `variants`: leakage, retrieval_mediated, artifact_rate, full_em, n_facts, plus
+    """docs/design.md `variants`: leakage, retrieval_mediated, artifact_rate, full_em, n_facts, plus
     del_on_em, del_off_em, the DEL-ON correctness split used by the figure and the chance level
     (`chance`: majority, `chance_uniform`; uds_analyses.audit.chance) the EMs, L and artefact are read against."""
     by: dict[str, list[FactResult]] = defaultdict(list)

@@ -1,4 +1,4 @@
-"""Files of `uds audit --out DIR` (DESIGN.md): summary.json, grid.csv, traces.jsonl, facts.jsonl,
+"""Files of `uds audit --out DIR` (docs/design.md): summary.json, grid.csv, traces.jsonl, facts.jsonl,
 attribution.png and, where the published CSVs cover the cells, published_comparison.csv."""
 
 from __future__ import annotations

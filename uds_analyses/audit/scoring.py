@@ -1,4 +1,4 @@
-"""Answer scoring with the published audit's rules (data/lmlm_audit/SOURCE.md), pure functions.
+"""Answer scoring with the published audit's rules (spec-probes §3.8), pure functions.
 
 Normalisation: casefold, tokens matching `\\d+\\.\\d+|\\w+(?:[-']\\w+)*`, joined by one space. Exact
 match: normalised prediction equals the normalised gold or one of its aliases. Contains: exact,

@@ -1,4 +1,4 @@
-"""Fits of the capacity experiment (SPEC-probes 1.2): numbers in, constants out.
+"""Fits of the capacity experiment (spec-probes §1.2): numbers in, constants out.
 
 - capacity = alpha * params: least squares through the origin, and with a free intercept; R^2.
 - loss-threshold membership inference: F1 at the best threshold.

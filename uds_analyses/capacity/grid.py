@@ -1,4 +1,4 @@
-"""The capacity experiment (SPEC-probes 1.2): a grid of model sizes x dataset sizes on uniform
+"""The capacity experiment (spec-probes §1.2): a grid of model sizes x dataset sizes on uniform
 random sequences; memorised bits per run, capacity per size, bits per parameter, membership
 inference on the same runs.
 

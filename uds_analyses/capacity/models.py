@@ -1,5 +1,5 @@
 """Tiny Llama models trained on uniform random sequences: the capacity experiment's model side
-(SPEC-probes 1.2). Data, model, a step-budgeted training loop with a stated plateau rule, and
+(spec-probes §1.2). Data, model, a step-budgeted training loop with a stated plateau rule, and
 per-sequence code lengths; the bit accounting is `metrics.mem_bits`, the fits `uds_analyses.capacity.fit`.
 
 Every sequence is prefixed with a BOS id `V` that is never a target, so all `S` tokens of a

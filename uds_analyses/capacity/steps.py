@@ -1,5 +1,5 @@
 """Bits per parameter against the step budget, and whether a grid has reached its plateau
-(SPEC-probes 1.2, issue 28).
+(spec-probes §1.2).
 
 With a constant LR after warm-up, the first s steps of a run trained to budget B are exactly the
 run to budget s, so the memorised bits recorded at each evaluation (a run's `curve`) give every

@@ -1,1 +1,1 @@
-"""Tables of the docs generated from committed result files (issue 28)."""
+"""Tables of the docs generated from committed result files."""

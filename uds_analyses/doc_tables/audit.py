@@ -18,7 +18,7 @@ def published_claims(path: Path) -> str:
     return claims_markdown(json.loads(path.read_text())["claims"])
 
 
-# the doc's order of the published databases' variants (SPEC-probes 3.4), the released one last
+# the doc's order of the published databases' variants (spec-probes §3.4), the released one last
 VARIANT_ORDER = ("base", "alias", "noise", "collision", "released")
 
 

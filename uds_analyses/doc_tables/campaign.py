@@ -1,9 +1,9 @@
 """docs/smol_meta_eval.md's blocks and the README's campaign sentence, from the meta_eval.json
-`uds meta-eval --from-campaign` writes (with SPEC 5.5's filters and with `--no-filters`).
+`uds meta-eval --from-campaign` writes (with spec §5.5's filters and with `--no-filters`).
 
 Every number comes from that file (its `campaign` and `versus_published` sections, and the
 standard faithfulness / robustness / overall entries); the published values from
-`meta_eval.published` (SPEC 5.7). A statistic the campaign cannot state yet shows what it needs
+`meta_eval.published` (spec §5.7). A statistic the campaign cannot state yet shows what it needs
 ("needs 1 more N") in place of a number.
 """
 
@@ -101,7 +101,7 @@ def _pub(published: dict, key: str, field: str) -> str:
 
 
 def results_block(path: Path) -> str:
-    """Per metric (SPEC 5.7's order): ours with the published value in brackets."""
+    """Per metric (spec §5.7's order): ours with the published value in brackets."""
     d = _doc(path)
     faith, rob, overall, needs = d["faithfulness"], d["robustness"], d["overall"], d["campaign"]["needs"]
     un = d["campaign"]["coverage"]["unlearned"]["orig"]
@@ -125,7 +125,7 @@ def results_block(path: Path) -> str:
 
 
 def filters_block(path: Path) -> str:
-    """Per metric, SPEC 5.5's two rules on the unlearned models measured as built: the threshold
+    """Per metric, spec §5.5's two rules on the unlearned models measured as built: the threshold
     rule in the filter source's raw units, how many pass each rule, and how many pass both."""
     d = _doc(path)
     rows = []
@@ -142,7 +142,7 @@ def filters_block(path: Path) -> str:
 
 
 def spearman_block(path: Path) -> str:
-    """Spearman's rho of our faithfulness and overall rankings against SPEC 5.7's, and the ranks."""
+    """Spearman's rho of our faithfulness and overall rankings against spec §5.7's, and the ranks."""
     vs = _doc(path)["versus_published"]
     lines = []
     for field, name in (("faithfulness", "faithfulness AUC"), ("overall", "overall")):
@@ -259,7 +259,7 @@ def overall_ranks(doc: dict) -> dict[str, int]:
 
 
 def filters_effect_block(path: Path) -> str:
-    """Per metric, ordered by overall with SPEC 5.5's filters: Q, R and overall over the unlearned
+    """Per metric, ordered by overall with spec §5.5's filters: Q, R and overall over the unlearned
     models the filters keep, beside the same over every measured unlearned model."""
     on, off = _pair(path)
     rank_on, rank_off = overall_ranks(on), overall_ranks(off)
@@ -293,9 +293,9 @@ def readme_block(path: Path) -> str:
     rho = lambda a: "n/a" if a["rho"] is None else f"{a['rho']:.3f}"  # noqa: E731
     return (f"Campaign {state}: {cov['units']} of {cov['units_total']} (model, setting) units; "
             f"{cov['pool']['P']['measured']} P / {cov['pool']['N']['measured']} N pool members. UDS separates them "
-            f"with faithfulness AUC {auc} (SPEC 5.7: {fixed(pub.get('faithfulness'))}; "
+            f"with faithfulness AUC {auc} (spec §5.7: {fixed(pub.get('faithfulness'))}; "
             f"{_at_top(on['faithfulness'], 'uds')} of the {n_keys} metrics reach {auc} on these pools). "
-            f"With SPEC 5.5's filters its overall is {fixed(on['overall']['uds'])}, rank {rank_on} of {n_keys}, "
+            f"With spec §5.5's filters its overall is {fixed(on['overall']['uds'])}, rank {rank_on} of {n_keys}, "
             f"but its Q and R rest on the {r_on['n_kept']} of {cov['unlearned']['orig']['measured']} unlearned "
             f"models the filters keep; over all {r_off['n_kept']} (no filters) Q {fixed(r_off['quantization'])}, "
             f"R {fixed(r_off['relearning'])}, overall {fixed(off['overall']['uds'])}, rank {rank_off} of {n_keys}. "

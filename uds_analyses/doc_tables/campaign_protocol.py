@@ -3,7 +3,7 @@
 protocol.json fixes each member by its recipe's digest, not its text. The block renders the
 recipes of the preset's catalogue, but only after checking that each one has the digest
 protocol.json records for it: a recipe that changed in the code since the protocol was fixed is
-bad input here (the page states the recorded protocol or nothing). Beside each row, the grid SPEC
+bad input here (the page states the recorded protocol or nothing). Beside each row, the grid the spec
 5.1 / 7.2 publishes for Llama-3.2-1B, taken from the Open-Unlearning checkpoint registry.
 """
 
@@ -29,7 +29,7 @@ ANCHORS = ("full", "retain")
 # digests that fix a campaign's protocol, so they stay as recorded and the block states the forms
 # the trainer really uses (`Preset.forms`, which `train_unlearned` passes on).
 RECORDED_FORMS = "(chat + raw forms)"
-# SPEC 5.1's pool variant names, in the order of checkpoints.methods.pools.POOL_VARIANTS
+# spec §5.1's pool variant names, in the order of checkpoints.methods.pools.POOL_VARIANTS
 SPEC_VARIANTS = {"pos_full": "full", "pos_bio": "retain90_forget10_bio", "pos_para": "retain90_forget10_para",
                  "neg_retain": "retain90", "neg_pert": "retain90_forget10_pert", "neg_bio": "retain90_celeb10_bio"}
 
@@ -86,7 +86,7 @@ def _groups(members: dict, rs: dict[str, Recipe], order: list[str]) -> list[tupl
 
 
 def _published(label: str, rs: list[Recipe]) -> str:
-    """SPEC's grid for the same row: learning rates / epochs / coefficients / models."""
+    """the spec's grid for the same row: learning rates / epochs / coefficients / models."""
     if label in ANCHORS:
         return "—"
     if rs[0].kind == "pool":
@@ -117,7 +117,7 @@ def models_table(protocol: dict, rs: dict[str, Recipe]) -> str:
                      _published(label, group)])
     head = ["models", "n", "from", "trained on", "learning rate", "epochs", "batch", "coefficients", "data seed",
             "warm-up (of all steps)", "weight decay",
-            "SPEC for Llama-3.2-1B: learning rate / epochs / coefficients / n"]
+            "spec §7 for Llama-3.2-1B: learning rate / epochs / coefficients / n"]
     return table(head, rows)
 
 
@@ -129,7 +129,7 @@ def _flat(d: dict, prefix: str = "") -> list[str]:
 
 
 def protocol_block(path: Path) -> str:
-    """The models of the campaign (grouped, beside SPEC's grids) and the settings protocol.json fixes."""
+    """The models of the campaign (grouped, beside the spec's grids) and the settings protocol.json fixes."""
     protocol = json.loads(path.read_text())
     rs = checked_recipes(protocol)
     settings, keys, members = protocol["settings"], protocol["keys"], protocol["members"]

@@ -115,7 +115,7 @@ def readme_table(folder: Path) -> str:
 
 
 def fisher_batch1_table(folder: Path) -> str:
-    """`benchmarks/bench_fisher_batch1.py` runs of the folder: Fisher seconds of the SPEC 4.5 path and
+    """`benchmarks/bench_fisher_batch1.py` runs of the folder: Fisher seconds of the spec §4.5 path and
     of a per-item batch-1 backward for full, retain and one unlearned model, the speed-up, the
     largest relative entry difference and the three Fisher-masked scores' differences."""
     rows = []
@@ -126,6 +126,6 @@ def fisher_batch1_table(folder: Path) -> str:
                      f"{d['seconds']['batch1']:.1f}", _x(d["seconds"]["batch4"], d["seconds"]["batch1"]),
                      "yes" if d["entries_identical"] else "no", f"{d['max_rel_entry_diff']:.1e}",
                      f"{max(diffs):.1e}"])
-    head = ["world", "scored model", "items", "SPEC 4.5 path, s", "batch-1 backward, s", "speed-up",
+    head = ["world", "scored model", "items", "spec §4.5 path, s", "batch-1 backward, s", "speed-up",
             "entries identical", "largest relative entry difference", "largest score difference (abs.)"]
     return table(head, rows)

@@ -43,7 +43,7 @@ def signed_table(folder: Path) -> str:
 
 
 def meta_eval_table(path: Path) -> str:
-    """`uds meta-eval --json` output: faithfulness and robustness per key, with the SPEC 5.5 filters
+    """`uds meta-eval --json` output: faithfulness and robustness per key, with the spec §5.5 filters
     or without them (`--no-filters`, as the file's settings say), and the models robustness kept."""
     d = json.loads(path.read_text())
     filters = d["settings"].get("filters", True)

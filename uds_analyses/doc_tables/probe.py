@@ -1,5 +1,5 @@
 """docs/probe.md's generated tables from `benchmarks/probe_ladder.py`'s ladder.json (QA corpus), its
-passages JSON (`--corpus passages`, the long-passage corpus of issue 28) and
+passages JSON (`--corpus passages`, the long-passage corpus) and
 `benchmarks/probe_repetition.py`'s results.json."""
 
 from __future__ import annotations

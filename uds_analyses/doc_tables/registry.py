@@ -1,13 +1,13 @@
 """Every generated block of the docs (probe, audit, mem_bits, smol, smol_meta_eval, smol_attacks, reliability,
-curves) and the README, with its file."""
+curves, results) and the README, with its file."""
 
 from __future__ import annotations
 
 from uds_analyses.doc_tables import (attacks, audit, campaign, campaign_protocol, capacity, curves, measure,
-                                     mem_bits, probe, reliability, smol, spans)
+                                     mem_bits, probe, reliability, reproduce, smol, spans)
 from uds_analyses.doc_tables.blocks import Block
 
-# the long-passage probe (issue 28): per-level, per-position and per-start tables of each source,
+# the long-passage probe: per-level, per-position and per-start tables of each source,
 # on the `test` world and on the real-model `smol` world
 PASSAGE_BLOCKS: list[Block] = [
     Block("docs/probe.md", f"probe-{tag}-{kind}-{world}", f"docs/probe/{tag.replace('-', '_')}_{world}.json", render)
@@ -16,12 +16,12 @@ PASSAGE_BLOCKS: list[Block] = [
     for kind, render in (("levels", probe.passages_level_table), ("positions", probe.passages_position_table),
                          ("starts", probe.passages_start_table))]
 
-# the smol campaign's meta-evaluation (issue 41): one snapshot of the campaign folder, assembled by
+# the smol campaign's meta-evaluation: one snapshot of the campaign folder, assembled by
 # `uds meta-eval --from-campaign`; the page moves only when that snapshot is regenerated
 CAMPAIGN_SNAPSHOT = "docs/smol/campaign_meta_eval/meta_eval.json"
 CAMPAIGN_ASSEMBLE = "uds meta-eval --from-campaign docs/smol/campaign --out docs/smol/campaign_meta_eval"
 CAMPAIGN_COMMAND = CAMPAIGN_ASSEMBLE + " && python benchmarks/doc_tables.py"
-# the same assembly without SPEC 5.5's filters, beside the filtered one
+# the same assembly without spec §5.5's filters, beside the filtered one
 CAMPAIGN_NO_FILTERS = "docs/smol/campaign_meta_eval_no_filters/meta_eval.json"
 CAMPAIGN_NO_FILTERS_COMMAND = ("uds meta-eval --from-campaign docs/smol/campaign --no-filters "
                                "--out docs/smol/campaign_meta_eval_no_filters && python benchmarks/doc_tables.py")
@@ -34,7 +34,7 @@ CAMPAIGN_BLOCKS: list[Block] = [
                          ("plots", campaign.plots_block), ("anchors", campaign.anchors_block))] + [
     Block("docs/smol_meta_eval.md", "campaign-filters-effect", CAMPAIGN_NO_FILTERS, campaign.filters_effect_block,
           CAMPAIGN_NO_FILTERS_COMMAND),
-    Block("README.md", "campaign-readme", CAMPAIGN_SNAPSHOT, campaign.readme_block,
+    Block("docs/results.md", "campaign-results", CAMPAIGN_SNAPSHOT, campaign.readme_block,
           f"{CAMPAIGN_ASSEMBLE} && {CAMPAIGN_NO_FILTERS_COMMAND}"),
     # the protocol the campaign's files are measured under, rendered from the recipes protocol.json fixes
     Block("docs/smol_meta_eval.md", "campaign-protocol", "docs/smol/campaign/protocol.json",
@@ -52,7 +52,7 @@ ATTACK_BLOCKS: list[Block] = [
     Block("docs/smol_attacks.md", "attack-protocol", "docs/smol/attack_campaign/protocol.json",
           attacks.protocol_block)]
 
-# curves during unlearning (issue 43): the smol curves and their cost (benchmarks/bench_curve.py), and the
+# curves during unlearning: the smol curves and their cost (benchmarks/bench_curve.py), and the
 # check on Open-Unlearning's own trainer (benchmarks/ou_train_curve.sh)
 CURVE_COMMAND = ("python benchmarks/bench_curve.py --preset smol --every 3 --models ... --out docs/smol/curves "
                  "&& python benchmarks/doc_tables.py")
@@ -149,10 +149,12 @@ BLOCKS: list[Block] = [
     Block("docs/performance.md", "measure-fisher-batch1", "docs/smol", measure.fisher_batch1_table,
           "python benchmarks/bench_fisher_batch1.py --preset PRESET --model NAME --json "
           "docs/smol/bench_fisher_batch1*.json && python benchmarks/doc_tables.py"),
-    Block("README.md", "smol-readme", "docs/smol", smol.results_table),
-    Block("README.md", "measure-readme", "docs/smol", measure.readme_table,
+    Block("README.md", "main-readme", "docs/reproduce/main_command.json", reproduce.main_command_block,
+          inputs=("docs/reproduce", "docs/mem_bits/kernels_small", "docs/meta_eval_small/results.json")),
+    Block("README.md", "smol-readme", "docs/smol", smol.readme_results),
+    Block("docs/results.md", "measure-results", "docs/smol", measure.readme_table,
           "python benchmarks/bench_measure.py --out docs/smol/bench_measure*.json && python benchmarks/doc_tables.py"),
-    Block("README.md", "probe-ladder-small-readme", "docs/probe/ladder_small.json", probe.ladder_table),
+    Block("docs/results.md", "probe-ladder-small-results", "docs/probe/ladder_small.json", probe.ladder_table),
     *CAMPAIGN_BLOCKS,
     *ATTACK_BLOCKS,
     *CURVE_BLOCKS,

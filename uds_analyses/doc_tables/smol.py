@@ -103,10 +103,30 @@ def results_table(folder: Path) -> str:
                  rows)
 
 
+def readme_results(folder: Path) -> str:
+    """The README's table: `results_table` and the tolerance of its UDS column, from the second build
+    of the world beside the first (rebuild/score/): which rows it reproduced exactly, the largest
+    |ΔUDS| of the others, and which rows were built once."""
+    first, second = _scores(folder / "score"), _scores(folder / "rebuild" / "score")
+    both = [n for n in first if n in second]
+    diffs = {n: abs(first[n][0]["uds"] - second[n][0]["uds"]) for n in both}
+    exact = [n for n in both if diffs[n] == 0.0]
+    moved = [n for n in both if diffs[n] != 0.0]
+    once = [n for n in first if n not in second and _zoo_order(n)[0] < 3]
+    names = lambda ns: " and ".join(", ".join(f"`{n}`" for n in ns).rsplit(", ", 1))   # noqa: E731
+    text = (f"\nTolerance of the UDS column: a second build of the world on another machine reproduced "
+            f"{names(exact)} exactly")
+    if moved:
+        text += f" and {names(moved)} within {max(diffs[n] for n in moved):.1e}"
+    if once:
+        text += f"; {names(once)} were built once"
+    return results_table(folder) + text + ". The other columns are rounded to 3 decimals and were measured once.\n"
+
+
 def meta_eval_table(path: Path) -> str:
     """meta_eval/meta_eval.json (`uds meta-eval --zoo tiny:smol`): per key, by faithfulness AUC
     (descending): AUC with its bootstrap 95 % CI over the P/N pools, the pools' raw means, the
-    robustness scores Q (NF4) and R (relearning) with the SPEC 5.5 filters, and overall."""
+    robustness scores Q (NF4) and R (relearning) with the spec §5.5 filters, and overall."""
     d = json.loads(path.read_text())
     faith, rob = d["faithfulness"], d["robustness"]
     order = sorted(faith, key=lambda k: (faith[k]["auc_roc"] is None, -(faith[k]["auc_roc"] or 0.0), k))

@@ -1,4 +1,4 @@
-"""Probe corpora (SPEC-probes 2.1): JSONL passages, and the tiny world's documents.
+"""Probe corpora (spec-probes §2.1): JSONL passages, and the tiny world's documents.
 
 One JSON object per line: `doc_id`, `title`, `position` (ordinal within the document), `text`;
 optional `question`, `answer` (QA for the semantic side), `entity` (the gold span of the answer;
@@ -19,7 +19,7 @@ from uds_core.data import jsonl_values
 from uds_core.errors import UdsInputError
 from uds_core.prompts import raw_prompt, raw_qa
 
-PREFIX_WORDS = 10    # default prefix length in words (SPEC-probes 2.2)
+PREFIX_WORDS = 10    # default prefix length in words (spec-probes §2.2)
 REQUIRED = ("doc_id", "title", "position", "text")
 
 

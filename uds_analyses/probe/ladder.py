@@ -1,4 +1,4 @@
-"""The prompt ladder (SPEC-probes 2.2): weak -> medium -> strong (chat) -> prefix (raw text).
+"""The prompt ladder (spec-probes §2.2): weak -> medium -> strong (chat) -> prefix (raw text).
 
 Each level maps a passage to token ids. Chat levels use the model's chat template
 (`uds_core.chat.chat_prompt_ids`); `prefix` gives the passage's first `n` words (at most half of its

@@ -1,4 +1,4 @@
-"""Character-level matching of a model output against passages (SPEC-probes 2.4).
+"""Character-level matching of a model output against passages (spec-probes §2.4).
 
 Pure functions on strings. Both sides are normalised (Unicode NFKC, so full-width letters become
 ASCII; curly quotes and dashes unified; whitespace collapsed; optional lower case). A verbatim hit

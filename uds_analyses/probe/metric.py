@@ -1,18 +1,15 @@
-"""The registered probe metrics (SPEC-probes 2.6): `verbatim_rate` (prefix level) and
+"""The registered probe metrics (spec-probes §2.6): `verbatim_rate` (prefix level) and
 `semantic_acc`, on the forget documents, knowledge orientation (higher = more remembered).
 
 The corpus is the evaluation data's forget items (targets, grouped by author) with the holdout
 items as distractors (matched against, not probed); greedy + 5 samples at T = 0.3, seed 0, the
-SPEC defaults. The probe rows are computed once per model per run (the context's work cache).
+the spec's defaults. The probe rows are computed once per model per run (the context's work cache).
 Registered through the entry point `uds.metrics` (pyproject.toml), as any family defined outside
 `metrics.families` is.
 """
 
 from __future__ import annotations
 
-from uds_analyses.probe.corpus import qa_corpus
-from uds_analyses.probe.refusal import RefusalDetector, default_phrases
-from uds_analyses.probe.run import ProbeSettings, probe_model
 from metrics.spec import KNOWLEDGE, MODEL, MetricSpec, Use, register
 from metrics.result import MetricResult
 from metrics.work import WorkKey
@@ -22,6 +19,11 @@ METRIC_LEVEL = "prefix"
 
 def probe_rows(ctx, role: str) -> list[dict]:
     """Prefix-level probe rows of the role's model on the forget documents (memoised)."""
+    # the probe (torch, transformers): imported when the metric runs, not when it registers
+    from uds_analyses.probe.corpus import qa_corpus
+    from uds_analyses.probe.refusal import RefusalDetector, default_phrases
+    from uds_analyses.probe.run import ProbeSettings, probe_model
+
     spec = ctx.models.spec(role)
 
     def make() -> list[dict]:
@@ -65,8 +67,10 @@ register([
     MetricSpec("verbatim_rate", "memorization", KNOWLEDGE, (Use("probe", (MODEL,), "forget", (METRIC_LEVEL,)),),
                verbatim_rate,
                "share of prefix-level outputs (greedy + 5 samples, T 0.3) reproducing the forget passage "
-               "(character LCS >= 50, distractor-attributed; SPEC-probes 2.4)", group="probe"),
+               "(character LCS >= 50, distractor-attributed; spec-probes §2.4)", group="probe",
+               label="Verbatim rate"),
     MetricSpec("semantic_acc", "memorization", KNOWLEDGE, (Use("probe", (MODEL,), "forget", (METRIC_LEVEL,)),),
                semantic_acc,
-               "share of QA answers (greedy + 5 samples, T 0.3) containing the forget item's entity", group="probe"),
+               "share of QA answers (greedy + 5 samples, T 0.3) containing the forget item's entity", group="probe",
+               label="Semantic accuracy"),
 ], rank=80)

@@ -1,6 +1,6 @@
-"""The ladder on long passages (issue 28): chat levels ask for a whole passage, the `prefix` level
+"""The ladder on long passages: chat levels ask for a whole passage, the `prefix` level
 gives the passage up to each inner sentence boundary (raw text with BOS; rows `cut: "sentence"`)
-and checks the rest; it also gives the passage's first `prefix_words` words, SPEC-probes 2.2's own
+and checks the rest; it also gives the passage's first `prefix_words` words, spec-probes §2.2's own
 prefix, which may end inside a sentence (rows `cut: "words"`, `start`: None), for comparison.
 
 Matching against the continuation only (not the whole passage): an output that echoes its prompt

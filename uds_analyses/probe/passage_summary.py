@@ -1,9 +1,9 @@
-"""Summaries of the long-passage probe (issue 28): rates per level, by passage position and by the
+"""Summaries of the long-passage probe: rates per level, by passage position and by the
 sentence a prefix-level continuation starts at, and the verbatim x semantic split.
 
 Pure functions over the rows of `uds_analyses.probe.passage_run.probe_passages`; a rate is a mean over
 rows (every sample counts). JSON keys of positions and starts are strings. The `prefix` level's
-rates are those of the sentence-boundary cuts; the first-words cut (SPEC-probes 2.2's prefix) is
+rates are those of the sentence-boundary cuts; the first-words cut (spec-probes §2.2's prefix) is
 reported apart, as `first_words`.
 """
 

@@ -1,4 +1,4 @@
-"""Long-passage probe corpus (issue 28): each author's text cut into ordered passages of a few
+"""Long-passage probe corpus: each author's text cut into ordered passages of a few
 sentences, probed from the sentence boundaries inside each passage.
 
 Which text: the synthetic world's `forget_bios` never reach a model's training data (they feed the

@@ -1,4 +1,4 @@
-"""The memory heatmap (SPEC-probes 2.6): documents x position, colour = verbatim hit rate."""
+"""The memory heatmap (spec-probes §2.6): documents x position, colour = verbatim hit rate."""
 
 from __future__ import annotations
 

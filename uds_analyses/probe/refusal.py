@@ -1,4 +1,4 @@
-"""Refusal detection (SPEC-probes 2.5): an output that contains a refusal / "I don't know" phrase.
+"""Refusal detection (spec-probes §2.5): an output that contains a refusal / "I don't know" phrase.
 
 Phrases: TOFU's `idontknow.jsonl` (when the file is at hand), the tiny world's IDK replies (what
 its IdkNLL / IdkDPO models are taught to say), and a few generic refusals; or a user file (one

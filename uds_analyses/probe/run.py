@@ -1,4 +1,4 @@
-"""Running the probe on one model: batched generation per level, matching, refusals (SPEC-probes 2.3-2.5).
+"""Running the probe on one model: batched generation per level, matching, refusals (spec-probes §2.3-2.5).
 
 For every probed passage and level: the greedy output (sample 0) and `samples` outputs at a low
 temperature (samples 1..k), all prompts of a level generated in batches. Passages with QA are
@@ -93,7 +93,7 @@ def _level_rows(model, tok, passages: Sequence[Passage], chosen: list[int], leve
 
 def probe_model(model: torch.nn.Module, tok: PreTrainedTokenizerBase, passages: Sequence[Passage],
                 s: ProbeSettings, refusal: RefusalDetector, desc: str = "probe") -> list[dict]:
-    """Rows of one model (SPEC-probes 2.6), each with the passage's doc_id/position/target and
+    """Rows of one model (spec-probes §2.6), each with the passage's doc_id/position/target and
     the semantic hit of the same sample's QA answer (None without QA)."""
     index = PassageIndex([p.text for p in passages], [p.doc_id for p in passages], lower=s.lower)
     probed = [i for i, p in enumerate(passages) if p.target or s.probe_distractors]

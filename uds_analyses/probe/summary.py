@@ -1,4 +1,4 @@
-"""Summaries of probe rows (SPEC-probes 2.6): per level, per document, the 2x2 split, refusals.
+"""Summaries of probe rows (spec-probes §2.6): per level, per document, the 2x2 split, refusals.
 
 Pure functions over the row dicts of `uds_analyses.probe.run.probe_model`. Rates are means over rows
 (one row = one passage x level x sample), so every sample counts, not just one draw. Re-probe rows

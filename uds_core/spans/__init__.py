@@ -4,7 +4,7 @@ Method, in order, per record (`annotate.annotate_record`; the method is recorded
 `span_method`):
 
 1. `polar`: a yes/no question (it opens with an auxiliary verb) answered "Yes..." or "No...":
-   the entity is that word, with an empty prefix (the rule of the hand annotations, SPEC 1).
+   the entity is that word, with an empty prefix (the rule of the hand annotations, spec §1).
 2. `perturbation`: TOFU-format records carry wrong answers written by editing the answer or its
    paraphrase. The answer words those edits replace are the fact (`salience`); the entity starts
    at the first such word that the question does not already say and runs to the end of its

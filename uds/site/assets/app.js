@@ -44,13 +44,23 @@
     node.appendChild(typeof child === 'object' ? child : document.createTextNode(String(child)));
   }
   function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
+  /* A long name as text nodes with a <wbr> after each _ / - . so it wraps between its parts, never
+   * inside one. */
+  function breakable(text) {
+    var out = [];
+    String(text).split(/(?<=[_\/\-.])/).forEach(function (part, i) {
+      if (i) out.push(document.createElement('wbr'));
+      out.push(document.createTextNode(part));
+    });
+    return out;
+  }
   function num(v) { return typeof v === 'number' && isFinite(v); }
   function link(hash, text, attrs) { return el('a', Object.assign({ href: hash }, attrs || {}), text); }
   function byId(id) { return document.getElementById(id); }
 
   // ---------- numbers ----------
   // The rule of meta_eval/leaderboard_rows.py's display_number: fixed decimals, "0" below 1e-6 in
-  // magnitude (7e-12 is SPEC 6.1's epsilon, not a measurement), never "-0.000"; the exact value
+  // magnitude (7e-12 is spec §6.1's epsilon, not a measurement), never "-0.000"; the exact value
   // goes into the title of the cell (exactTitle).
   var ZERO_BELOW = 1e-6;
   function fmt(v, d) {
@@ -99,6 +109,34 @@
   };
 
   // ---------- charts ----------
+  /* Round tick values in [lo, hi] (cover: from the round value at or below lo to the one at or
+   * above hi, for an axis that is then stretched to them): steps of 1, 2 or 5 times a power of
+   * ten, about n of them. */
+  function niceTicks(lo, hi, n, cover) {
+    if (!num(lo) || !num(hi)) return [];
+    if (hi === lo) return [lo];
+    var raw = (hi - lo) / Math.max(n || 4, 1), pow = Math.pow(10, Math.floor(Math.log10(raw)));
+    var step = [1, 2, 5, 10].map(function (m) { return m * pow; }).filter(function (st) { return st >= raw * (1 - 1e-9); })[0];
+    var first = (cover ? Math.floor(lo / step + 1e-9) : Math.ceil(lo / step - 1e-9)) * step;
+    var last = cover ? Math.ceil(hi / step - 1e-9) * step : hi;
+    var out = [];
+    for (var i = 0, v = first; v <= last + step * 1e-9; i++, v = first + i * step) {
+      out.push(Math.abs(v) < step * 1e-9 ? 0 : +v.toPrecision(12));
+    }
+    return out;
+  }
+  /* How many decimals a tick of this step needs. */
+  function tickDecimals(ticks) {
+    if (ticks.length < 2) return 2;
+    var step = Math.abs(ticks[1] - ticks[0]);
+    return Math.max(0, Math.min(6, -Math.floor(Math.log10(step) + 1e-9)));
+  }
+  function tickText(v, d) { return Math.abs(v) < 1e-12 ? '0' : v.toFixed(d); }
+  /* Axis titles: under the x axis, and turned along the y axis at x = at. */
+  function xTitle(g, text, x, y) { add(g, sv('text', { class: 'axis-title', x: x, y: y, 'text-anchor': 'middle', text: text })); }
+  function yTitle(g, text, at, mid) {
+    add(g, sv('text', { class: 'axis-title', x: at, y: mid, 'text-anchor': 'middle', transform: 'rotate(-90 ' + at + ' ' + mid + ')', text: text }));
+  }
   function scaleLin(d0, d1, r0, r1) {
     if (d1 === d0) { d1 = d0 + 1; }
     return function (v) { return r0 + (v - d0) * (r1 - r0) / (d1 - d0); };
@@ -121,26 +159,33 @@
   function layerChart(id, series, tipText, opts) {
     opts = opts || {};
     var n = Math.max.apply(null, series.map(function (s) { return s.values.length; }).concat([1]));
-    var W = opts.width || 640, H = opts.height || 280, L = 56, Rm = 48, T = 12, B = 34;
+    var W = opts.width || 640, H = opts.height || 280, L = 64, Rm = 56, T = 12, B = 38;
     var left = series.filter(function (s) { return s.axis !== 'right'; });
     var ext = extent(left.map(function (s) { return s.values; }).concat(opts.tau ? [[opts.tau]] : []));
+    var ticks = niceTicks(ext[0], ext[1], 5, true);
+    if (ticks.length > 1) { ext = [ticks[0], ticks[ticks.length - 1]]; }
     var x = scaleLin(0, Math.max(n - 1, 1), L + 10, W - Rm - 10);
     var y = scaleLin(ext[0], ext[1], H - B, T);
     var y2 = scaleLin(0, 1, H - B, T);
     var g = sv('svg', { id: id, width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, role: 'img' });
     add(g, sv('line', { class: 'axis', x1: L, x2: W - Rm, y1: y(0), y2: y(0) }));
     add(g, sv('line', { class: 'axis', x1: L, x2: L, y1: T, y2: H - B }));
-    [ext[0], (ext[0] + ext[1]) / 2, ext[1]].forEach(function (v) {
-      add(g, sv('text', { x: L - 4, y: y(v) + 4, 'text-anchor': 'end', text: fmt(v, 2) }));
+    var d = tickDecimals(ticks);
+    ticks.forEach(function (v) {
+      add(g, sv('line', { class: 'tick', x1: L - 3, x2: L, y1: y(v), y2: y(v) }));
+      add(g, sv('text', { x: L - 5, y: y(v) + 4, 'text-anchor': 'end', text: tickText(v, d) }));
     });
+    yTitle(g, opts.yTitle || 'value', 14, (T + H - B) / 2);
     if (series.some(function (s) { return s.axis === 'right'; })) {
       add(g, sv('line', { class: 'axis', x1: W - Rm, x2: W - Rm, y1: T, y2: H - B }));
-      [0, 0.5, 1].forEach(function (v) { add(g, sv('text', { x: W - Rm + 4, y: y2(v) + 4, text: String(v) })); });
+      [0, 0.5, 1].forEach(function (v) { add(g, sv('text', { x: W - Rm + 5, y: y2(v) + 4, text: String(v) })); });
+      yTitle(g, opts.y2Title || 'ratio', W - 10, (T + H - B) / 2);
     }
     if (opts.tau) add(g, sv('line', { x1: L, x2: W - Rm, y1: y(opts.tau), y2: y(opts.tau), stroke: '#999', 'stroke-dasharray': '2,3' }));
+    if (opts.tau) add(g, sv('text', { x: W - Rm - 4, y: y(opts.tau) - 4, 'text-anchor': 'end', text: 'τ = ' + opts.tau }));
     var step = Math.max(1, Math.ceil(n / 16));
     for (var i = 0; i < n; i += step) add(g, sv('text', { x: x(i), y: H - B + 16, 'text-anchor': 'middle', text: String(i) }));
-    add(g, sv('text', { x: (L + W - Rm) / 2, y: H - 4, 'text-anchor': 'middle', text: 'layer' }));
+    xTitle(g, opts.xTitle || 'layer', (L + W - Rm) / 2, H - 4);
     series.forEach(function (s) {
       var yy = s.axis === 'right' ? y2 : y;
       add(g, sv('path', { d: pathOf(s.values, x, yy), fill: 'none', stroke: s.color, 'stroke-width': 2,
@@ -161,21 +206,23 @@
       return el('span', null, swatch, s.label || s.name);
     })));
   }
-  function barChart(id, values, label, tipText) {
-    var n = values.length, W = 640, H = 160, L = 56, T = 10, B = 30;
-    var hi = Math.max.apply(null, values.concat([1]));
+  function barChart(id, values, label, tipText, yLabel) {
+    var n = values.length, W = 640, H = 170, L = 64, T = 10, B = 36;
+    var ticks = niceTicks(0, Math.max.apply(null, values.concat([1])), 4).filter(function (v) { return v === Math.round(v); });
+    var hi = Math.max.apply(null, values.concat(ticks).concat([1]));
     var bw = (W - L - 10) / Math.max(n, 1);
     var y = scaleLin(0, hi, H - B, T);
     var g = sv('svg', { id: id, width: W, height: H, viewBox: '0 0 ' + W + ' ' + H });
     add(g, sv('line', { class: 'axis', x1: L, x2: W - 10, y1: H - B, y2: H - B }));
-    add(g, sv('text', { x: L - 4, y: y(hi) + 4, 'text-anchor': 'end', text: String(hi) }));
-    add(g, sv('text', { x: L - 4, y: H - B + 4, 'text-anchor': 'end', text: '0' }));
+    add(g, sv('line', { class: 'axis', x1: L, x2: L, y1: T, y2: H - B }));
+    ticks.forEach(function (v) { add(g, sv('text', { x: L - 5, y: y(v) + 4, 'text-anchor': 'end', text: String(v) })); });
+    yTitle(g, yLabel || 'count', 14, (T + H - B) / 2);
     values.forEach(function (v, i) {
       add(g, sv('rect', { x: L + i * bw + 1, y: y(v), width: Math.max(bw - 2, 1), height: H - B - y(v), fill: '#7aa6d6',
         'data-layer': i, onmousemove: function (ev) { tipShow(ev, tipText(i)); }, onmouseleave: tipHide }));
       if (n <= 40 || i % Math.ceil(n / 40) === 0) add(g, sv('text', { x: L + (i + 0.5) * bw, y: H - B + 14, 'text-anchor': 'middle', text: String(i) }));
     });
-    add(g, sv('text', { x: (L + W) / 2, y: H - 2, 'text-anchor': 'middle', text: label }));
+    xTitle(g, label, (L + W) / 2, H - 2);
     return g;
   }
   /* One row per metric: every model's value as a grey tick, this model's in red. */
@@ -200,59 +247,87 @@
     if (num(mid)) add(g, sv('circle', { cx: x(mid), cy: H / 2, r: 4, fill: '#0b3d91' }));
     return g;
   }
-  /* P/N histogram: groups [{name, color, points: [{name, value}]}]; each bar's hover names its models. */
-  function histogram(groups, W, H) {
+  /* P/N histogram: groups [{name, color, points: [{name, value}]}]; each bar's hover names its models.
+   * opts.threshold (a raw value) is drawn and is a bin edge, so a bin never holds values from both
+   * sides of it: where the threshold separates the pools, no bar suggests an overlap. */
+  function histogram(groups, W, H, opts) {
+    opts = opts || {};
     var all = [];
     groups.forEach(function (gr) { gr.points.forEach(function (p) { if (num(p.value)) all.push(p.value); }); });
     if (!all.length) return null;
-    var g = sv('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, id: 'pn-hist' });
-    var lo = Math.min.apply(null, all), hi = Math.max.apply(null, all), bins = 12;
+    var L = 52, Rm = 12, T = 12, B = 40, t = opts.threshold;
+    var g = sv('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, id: opts.id || 'pn-hist' });
+    var lo = Math.min.apply(null, all), hi = Math.max.apply(null, all);
+    if (num(t)) { lo = Math.min(lo, t); hi = Math.max(hi, t); }
     if (lo === hi) { lo -= 0.5; hi += 0.5; }
-    var binOf = function (v) { return Math.min(bins - 1, Math.floor((v - lo) / (hi - lo) * bins)); };
+    var w = (hi - lo) / 12, start = num(t) ? t - Math.ceil((t - lo) / w - 1e-9) * w : lo;
+    var bins = Math.max(1, Math.ceil((hi - start) / w - 1e-9));
+    if (start + bins * w <= hi) bins++;                  // the top value inside the last bin
+    var binOf = function (v) { return Math.max(0, Math.min(bins - 1, Math.floor((v - start) / w + 1e-9))); };
     var members = groups.map(function (gr) {
       var c = []; for (var i = 0; i < bins; i++) c.push([]);
       gr.points.forEach(function (p) { if (num(p.value)) c[binOf(p.value)].push(p); });
       return c;
     });
     var top = Math.max.apply(null, members.map(function (c) { return Math.max.apply(null, c.map(function (b) { return b.length; })); }));
-    var x = scaleLin(0, bins, 40, W - 10), y = scaleLin(0, top, H - 30, 10), bw = (x(1) - x(0)) / groups.length;
+    var x = scaleLin(start, start + bins * w, L, W - Rm), y = scaleLin(0, Math.max(top, 1), H - B, T);
+    var bw = (x(start + w) - x(start)) / groups.length;
     members.forEach(function (c, gi) {
       c.forEach(function (ps, i) {
         var names = ps.map(function (p) { return p.name + '  ' + fmt(p.value, 3); }).join('\n');
-        var text = groups[gi].name + ': ' + ps.length + ' models in [' + fmt(lo + i * (hi - lo) / bins, 3) + ', ' +
-          fmt(lo + (i + 1) * (hi - lo) / bins, 3) + ')' + (names ? '\n' + names : '');
-        add(g, sv('rect', { x: x(i) + gi * bw, y: y(ps.length), width: Math.max(bw - 1, 1), height: H - 30 - y(ps.length),
+        var text = groups[gi].name + ': ' + ps.length + ' models in [' + fmt(start + i * w, 3) + ', ' +
+          fmt(start + (i + 1) * w, 3) + ')' + (names ? '\n' + names : '');
+        add(g, sv('rect', { x: x(start + i * w) + gi * bw, y: y(ps.length), width: Math.max(bw - 1, 1), height: H - B - y(ps.length),
           fill: groups[gi].color, 'data-pool': groups[gi].name, 'data-bin': i, 'data-names': ps.map(function (p) { return p.name; }).join('\n'),
           onmousemove: function (ev) { tipShow(ev, text); }, onmouseleave: tipHide }));
       });
     });
-    add(g, sv('line', { class: 'axis', x1: 40, x2: W - 10, y1: H - 30, y2: H - 30 }));
-    add(g, sv('text', { x: 40, y: H - 14, text: fmt(lo, 3) }));
-    add(g, sv('text', { x: W - 10, y: H - 14, 'text-anchor': 'end', text: fmt(hi, 3) }));
-    add(g, sv('text', { x: 36, y: y(top) + 4, 'text-anchor': 'end', text: String(top) }));
+    add(g, sv('line', { class: 'axis', x1: L, x2: W - Rm, y1: H - B, y2: H - B }));
+    add(g, sv('line', { class: 'axis', x1: L, x2: L, y1: T, y2: H - B }));
+    var xt = niceTicks(start, start + bins * w, 5), xd = tickDecimals(xt);
+    xt.forEach(function (v) { add(g, sv('text', { x: x(v), y: H - B + 14, 'text-anchor': 'middle', text: tickText(v, xd) })); });
+    niceTicks(0, Math.max(top, 1), 3).filter(function (v) { return v === Math.round(v); }).forEach(function (v) {
+      add(g, sv('text', { x: L - 5, y: y(v) + 4, 'text-anchor': 'end', text: String(v) }));
+    });
+    if (num(t)) {
+      add(g, sv('line', { id: (opts.id || 'pn-hist') + '-threshold', 'data-value': t, x1: x(t), x2: x(t), y1: T - 4, y2: H - B,
+        stroke: '#444', 'stroke-width': 1.5, 'stroke-dasharray': '5,3' }));
+      add(g, sv('text', { x: x(t) + 4, y: T + 6, text: 'threshold ' + fmt(t, 3) }));
+    }
+    xTitle(g, opts.xTitle || 'value', (L + W - Rm) / 2, H - 6);
+    yTitle(g, 'models', 14, (T + H - B) / 2);
     return g;
   }
-  function scatter(points, W, H, id) {
+  /* Before (x) vs after (y) per model, the line of no change dashed; kept models filled. */
+  function scatter(points, W, H, id, opts) {
+    opts = opts || {};
     if (!points.some(function (p) { return num(p.x) && num(p.y); })) return null;   // no empty axes
     var xs = points.map(function (p) { return p.x; }), ys = points.map(function (p) { return p.y; });
     var lo = Math.min.apply(null, xs.concat(ys).filter(num)), hi = Math.max.apply(null, xs.concat(ys).filter(num));
     if (!num(lo)) { lo = 0; hi = 1; } if (lo === hi) { lo -= 0.5; hi += 0.5; }
-    var x = scaleLin(lo, hi, 44, W - 10), y = scaleLin(lo, hi, H - 30, 10);
+    var ticks = niceTicks(lo, hi, 5, true);
+    lo = ticks[0]; hi = ticks[ticks.length - 1];
+    var L = 56, T = 10, B = 40, Rm = 12;
+    var x = scaleLin(lo, hi, L, W - Rm), y = scaleLin(lo, hi, H - B, T), d = tickDecimals(ticks);
     var g = sv('svg', { width: W, height: H, viewBox: '0 0 ' + W + ' ' + H, id: id });
     add(g, sv('line', { x1: x(lo), y1: y(lo), x2: x(hi), y2: y(hi), stroke: '#bbb', 'stroke-dasharray': '3,3' }));
-    add(g, sv('line', { class: 'axis', x1: 44, x2: W - 10, y1: H - 30, y2: H - 30 }));
-    add(g, sv('line', { class: 'axis', x1: 44, x2: 44, y1: 10, y2: H - 30 }));
-    add(g, sv('text', { x: (W + 44) / 2, y: H - 6, 'text-anchor': 'middle', text: 'before' }));
-    add(g, sv('text', { x: 10, y: 20, text: 'after' }));
-    add(g, sv('text', { x: 44, y: H - 16, text: fmt(lo, 3) }));
-    add(g, sv('text', { x: W - 10, y: H - 16, 'text-anchor': 'end', text: fmt(hi, 3) }));
+    add(g, sv('line', { class: 'axis', x1: L, x2: W - Rm, y1: H - B, y2: H - B }));
+    add(g, sv('line', { class: 'axis', x1: L, x2: L, y1: T, y2: H - B }));
+    ticks.forEach(function (v) {
+      add(g, sv('text', { class: 'xtick', x: x(v), y: H - B + 14, 'text-anchor': 'middle', text: tickText(v, d) }));
+      add(g, sv('text', { class: 'ytick', x: L - 5, y: y(v) + 4, 'text-anchor': 'end', text: tickText(v, d) }));
+    });
+    xTitle(g, opts.xTitle || 'before', (L + W - Rm) / 2, H - 6);
+    yTitle(g, opts.yTitle || 'after', 14, (T + H - B) / 2);
     points.forEach(function (p) {
       if (!num(p.x) || !num(p.y)) return;
       add(g, sv('circle', { cx: x(p.x), cy: y(p.y), r: 4, fill: p.kept ? '#1f77b4' : 'none', stroke: '#1f77b4',
         onmousemove: function (ev) { tipShow(ev, p.name + '\nbefore ' + fmt(p.x) + '\nafter  ' + fmt(p.y) + (p.kept ? '\nkept by the filters' : '\ndropped by the filters')); },
         onmouseleave: tipHide }));
     });
-    return g;
+    return el('div', { class: 'figure' }, g, el('div', { class: 'legend muted', id: id + '-legend' },
+      el('span', null, '● kept by the filters'), el('span', null, '○ dropped by the filters'),
+      el('span', null, '- - - unchanged (after = before)')));
   }
 
   // ---------- routing ----------
@@ -291,5 +366,6 @@
   R.ui = { el: el, sv: sv, add: add, clear: clear, num: num, link: link, byId: byId, fmt: fmt, fmtCol: fmtCol,
     exactTitle: exactTitle, dirTag: dirTag, tipShow: tipShow, tipHide: tipHide, scaleLin: scaleLin, extent: extent,
     layerChart: layerChart, barChart: barChart, stripChart: stripChart, histogram: histogram, scatter: scatter,
-    ciBar: ciBar };
+    ciBar: ciBar, breakable: breakable, niceTicks: niceTicks, tickDecimals: tickDecimals, tickText: tickText,
+    xTitle: xTitle, yTitle: yTitle };
 })();

@@ -10,7 +10,7 @@
   var DASH = { knowledge: '6,4', utility: '2,3', erasure: null };
 
   function stepChart(id, c) {
-    var W = 720, H = 300, L = 48, Rm = 16, T = 12, B = 36;
+    var W = 720, H = 300, L = 56, Rm = 16, T = 12, B = 36;
     var steps = c.records.map(function (r) { return r.step; });
     var maxStep = Math.max.apply(null, steps.concat([1]));
     var x = U.scaleLin(0, maxStep, L + 6, W - Rm - 6), y = U.scaleLin(0, 1, H - B, T);
@@ -18,6 +18,7 @@
     add(g, sv('line', { class: 'axis', x1: L, x2: W - Rm, y1: y(0), y2: y(0) }));
     add(g, sv('line', { class: 'axis', x1: L, x2: L, y1: T, y2: H - B }));
     [0, 0.5, 1].forEach(function (v) { add(g, sv('text', { x: L - 4, y: y(v) + 4, 'text-anchor': 'end', text: String(v) })); });
+    U.yTitle(g, 'value (0 to 1)', 12, (T + H - B) / 2);
     var tick = Math.max(1, Math.ceil(maxStep / 12));
     for (var s = 0; s <= maxStep; s += tick) add(g, sv('text', { x: x(s), y: H - B + 16, 'text-anchor': 'middle', text: String(s) }));
     add(g, sv('text', { x: (L + W - Rm) / 2, y: H - 4, 'text-anchor': 'middle', text: 'optimiser step' }));
@@ -48,19 +49,19 @@
       add(g, sv('rect', { class: 'hover', 'data-step': r.step, x: x(r.step) - 4, y: T, width: 8, height: H - B - T, fill: 'transparent',
         onmousemove: function (ev) {
           U.tipShow(ev, 'step ' + r.step + (r.step === c.best_step ? ' (chosen)' : '') + '\n' + (r.error ? 'failed: ' + r.error :
-            c.keys.map(function (k) { return k + ' ' + fmt(r.values[k]); }).join('\n')));
+            c.keys.map(function (k) { return ((c.labels || {})[k] || k) + ' ' + fmt(r.values[k]); }).join('\n')));
         }, onmouseleave: U.tipHide }));
     });
     return el('div', null, g, el('div', { class: 'legend muted' }, series.map(function (s) {
       var swatch = el('i'); swatch.style.background = s.color;
-      return el('span', null, swatch, s.key);
+      return el('span', { title: s.key }, swatch, (c.labels || {})[s.key] || s.key);
     }).concat(num(c.best_step) ? [el('span', null, '★ chosen checkpoint: step ' + c.best_step)] : [])));
   }
 
   function recordTable(id, c) {
     var cols = ['step', 'epoch'].concat(c.keys).concat(['train_loss', 'eval_seconds']);
     return el('div', { class: 'wrap' }, el('table', { id: id },
-      el('thead', null, el('tr', null, cols.map(function (k) { return el('th', null, k); }))),
+      el('thead', null, el('tr', null, cols.map(function (k) { return el('th', { title: k }, (c.labels || {})[k] || k); }))),
       el('tbody', null, c.records.map(function (r) {
         return el('tr', { class: r.step === c.best_step ? 'chosen' : null }, cols.map(function (k) {
           if (k === 'step') return el('td', null, String(r.step) + (r.step === c.best_step ? ' ★' : ''));

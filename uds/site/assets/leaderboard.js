@@ -1,11 +1,16 @@
 /* uds report: the leaderboard page. One row per model (merged by uds/site/table.py, in the default
- * order of `uds leaderboard`: references, then Overall, then UDS); the headline columns always, the
- * named groups when switched on; any column sorts both ways; the view (groups, sort, filters) lives
- * in the URL: #/?show=mia,training&sort=-overall&method=npo&q=text ("-" = high to low). */
+ * order of `uds leaderboard`: references, then Overall, then UDS). By default the unlearned models
+ * under the full and retain reference rows (which stay on top whatever the sort); the P/N pool
+ * members and the base model in their own section when switched on. The headline columns always,
+ * the named groups when switched on; any column sorts both ways; the view (groups, sort, filters,
+ * other populations) lives in the URL: #/?show=mia,training&sort=-overall&method=npo&q=text&others=1
+ * ("-" = high to low). The exports are the view. */
 (function () {
   'use strict';
   var R = window.UDSreport, u = R.ui, el = u.el, add = u.add, clear = u.clear, num = u.num;
-  var LB = { sort: null, dir: -1, method: '', text: '', groups: {} };
+  var LB = { sort: null, dir: -1, method: '', text: '', groups: {}, others: false };
+  var MAIN = { reference: true, unlearned: true };      // the default populations; the rest: "others"
+  var POP_TAG = { pool: 'pool', base: 'base model' };
   var TEXT = { name: 'model', method: 'method', epoch: 'epoch' };
   R.lb = LB;
 
@@ -28,6 +33,7 @@
   function fromParams(p) {
     LB.text = p.get('q') || '';
     LB.method = p.get('method') || '';
+    LB.others = p.get('others') === '1';
     LB.groups = {};
     (p.get('show') || '').split(',').forEach(function (g) { if (g) LB.groups[g] = true; });
     var s = p.get('sort') || '';
@@ -41,6 +47,7 @@
     if (LB.sort) q.push('sort=' + (LB.dir < 0 ? '-' : '') + encodeURIComponent(LB.sort));
     if (LB.method) q.push('method=' + encodeURIComponent(LB.method));
     if (LB.text) q.push('q=' + encodeURIComponent(LB.text));
+    if (LB.others) q.push('others=1');
     return q.join('&');
   }
   /* replaceState fires no hashchange: the page is not redrawn, the view is only recorded */
@@ -54,12 +61,12 @@
     if (key === 'epoch') return epochNumber(m.epoch);
     return num(m.cells[key]) ? m.cells[key] : null;
   }
-  R.lbRows = function () {
+  function matches(m) {
     var text = LB.text.toLowerCase();
-    var rows = R.data.models.filter(function (m) {
-      return (!LB.method || m.method === LB.method) &&
-        (!text || (m.name + ' ' + m.specs.join(' ')).toLowerCase().indexOf(text) >= 0);
-    });
+    return (!LB.method || m.method === LB.method) &&
+      (!text || (m.name + ' ' + m.specs.join(' ')).toLowerCase().indexOf(text) >= 0);
+  }
+  function sorted(rows) {
     if (!LB.sort) return rows;                 // the default order: the models' order in the data
     var k = LB.sort, dir = LB.dir;
     return rows.slice().sort(function (a, b) {
@@ -68,7 +75,22 @@
       var c = typeof x === 'string' ? x.localeCompare(y) : x - y;
       return dir * c || a.id - b.id;
     });
+  }
+  /* The rows of the view in sections: [{name: 'main'|'others', rows}]. The main section holds the
+   * reference rows first (sorted among themselves) then the unlearned models sorted; 'others' (pool
+   * members and the base model) only when switched on, sorted the same way. */
+  R.lbSections = function () {
+    var rows = R.data.models.filter(matches);
+    var refs = sorted(rows.filter(function (m) { return m.population === 'reference'; }));
+    var main = refs.concat(sorted(rows.filter(function (m) { return m.population === 'unlearned'; })));
+    var out = [{ name: 'main', rows: main }];
+    if (LB.others) out.push({ name: 'others', rows: sorted(rows.filter(function (m) { return !MAIN[m.population]; })) });
+    return out;
   };
+  R.lbRows = function () {
+    return [].concat.apply([], R.lbSections().map(function (s) { return s.rows; }));
+  };
+  function othersCount() { return R.data.models.filter(function (m) { return !MAIN[m.population]; }).length; }
 
   // ---------- cells ----------
   function udsText(m) {
@@ -82,11 +104,13 @@
     if (key === 'uds') return udsText(m);
     return u.fmtCol(m.cells[key], colMap()[key].format);
   }
+  /* The hover of a marked cell: each run's value as the column prints it, the spread likewise, and
+   * which one the cell shows by the stated rule. */
   function differsTitle(m, key) {
     var d = m.differs[key];
-    return 'values differ between runs (spread ' + String(d.spread) + '):\n' + d.values.map(function (p) {
-      return m.sources[p[0]].path + ': ' + String(p[1]);
-    }).join('\n') + '\nshown: the first (' + m.sources[d.values[0][0]].path + ')';
+    return 'runs differ at the shown precision (spread ' + d.printed_spread + '):\n' + d.values.map(function (p, i) {
+      return d.printed[i] + '  ' + m.sources[p[0]].path;
+    }).join('\n') + '\nshown: ' + d.printed[0] + ', the first by the order stated under the table';
   }
   function valueCell(m, key) {
     var v = m.cells[key], d = m.differs[key];
@@ -97,9 +121,13 @@
   }
   function nameCell(m) {
     var n = Object.keys(m.differs).length;
-    return el('td', { class: 'name' }, u.link('#/model/' + m.id, m.name),
-      m.reference ? el('span', { class: 'tag', title: 'reference model (SPEC 6): shown first, not ranked against the unlearned' }, 'reference') : null,
-      n ? el('span', { class: 'tag warn', title: 'runs of this model disagree on ' + n + ' value(s): see its page' }, '≠ ' + n) : null);
+    return el('td', { class: 'name' }, u.link('#/model/' + m.id, u.breakable(m.name), { title: m.name }),
+      m.reference ? el('span', { class: 'tag', title: 'reference model (spec §6): shown first, not ranked against the unlearned' }, 'reference') : null,
+      POP_TAG[m.population] ? el('span', { class: 'tag', title: m.population === 'pool' ? 'a P/N pool member of a meta-evaluation ' +
+        'zoo (trained to hold or lack the forget set): not an unlearned model' : 'the base model the world was trained from' },
+        m.method && m.population === 'pool' ? m.method : POP_TAG[m.population]) : null,
+      m.published_only ? el('span', { class: 'tag', title: 'values of the reference\'s published table only' }, 'published') : null,
+      n ? el('span', { class: 'tag warn', title: 'runs of this model differ on ' + n + ' value(s) at the shown precision: see its page' }, '≠ ' + n) : null);
   }
 
   // ---------- exports of the current view ----------
@@ -111,10 +139,12 @@
     if (!c || !c.direction) return '';
     return c.lower_is_better ? ' ↓' : ' ↑';
   }
-  /* CSV of the current view: rows as filtered and sorted, numbers as shown (3 decimals, UDS 4). */
+  /* CSV of the current view: rows as filtered and sorted (pool and base models only when shown,
+   * with their population), numbers as shown (3 decimals, UDS 4). */
   R.csvText = function () {
     var keys = exportColumns(), head = ['model'];
     keys.forEach(function (k) { head.push(k); if (k === 'uds') head.push('uds_ci_low', 'uds_ci_high'); });
+    head.push('population');
     var lines = [head];
     R.lbRows().forEach(function (m) {
       var line = [m.name];
@@ -123,6 +153,7 @@
         line.push(t === '–' ? '' : t);
         if (k === 'uds') line.push(m.ci ? u.fmt(m.ci[0], 3) : '', m.ci ? u.fmt(m.ci[1], 3) : '');
       });
+      line.push(m.population);
       lines.push(line);
     });
     return lines.map(function (l) { return l.map(csvCell).join(','); }).join('\n') + '\n';
@@ -141,9 +172,14 @@
     var lines = ['| ' + head.join(' | ') + ' |', '|' + head.map(function (h, i) {
       return i === 0 || TEXT[keys[i - 1]] ? '---' : '---:';
     }).join('|') + '|'];
-    R.lbRows().forEach(function (m) {
-      var cells = [m.name].concat(keys.map(function (k) { return cellText(m, k); }));
-      lines.push('| ' + cells.map(function (c) { return String(c).replace(/\|/g, '\\|'); }).join(' | ') + ' |');
+    R.lbSections().forEach(function (sec) {
+      if (sec.name === 'others' && sec.rows.length) {
+        lines.push('| *pool and base models (not unlearned)* |' + keys.map(function () { return ' |'; }).join(''));
+      }
+      sec.rows.forEach(function (m) {
+        var cells = [m.name].concat(keys.map(function (k) { return cellText(m, k); }));
+        lines.push('| ' + cells.map(function (c) { return String(c).replace(/\|/g, '\\|'); }).join(' | ') + ' |');
+      });
     });
     return lines.join('\n') + '\n';
   };
@@ -158,7 +194,8 @@
   function notes() {
     var d = R.data, out = [];
     if (d.conflicts) out.push(el('p', { class: 'notice', id: 'lb-conflicts' }, d.conflicts + ' model(s) have values that differ ' +
-      'between result folders (≠: hover a cell for each folder\'s value; the model page lists every run).'));
+      'between result folders at the shown precision (≠: hover the cell for each folder\'s value; the model page lists ' +
+      'every run). Smaller differences, below half a unit of the last digit shown, are not marked.'));
     if (d.skipped.length) out.push(el('p', { class: 'notice', id: 'lb-skipped' }, d.skipped.length + ' input(s) were passed over or ' +
       'read only in part: ', u.link('#/skipped', 'see which and why'), '.'));
     return out;
@@ -180,6 +217,13 @@
       box.checked = !!LB.groups[g.name];
       return el('label', { title: g.columns.join(', ') }, box, ' ' + g.label + ' (' + g.columns.length + ')');
     }));
+    var n = othersCount(), others = null;
+    if (n) {
+      var box = el('input', { type: 'checkbox', id: 'lb-others', onchange: function () { LB.others = box.checked; draw(); } });
+      box.checked = LB.others;
+      others = el('label', { title: 'P/N pool members of a meta-evaluation zoo and the base model: not unlearned models, ' +
+        'shown in their own section below the leaderboard, not ranked with it' }, box, ' pool and base models (' + n + ')');
+    }
     var mdBox = el('textarea', { id: 'lb-md-text', readonly: 'readonly', rows: 8, hidden: 'hidden' });
     var buttons = el('span', null,
       el('button', { id: 'lb-default', title: 'references, then Overall, then UDS, high to low', onclick: function () {
@@ -188,7 +232,7 @@
       el('button', { id: 'lb-md', onclick: function () {
         mdBox.value = R.mdText(); mdBox.hidden = false; mdBox.select();
       } }, 'markdown'));
-    return [el('div', { class: 'controls' }, search, select, buttons, el('span', { class: 'muted', id: 'lb-count' })),
+    return [el('div', { class: 'controls' }, search, select, buttons, others, el('span', { class: 'muted', id: 'lb-count' })),
       el('div', { class: 'controls' }, groups), mdBox];
   }
   function header(keys) {
@@ -206,7 +250,7 @@
     keys.forEach(function (k) {
       var c = cm[k], text = !!TEXT[k];
       var cls = (text ? 'text ' : '') + (LB.sort === k ? (LB.dir > 0 ? 'sorted-asc' : 'sorted-desc') : '');
-      add(row, el('th', { 'data-key': k, class: cls, title: (c ? c.title : k) + ' (click: sort; again: reverse)',
+      add(row, el('th', { 'data-key': k, class: cls + (k === 'name' ? ' name' : ''), title: (c ? c.title : k) + ' (click: sort; again: reverse)',
         onclick: function () { sortBy(k); } }, text ? TEXT[k] : c.label, c && c.direction ? el('small', null, u.dirTag(c.direction)) : null));
     });
     return el('thead', null, top, row);
@@ -227,9 +271,11 @@
     fromParams(h.params);
     var wrap = el('div', { class: 'wrap' });
     add(main, [el('h1', null, 'Leaderboard'), notes(), controls(function () { redraw(); }), wrap,
-      el('p', { class: 'muted' }, 'Default order: the full and retain references, then Overall, then UDS, high to low ' +
-        '(as `uds leaderboard`). Values to 3 decimals (UDS 4); 0 = below 1e-6 in magnitude; hover a cell for the exact value. ' +
-        'Column headers say what a higher value means.')]);
+      el('p', { class: 'muted' }, 'The unlearned models under the full and retain reference rows (which stay on top in any ' +
+        'sort). Default order: Overall, then UDS, high to low (as `uds leaderboard`). Values to 3 decimals (UDS 4); 0 = below ' +
+        '1e-6 in magnitude; hover a cell for the exact value. Column headers say what a higher value means.'),
+      el('p', { class: 'muted', id: 'lb-rule' }, 'Which run a cell shows: ' + R.data.precedence + ' ≠ marks a value on which ' +
+        'the runs differ at the shown precision, by at least half a unit of its last digit.')]);
     var built = { keys: null, rows: {} };     // a row's cells depend on the columns only: sorting reuses them
     function rowOf(m, keys) {
       if (!built.rows[m.id]) {
@@ -242,12 +288,23 @@
       return built.rows[m.id];
     }
     redraw = function () {
-      var t0 = performance.now(), keys = visibleKeys(), rows = R.lbRows();
+      var t0 = performance.now(), keys = visibleKeys(), sections = R.lbSections(), shown = 0;
       if (built.keys !== keys.join(',')) built = { keys: keys.join(','), rows: {} };
-      var body = document.createElement('tbody');
-      rows.forEach(function (m) { body.appendChild(rowOf(m, keys)); });
-      clear(wrap).appendChild(el('table', { id: 'lb-table' }, header(keys), body));
-      u.byId('lb-count').textContent = rows.length + ' of ' + R.data.models.length + ' models';
+      var table = el('table', { id: 'lb-table' }, header(keys));
+      sections.forEach(function (sec) {
+        var body = el('tbody', { 'data-section': sec.name });
+        if (sec.name === 'others') {
+          body.appendChild(el('tr', { class: 'section' }, el('td', { class: 'name section', colspan: 1 },
+            'pool and base models (' + sec.rows.length + '): not unlearned, not ranked with the above'), el('td', { colspan: keys.length - 1 })));
+        }
+        sec.rows.forEach(function (m) { body.appendChild(rowOf(m, keys)); });
+        shown += sec.rows.length;
+        table.appendChild(body);
+      });
+      clear(wrap).appendChild(table);
+      var main = R.data.models.length - othersCount();
+      u.byId('lb-count').textContent = sections[0].rows.length + ' of ' + main + ' models' +
+        (LB.others ? ' + ' + (shown - sections[0].rows.length) + ' pool and base' : '');
       remember();
       R.lastDrawMs = performance.now() - t0;
     };

@@ -8,20 +8,27 @@
     leaderboard: 'leaderboard / benchmark rows', build: 'zoo build manifest' };
 
   // ---------- model page ----------
+  /* Its name and cards, then (once its data is loaded) the per-layer charts, its values against its
+   * own population, its runs and where they differ (folded), and the examples. */
   R.pages.model = function (main, h) {
     var m = R.data.models[h.a];
     if (!m) { add(main, el('p', { class: 'err' }, 'no such model')); return; }
-    add(main, el('h1', { id: 'model-name' }, m.name));
-    add(main, el('p', { class: 'muted' }, 'method ' + (m.method || '–') + ' · epoch ' + (m.epoch || '–') +
-      (m.reference ? ' · reference model' : '') + ' · named ' + m.specs.join(', ')));
-    addCards(main, m);
+    add(main, el('h1', { id: 'model-name', title: m.name }, u.breakable(m.name)));
+    add(main, el('p', { class: 'muted' }, 'method ' + (m.method || '–') + ' · epoch ' + (m.epoch || '–') + ' · ' +
+      POP_TEXT[m.population] + ' · named ' + m.specs.join(', ')));
+    var cards = addCards(main, m);
+    var top = el('div', null, m.file ? el('p', { class: 'muted' }, 'loading…') : null);
+    var bottom = el('div');
+    add(main, top);
+    addPopulation(main, m);
     addRuns(main, m);
-    var holder = el('div', null, m.file ? el('p', { class: 'muted' }, 'loading…') : null);
-    add(main, holder);
-    if (!m.file) { drawModel(holder, m, null); return; }
-    R.load(m.id).then(function (d) { drawModel(clear(holder), m, d); },
-      function (e) { clear(holder).appendChild(el('p', { class: 'err' }, e.message)); });
+    add(main, bottom);
+    if (!m.file) { drawModel(top, bottom, cards, m, null); return; }
+    R.load(m.id).then(function (d) { drawModel(clear(top), bottom, cards, m, d); },
+      function (e) { clear(top).appendChild(el('p', { class: 'err' }, e.message)); });
   };
+  var POP_TEXT = { reference: 'reference model', unlearned: 'unlearned model', pool: 'P/N pool member (not unlearned)',
+    base: 'base model (not unlearned)' };
   function card(label, value, id, sub, title) {
     return el('div', { class: 'card' }, el('div', { class: 'muted' }, label),
       el('div', { class: 'big', id: id, title: title }, value), sub ? el('div', { class: 'muted', id: id + '-sub' }, sub) : null);
@@ -32,41 +39,57 @@
     var cards = [el('div', { class: 'card' }, el('div', { class: 'muted' }, 'UDS ', el('small', null, u.dirTag('erasure'))),
       el('div', { class: 'big', id: 'model-uds', title: u.exactTitle(c.uds) }, fmt(c.uds, 4)),
       el('div', { class: 'muted', id: 'model-ci' }, num(c.uds) ? ci : 'no uds score run'))];
-    [['mem', 'Mem'], ['privacy', 'Privacy'], ['utility_rel', 'Utility'], ['overall', 'Overall']].forEach(function (p) {
-      var col = R.data.columns.filter(function (x) { return x.key === p[0]; })[0];
-      cards.push(card(p[1], fmt(c[p[0]], 3), 'model-' + p[0], col ? u.dirTag(col.direction) : null, u.exactTitle(c[p[0]])));
+    ['mem', 'privacy', 'utility_rel', 'overall'].forEach(function (k) {
+      var col = colOf(k);
+      cards.push(card(col ? col.label : k, fmt(c[k], 3), 'model-' + k, col ? u.dirTag(col.direction) : null, u.exactTitle(c[k])));
     });
-    add(box, el('div', { class: 'cards' }, cards));
+    var row = el('div', { class: 'cards' }, cards);
+    add(box, row);
+    return row;
   }
-  /* Every source of the model's values, and each key on which they differ with each one's value. */
+  function colOf(key) { return R.data.columns.filter(function (x) { return x.key === key; })[0] || null; }
+  function labelOf(key) { var c = colOf(key); return c ? c.label : key; }
+  /* Every source of the model's values (folded when there are several), then each value on which
+   * they differ at the shown precision, printed as its column prints it (folded). */
   function addRuns(box, m) {
-    add(box, el('h2', null, m.sources.length === 1 ? 'Its run' : 'Its ' + m.sources.length + ' runs and files'));
-    add(box, el('table', { id: 'model-runs' }, el('thead', null, el('tr', null, ['#', 'what', 'path', 'named', 'UDS', 'values']
+    var runs = el('table', { id: 'model-runs' }, el('thead', null, el('tr', null, ['#', 'what', 'path', 'named', 'UDS', 'values']
       .map(function (t) { return el('th', { class: 'text' }, t); }))), el('tbody', null, m.sources.map(function (s, i) {
       return el('tr', { 'data-source': i }, el('td', null, String(i + 1)), el('td', { class: 'text' }, KIND[s.kind] || s.kind),
-        el('td', { class: 'text path' }, s.path), el('td', { class: 'text' }, s.spec), el('td', { title: u.exactTitle(s.uds) }, fmt(s.uds, 4)),
-        el('td', null, String(s.values)));
-    }))));
-    var keys = Object.keys(m.differs);
+        el('td', { class: 'text path' }, u.breakable(s.path)), el('td', { class: 'text spec' }, u.breakable(s.spec)),
+        el('td', { title: u.exactTitle(s.uds) }, fmt(s.uds, 4)), el('td', null, String(s.values)));
+    })));
+    var title = m.sources.length === 1 ? 'Its run' : 'Its ' + m.sources.length + ' runs and files (run 1 first: the order ' +
+      'that decides which value is shown)';
+    add(box, el('details', { id: 'model-runs-box', class: 'fold', open: m.sources.length <= 3 ? 'open' : null },
+      el('summary', null, el('h2', null, title)), el('div', { class: 'wrap' }, runs),
+      el('p', { class: 'muted' }, R.data.precedence)));
+    var keys = Object.keys(m.differs), below = m.below || { n: 0, keys: [] };
+    var belowText = below.n ? ' ' + below.n + ' more value' + (below.n > 1 ? 's differ' : ' differs') + ' only below the shown ' +
+      'precision (' + below.keys.map(labelOf).join(', ') + ').' : '';
     if (!keys.length) {
       add(box, el('p', { class: 'muted', id: 'model-agree' }, m.sources.length > 1 ?
-        'The runs agree on every value they share (to 1e-9 relative).' : 'One source: nothing to compare.'));
+        'The runs agree on every value they share, at the precision shown.' + belowText : 'One source: nothing to compare.'));
       return;
     }
     var used = [];
     keys.forEach(function (k) { m.differs[k].values.forEach(function (p) { if (used.indexOf(p[0]) < 0) used.push(p[0]); }); });
     used.sort(function (a, b) { return a - b; });
-    add(box, el('h2', { class: 'warn' }, 'Where the runs differ (' + keys.length + ' value' + (keys.length > 1 ? 's' : '') +
-      '; the leaderboard shows the first run\'s; 8 significant digits here)'));
-    add(box, el('div', { class: 'wrap' }, el('table', { id: 'model-differs' }, el('thead', null, el('tr', null,
+    var table = el('table', { id: 'model-differs' }, el('thead', null, el('tr', null,
       el('th', { class: 'text' }, 'value'), used.map(function (i) { return el('th', { title: m.sources[i].path }, 'run ' + (i + 1)); }),
       el('th', null, 'spread'))), el('tbody', null, keys.map(function (k) {
-      var byRun = {};
-      m.differs[k].values.forEach(function (p) { byRun[p[0]] = p[1]; });
-      return el('tr', { 'data-key': k }, el('td', { class: 'text' }, k), used.map(function (i) {
-        return el('td', { title: u.exactTitle(byRun[i]) }, i in byRun ? String(Number(byRun[i].toPrecision(8))) : '–');
-      }), el('td', { class: 'spread', title: u.exactTitle(m.differs[k].spread) }, m.differs[k].spread.toPrecision(3)));
-    })))));
+      var d = m.differs[k], byRun = {};
+      d.values.forEach(function (p, j) { byRun[p[0]] = [p[1], d.printed[j]]; });
+      return el('tr', { 'data-key': k }, el('td', { class: 'text', title: k }, labelOf(k)), used.map(function (i) {
+        return el('td', { title: i in byRun ? u.exactTitle(byRun[i][0]) : null, class: i === d.values[0][0] ? 'shown' : null },
+          i in byRun ? byRun[i][1] : '–');
+      }), el('td', { class: 'spread', title: u.exactTitle(d.spread) }, d.printed_spread));
+    })));
+    add(box, el('details', { id: 'model-differs-box', class: 'fold' },
+      el('summary', null, el('h2', { class: 'warn' }, 'Where the runs differ at the shown precision (' + keys.length + ' value' +
+        (keys.length > 1 ? 's' : '') + ')')),
+      el('div', { class: 'wrap' }, table),
+      el('p', { class: 'muted' }, 'Each run\'s value as its column prints it; in bold the one the leaderboard shows (run 1 first).' +
+        belowText)));
   }
   /* What a run without per-layer data lacks and which command writes it. */
   function emptyState(m, d) {
@@ -81,21 +104,19 @@
   function hasLayers(d) {
     return d && d.layers && d.layers.n > 0 && d.layers.s1_mean.some(num);
   }
-  function drawModel(box, m, d) {
+  function drawModel(top, bottom, cards, m, d) {
     if (d) {
       var s = d.summary, L = d.layers;
-      add(box, el('div', { class: 'cards' },
-        el('div', { class: 'card' }, el('div', null, 'scored ', String(s.n_scored), ' of ', String(s.n_examples), ' examples'),
-          el('div', { class: 'muted' }, 'τ = ', String(s.tau), ', ', String(L.n), ' layers'),
-          s.skipped_reasons && Object.keys(s.skipped_reasons).length ? el('div', { class: 'muted' }, 'skipped: ' + Object.keys(s.skipped_reasons)
-            .map(function (k) { return k + ' ' + s.skipped_reasons[k]; }).join(', ')) : null),
-        el('div', { class: 'card' }, el('div', null, 'full: ', s.full || '–'), el('div', null, 'retain: ', s.retain || '–'),
-          el('div', { class: 'muted' }, 'per-example data from ' + d.source))));
+      add(cards, el('div', { class: 'card' }, el('div', null, 'scored ', String(s.n_scored), ' of ', String(s.n_examples), ' examples'),
+        el('div', { class: 'muted' }, 'τ = ', String(s.tau), ', ', String(L.n), ' layers'),
+        s.skipped_reasons && Object.keys(s.skipped_reasons).length ? el('div', { class: 'muted' }, 'skipped: ' + Object.keys(s.skipped_reasons)
+          .map(function (k) { return k + ' ' + s.skipped_reasons[k]; }).join(', ')) : null,
+        el('div', { class: 'muted', title: 'full: ' + (s.full || '–') + '\nretain: ' + (s.retain || '–') + '\nper-example data from ' + d.source },
+          'anchors ', u.breakable(String(s.full || '–')), ', ', u.breakable(String(s.retain || '–')))));
     }
-    if (hasLayers(d)) addLayers(box, d);
-    else add(box, emptyState(m, d));
-    addPopulation(box, m);
-    if (d && d.examples.length) addExampleList(box, m, d);
+    if (hasLayers(d)) addLayers(top, d);
+    else add(top, emptyState(m, d));
+    if (d && d.examples.length) addExampleList(bottom, m, d);
   }
   function addLayers(box, d) {
     var s = d.summary, L = d.layers;
@@ -107,29 +128,41 @@
         color: '#2ca02c', axis: 'right', dash: '5,3' }], function (j) {
       return 'layer ' + j + '\nmean Δ S1  ' + fmt(L.s1_mean[j]) + '\nmean Δ S2  ' + fmt(L.s2_mean[j]) +
         '\nratio      ' + fmt(L.ratio_mean[j]) + '\nKE in ' + L.ke_count[j] + ' examples';
-    }, { tau: s.tau }));
+    }, { tau: s.tau, yTitle: 'Δ log-prob of the entity (nats)', y2Title: 'clipped ratio' }));
     add(box, el('h2', null, 'KE layers: how many examples have each layer above τ'));
-    add(box, u.barChart('ke-hist', L.ke_count, 'layer', function (i) { return 'layer ' + i + ': KE in ' + L.ke_count[i] + ' examples'; }));
+    add(box, u.barChart('ke-hist', L.ke_count, 'layer', function (i) { return 'layer ' + i + ': KE in ' + L.ke_count[i] + ' examples'; },
+      'examples'));
   }
-  /* Rank 1 = the best end of the metric's direction (lowest for knowledge metrics); no rank for a
-   * column without a direction (training settings). */
+  /* The models a model is compared with: its own population; the references and the base model
+   * are set against the unlearned models without a rank. */
+  function peers(m) {
+    var pop = m.population === 'pool' ? 'pool' : 'unlearned';
+    return R.data.models.filter(function (o) { return o.population === pop; });
+  }
+  /* Rank 1 = the best end of the metric's direction (lowest for knowledge metrics), within the
+   * model's own population; no rank for a column without a direction (training settings), nor for
+   * a reference or base model. */
   function addPopulation(box, m) {
     var cols = R.data.columns.filter(function (c) { return num(m.cells[c.key]); });
     if (!cols.length) return;
-    add(box, el('h2', null, 'Its values against the population (' + R.data.models.length + ' models)'));
+    var group = peers(m), ranked = m.population === 'unlearned' || m.population === 'pool';
+    var who = m.population === 'pool' ? 'pool members' : 'unlearned models';
+    add(box, el('h2', { id: 'population-title' }, 'Its values against the ' + group.length + ' ' + who +
+      (ranked ? '' : ' (a ' + m.population + ' model is not ranked)')));
     var body = el('tbody');
     cols.forEach(function (c) {
       var k = c.key, v = m.cells[k];
-      var vals = R.data.models.map(function (o) { return o.cells[k]; }).filter(num);
-      var rank = c.direction ? 1 + vals.filter(function (x) { return c.lower_is_better ? x < v : x > v; }).length : null;
+      var vals = group.map(function (o) { return o.cells[k]; }).filter(num);
+      var rank = ranked && c.direction ? 1 + vals.filter(function (x) { return c.lower_is_better ? x < v : x > v; }).length : null;
       body.appendChild(el('tr', { 'data-key': k }, el('td', { class: 'text', title: c.title }, c.label),
         el('td', { class: 'text muted' }, c.sentence ? c.sentence.replace(/^higher = /, '') : 'no direction'),
         el('td', { title: u.exactTitle(v) }, u.fmtCol(v, c.format)),
         el('td', { class: 'muted rank' }, rank === null ? '–' : rank + ' of ' + vals.length),
-        el('td', null, u.stripChart(vals, v))));
+        el('td', null, vals.length ? u.stripChart(vals.concat(ranked ? [] : [v]), v) : null)));
     });
-    add(box, el('table', { id: 'population' }, el('thead', null, el('tr', null,
-      ['metric', 'higher =', 'value', 'rank (1 = best by its direction)', 'population'].map(function (t) { return el('th', { class: 'text' }, t); }))), body));
+    add(box, el('div', { class: 'wrap' }, el('table', { id: 'population' }, el('thead', null, el('tr', null,
+      ['metric', 'higher =', 'value', 'rank (1 = best)', 'among the ' + who + ' (its value in red)']
+        .map(function (t) { return el('th', { class: 'text' }, t); }))), body)));
   }
   function exampleText(e) { return [e.idx, e.question, e.answer, e.entity].join(' ').toLowerCase(); }
   function addExampleList(box, m, d) {
@@ -222,7 +255,7 @@
         { name: 's2', label: 'Δ S2', values: d2, color: '#ff7f0e' },
         { name: 'ratio', label: 'clipped ratio on KE layers (right axis)', values: ratio, color: '#2ca02c', axis: 'right', dash: '5,3' }],
         function (j) { return 'layer ' + j + (ke[j] ? ' (KE)' : '') + '\nΔ S1  ' + fmt(d1[j], 6) + '\nΔ S2  ' + fmt(d2[j], 6) + '\nratio ' + fmt(ratio[j]); },
-        { tau: d.summary.tau, height: 220 }) : null,
+        { tau: d.summary.tau, height: 220, yTitle: 'Δ log-prob (nats)', y2Title: 'clipped ratio' }) : null,
       d1.length ? el('table', { id: 'ex-layers' }, el('thead', null, el('tr', null,
         ['layer', 'Δ S1', 'Δ S2', 'clipped ratio', 'KE'].map(function (h) { return el('th', null, h); }))), body) : null,
       gens.length ? [el('h2', null, 'Generations'), gens.map(function (g) { return el('p', { class: 'qa' }, el('span', { class: 'label' }, g[0]), String(g[1])); })] : null);
@@ -234,8 +267,11 @@
     var a = h.a, b = h.b;
     var withData = R.data.models.filter(function (o) { return o.file; });
     if (withData.length < 2) { add(main, el('p', null, 'compare needs two scored models (uds score folders)')); return; }
-    if (!R.data.models[a] || !R.data.models[a].file) a = withData[0].id;
-    if (!R.data.models[b] || !R.data.models[b].file || b === a) b = withData.filter(function (o) { return o.id !== a; })[0].id;
+    // opened without a choice: the first two unlearned models with per-example data (leaderboard order)
+    var first = withData.filter(function (o) { return o.population === 'unlearned'; }).concat(withData.filter(function (o) {
+      return o.population !== 'unlearned'; }));
+    if (!R.data.models[a] || !R.data.models[a].file) a = first[0].id;
+    if (!R.data.models[b] || !R.data.models[b].file || b === a) b = first.filter(function (o) { return o.id !== a; })[0].id;
     function sel(v, other) {
       var s = el('select', { onchange: function () {
         location.hash = other === 'b' ? '#/compare/' + s.value + '/' + b : '#/compare/' + a + '/' + s.value; } },
@@ -287,7 +323,7 @@
           { name: 'a', label: 'Δ S2 of A: ' + A.name, values: ea.s2_delta || [], color: '#ff7f0e' },
           { name: 'b', label: 'Δ S2 of B: ' + B.name, values: eb.s2_delta || [], color: '#9467bd', dash: '4,3' }],
           function (j) { return 'layer ' + j + '\nΔ S1    ' + fmt((ea.s1_delta || [])[j], 6) + '\nΔ S2 A  ' + fmt((ea.s2_delta || [])[j], 6) +
-            '\nΔ S2 B  ' + fmt((eb.s2_delta || [])[j], 6); }, { tau: A.summary.tau, height: 230 }),
+            '\nΔ S2 B  ' + fmt((eb.s2_delta || [])[j], 6); }, { tau: A.summary.tau, height: 230, yTitle: 'Δ log-prob (nats)' }),
         el('p', null, link('#/example/' + a + '/' + p[2], 'open in A'), ' · ',
           link('#/example/' + b + '/' + B.examples.indexOf(eb), 'open in B'))]);
     }
