@@ -417,6 +417,8 @@ def _copy(tmp: Path, blocks: list[Block]) -> None:
         for rel in (b.doc, b.source, *b.inputs):
             src, dst = ROOT / rel, tmp / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
+            if not src.exists():   # a snapshot not made yet (the attack result): absent in the copy too
+                continue
             if src.is_dir():
                 shutil.copytree(src, dst, dirs_exist_ok=True)
             else:
