@@ -23,20 +23,11 @@ from pathlib import Path
 import pytest
 
 from meta_eval.campaign_files import CampaignFiles, settings_digest
+from tests.campaign_fixtures import fresh_home
 from uds_core.sealed import read_sealed, seal
 
 REPO = Path(__file__).resolve().parents[1]
 ZOO = "tiny:test"
-ANCHORS = ("base", "full", "retain")
-
-
-def fresh_home(world: Path, root: Path) -> Path:
-    home = root / "home"
-
-    def skip(folder: str, names: list[str]) -> list[str]:
-        return [n for n in names if n not in ANCHORS] if Path(folder).name == "models" else []
-    shutil.copytree(world, home / "world" / world.name, ignore=skip)
-    return home
 
 
 def args_of(camp: Path, verb: str = "run", **kw) -> argparse.Namespace:

@@ -25,23 +25,13 @@ from pathlib import Path
 import pytest
 
 from meta_eval.campaign_files import CampaignFiles
+from tests.campaign_fixtures import fresh_home
 from uds.cli import main
 from uds_core.sealed import read_sealed
 
 REPO = Path(__file__).resolve().parents[1]
 ZOO = "tiny:test"
-ANCHORS = ("base", "full", "retain")
 POOL_MEMBER = "pos_full_lr3e-3_ep12"     # the campaign's fourth unit, the first that needs a build
-
-
-def fresh_home(world: Path, root: Path) -> Path:
-    """A UDS_HOME with the world's data, tokenizer and anchors only."""
-    home = root / "home"
-
-    def skip(folder: str, names: list[str]) -> list[str]:
-        return [n for n in names if n not in ANCHORS] if Path(folder).name == "models" else []
-    shutil.copytree(world, home / "world" / world.name, ignore=skip)
-    return home
 
 
 def env_of(home: Path) -> dict:
