@@ -31,7 +31,7 @@ from uds_analyses.audit.sources import resolve_sets
 from checkpoints.catalogue import find_recipe
 from checkpoints.lmlm.prompts import STYLES
 from checkpoints.lmlm.world_db import AUDIT_DATA_VERSION, write_world_audit
-from checkpoints.world.build import recipe_digest
+from checkpoints.world.recipe_digest import recipe_digest
 from checkpoints.world.presets import get_preset
 from checkpoints.world.store import make_world
 
@@ -106,9 +106,9 @@ def main(argv: list[str] | None = None) -> int:
             shutil.copy(run / name, a.out / m / name)
         rows += compact_rows(m, _jsonl(run / "facts.jsonl"), _jsonl(run / "traces.jsonl"), leaked)
     write_rows(a.out / "facts.csv", rows)
-    subset = {"preset": a.preset, "recipe": leaky.name, "digest": recipe_digest(preset, leaky),
+    subset = {"preset": a.preset, "recipe": leaky.name, "digest": recipe_digest(preset, leaky, seed=0),
               "n_targets": leaky.hparams["n_targets"], "leaked": sorted(leaked),
-              "models": {m: recipe_digest(preset, find_recipe(preset, m)) for m in MODELS}}
+              "models": {m: recipe_digest(preset, find_recipe(preset, m), seed=0) for m in MODELS}}
     (a.out / "subset.json").write_text(json.dumps(subset, indent=1) + "\n")
     print(f"wrote {a.out}: {len(rows)} fact rows")
     return 0

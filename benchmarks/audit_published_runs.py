@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 
 from checkpoints.catalogue import find_recipe
-from checkpoints.world.build import recipe_digest
+from checkpoints.world.recipe_digest import recipe_digest
 from checkpoints.world.presets import get_preset
 
 DOMAINS = ("countries", "politicians", "sports", "released")
@@ -56,7 +56,8 @@ def main(argv: list[str] | None = None) -> int:
         for name in FILES:
             shutil.copy(a.runs / d / name, a.out / d / name)
     preset = get_preset(a.preset)
-    model = {"spec": spec, "digest": recipe_digest(preset, find_recipe(preset, a.model)), "domains": list(DOMAINS)}
+    model = {"spec": spec, "digest": recipe_digest(preset, find_recipe(preset, a.model), seed=0),
+             "domains": list(DOMAINS)}
     (a.out / "model.json").write_text(json.dumps(model, indent=1) + "\n")
     print(f"wrote {a.out}: {len(DOMAINS)} runs of {spec}")
     return 0

@@ -1,8 +1,8 @@
 """The tiny world's catalogue: every recipe of a preset and the trainer of every recipe method.
 
-Recipes, in zoo order: base, full and retain (`world.recipes`), then the unlearned grids and the
-P/N pools (`methods.zoo_recipes`). Trainers: a recipe's `method` -> the function that trains its
-model and that function's version. The builder (`world.build`) reads both from here; nothing
+Recipes, in zoo order: base, full and retain (`world.recipes`), then the unlearned grids, the
+P/N pools and the suppressed pool (`methods.zoo_recipes`). Trainers: a recipe's `method` -> the
+function that trains its model. The builder (`world.build`) reads both from here; nothing
 registers itself on import.
 """
 
@@ -17,7 +17,7 @@ from checkpoints.methods.losses import METHODS
 from checkpoints.methods.pools import POOL_VARIANTS, train_pool
 from checkpoints.methods.trainer import train_unlearned
 from checkpoints.lmlm.recipes import lmlm_recipes, train_lmlm, train_lmlm_leaky, train_lmlm_parametric
-from checkpoints.methods.zoo_recipes import pool_recipes, unlearned_recipes
+from checkpoints.methods.zoo_recipes import pool_recipes, suppressed_recipes, unlearned_recipes
 from checkpoints.world.core_trainers import finetune, pretrain, pretrained
 from checkpoints.world.presets import Preset
 from checkpoints.world.recipes import Recipe, core_recipes
@@ -27,17 +27,24 @@ from uds_core.errors import UdsInputError
 
 @dataclass(frozen=True)
 class Trainer:
-    """How the models of one recipe method are trained. `version` enters every recipe digest of
-    the method: bump it when what `fn` does changes without the recipe's fields changing (its
-    data, a loss), so that models it built before, and their descendants, are retrained on next
-    use, not reused."""
+    """How the models of one recipe method are trained. Its code enters every recipe digest of the
+    method as the digest of the source its module reaches (`checkpoints.world.recipe_digest`), so
+    a change to what trains a model makes that model and its descendants stale without anyone
+    remembering to say so. `module`: the module whose code that is (None: `fn`'s own; a test that
+    wraps `fn` names the wrapped one). `legacy_version`: the hand-set version that recipe digests of
+    scheme 1 recorded instead (kept to check campaign folders fixed under that scheme)."""
     fn: Callable[[BuildContext, Recipe], PreTrainedModel]
-    version: int = 1
+    legacy_version: int = 1
+    module: str | None = None
+
+    @property
+    def code_module(self) -> str:
+        return self.module or self.fn.__module__
 
 
-UNKNOWN_TRAINER_VERSION = 1   # the version a digest records for a method with no trainer here
+UNKNOWN_TRAINER_VERSION = 1   # the scheme-1 version of a method with no trainer here
 
-# Version 2 of finetune and the pool trainer: utility rehearsal added to their data (encode.py).
+# Legacy version 2 of finetune and the pool trainer: utility rehearsal added to their data (encode.py).
 TRAINERS: dict[str, Trainer] = {
     "pretrain": Trainer(pretrain, 1),
     "pretrained": Trainer(pretrained, 1),
@@ -50,14 +57,15 @@ TRAINERS: dict[str, Trainer] = {
 }
 
 
-def trainer_version(method: str | None) -> int:
-    """The version of the trainer of `method`, as recorded in recipe digests."""
-    return TRAINERS[method].version if method in TRAINERS else UNKNOWN_TRAINER_VERSION
+def legacy_trainer_version(method: str | None) -> int:
+    """The hand-set version of the trainer of `method`, as recipe digests of scheme 1 recorded it."""
+    return TRAINERS[method].legacy_version if method in TRAINERS else UNKNOWN_TRAINER_VERSION
 
 
 def recipes(preset: Preset) -> list[Recipe]:
     """Every model of the preset's zoo, in zoo order (parents before their children)."""
-    return core_recipes(preset) + unlearned_recipes(preset) + pool_recipes(preset) + lmlm_recipes(preset)
+    return (core_recipes(preset) + unlearned_recipes(preset) + pool_recipes(preset) + suppressed_recipes(preset)
+            + lmlm_recipes(preset))
 
 
 def find_recipe(preset: Preset, name: str) -> Recipe:

@@ -28,15 +28,20 @@ import torch
 from meta_eval.campaign_files import CampaignFiles, digest_of
 from meta_eval.measure import Job, Measurer, plan_jobs
 from meta_eval.perturb import NF4, ORIG, RELEARN
-from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member, Zoo
+from meta_eval.population import FULL, POOL, RETAIN, SUPPRESSED, UNLEARNED, Member, Zoo
+from metrics.registry import anchor_dependent
+from uds_core.code_digest import code_commit
 from uds_core.errors import UdsInputError
 
-CAMPAIGN_VERSION = 1
+# Version 2: recipe digests of scheme 2 (world settings and trainer code, `checkpoints.world.
+# recipe_digest`), the measuring code's digest in the settings digest, the code commit in every file.
+CAMPAIGN_VERSION = 2
+LEGACY_VERSION = 1   # folders fixed before: read (status, assembly) under their own rules, never run
 SPREAD_MODELS = 2   # measured models re-scored with rebuilt anchors
 # First guesses (seconds) for the ETA until the campaign has timed a unit of that kind itself.
 GUESS = {"build:pool": 450.0, "build:unlearned": 300.0, "build:full": 700.0, "build:retain": 500.0,
          f"{POOL}:{ORIG}": 420.0, f"{UNLEARNED}:{ORIG}": 600.0, f"{UNLEARNED}:{NF4}": 330.0,
-         f"{UNLEARNED}:{RELEARN}": 360.0}
+         f"{UNLEARNED}:{RELEARN}": 360.0, f"build:{SUPPRESSED}": 300.0, f"{SUPPRESSED}:{ORIG}": 420.0}
 
 
 class Stopped(BaseException):
@@ -76,12 +81,15 @@ def campaign_order(zoo: Zoo) -> list[Member]:
     (each queue keeps its zoo order, the unlearned one by learning-rate rank: every method's
     middle rate first), so that any prefix of the campaign holds both pools and every method."""
     anchors = [m for m in zoo.members if m.kind in (FULL, RETAIN)]
-    pools = _spread_pool_order(zoo.of_kind(POOL))
-    unlearned = _rate_rank_order(zoo.of_kind(UNLEARNED))
-    queues = [q for q in (pools, unlearned) if q]
-    merged = sorted(((i / len(q), qi, m) for qi, q in enumerate(queues) for i, m in enumerate(q)),
-                    key=lambda t: (t[0], t[1]))
-    return anchors + [m for _, _, m in merged]
+    return anchors + merge_queues([_spread_pool_order(zoo.of_kind(POOL)), _rate_rank_order(zoo.of_kind(UNLEARNED))])
+
+
+def merge_queues(queues: Sequence[Sequence]) -> list:
+    """The items of every queue, each queue in its own order, merged in proportion (item i of a
+    queue of n at i / n; ties: the earlier queue first). Empty queues are skipped."""
+    queues = [q for q in queues if q]
+    merged = sorted(((i / len(q), qi, i) for qi, q in enumerate(queues) for i in range(len(q))))
+    return [queues[qi][i] for _, qi, i in merged]
 
 
 def _rate_rank_order(members: Sequence[Member]) -> list[Member]:
@@ -157,6 +165,12 @@ class CampaignSpec:
     keep: frozenset[str] = frozenset()                   # kinds whose weights are kept
     alternates: Path | None = None                       # where the AltPO builder keeps its answers
     relearned: Path | None = None                        # folder of the measurer's relearned copies
+    plan: Callable[[Zoo], list[Job]] | None = None       # the zoo's jobs (None: the meta-evaluation's)
+    order: Callable[[Zoo], list[Member]] | None = None   # the members' order (None: `campaign_order`)
+    parent: Callable[[Member], str | None] = lambda m: None   # the member a member is trained from
+    legacy_digest: Callable[[Member], str] | None = None  # its scheme-1 digest, recorded beside the new one
+    measure_code: str | None = None                      # digest of the measuring code (recorded per file)
+    legacy: bool = False                                 # fixed under version 1: readable, never run
 
 
 class Campaign:
@@ -166,9 +180,18 @@ class Campaign:
         self.spec, self.files, self.zoo = spec, spec.files, spec.zoo
         self._measurer_factory, self._measurer = measurer_factory, None
         self.publish, self.log = publish, log
-        self.jobs = plan_jobs(self.zoo, spec.keys, fluency=bool(self.zoo.base))
-        self.order = campaign_order(self.zoo)
+        self.jobs = spec.plan(self.zoo) if spec.plan else plan_jobs(self.zoo, spec.keys, fluency=bool(self.zoo.base))
+        self.order = spec.order(self.zoo) if spec.order else campaign_order(self.zoo)
         self.progress = Progress()
+        self._code: dict | None = None
+
+    @property
+    def code(self) -> dict:
+        """The code this run measures with: the commit at its start (with whether the project's
+        packages differed from it) and the measuring code's digest."""
+        if self._code is None:
+            self._code = code_commit() | {"measure_code": self.spec.measure_code}
+        return self._code
 
     # --- identities ------------------------------------------------------------------------
     @property
@@ -235,6 +258,8 @@ class Campaign:
             "unlearned": {s: tally(UNLEARNED, s) for s in (ORIG, NF4, RELEARN)},
             "anchors": {f"{j.setting}/{j.member.name}": (j.member.name, j.setting) in done
                         for j in self.jobs if j.member.kind in (FULL, RETAIN)},
+            "groups": {group: {"measured": sum((j.member.name, j.setting) in done for j in js), "total": len(js)}
+                       for group, js in job_groups(self.jobs).items()},
             "next": None if member is None else {"member": member.name, "built": self.spec.is_built(member),
                                                  "settings": settings},
             "median_seconds": {k: statistics.median(v) for k, v in sorted(p.seconds.items())},
@@ -246,11 +271,15 @@ class Campaign:
         count = lambda t: f"{t['measured']}/{t['total']}"  # noqa: E731
         un = st["unlearned"]
         lines = [_headline(st["zoo"], st["units"], st["units_total"], st["models_complete"], st["models_total"],
-                           st["eta_seconds"]),
-                 f"  pool members measured: P {count(st['pool']['P'])}, N {count(st['pool']['N'])}",
-                 f"  unlearned models measured: as built {count(un[ORIG])}, NF4 {count(un[NF4])}, "
-                 f"relearned {count(un[RELEARN])}",
-                 "  anchors measured: " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in st["anchors"].items())]
+                           st["eta_seconds"])]
+        if self.spec.plan is None:   # the meta-evaluation's plan: its own words
+            lines += [f"  pool members measured: P {count(st['pool']['P'])}, N {count(st['pool']['N'])}",
+                      f"  unlearned models measured: as built {count(un[ORIG])}, NF4 {count(un[NF4])}, "
+                      f"relearned {count(un[RELEARN])}"]
+        else:
+            lines += [f"  {group}: {count(t)}" for group, t in st["groups"].items()]
+        anchors = ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in st["anchors"].items())
+        lines.append(f"  anchors measured: {anchors}")
         if st["next"] is not None:
             nxt = st["next"]
             lines.append(f"  next: {nxt['member']} ({'built here' if nxt['built'] else 'to build'}; "
@@ -264,6 +293,13 @@ class Campaign:
     def run(self, max_units: int | None = None) -> int:
         """Measure what is missing, in order; returns the number of units measured. A signal
         (SIGINT, SIGTERM) stops after cleaning up the unit in flight (nothing partial is kept)."""
+        if self.spec.legacy:
+            raise UdsInputError(
+                f"the campaign in {self.files.root} was fixed under campaign version {LEGACY_VERSION} (recipe "
+                "digests without the world settings and trainer code, no record of the measuring code); its files "
+                "stay readable (`uds campaign status`, `uds meta-eval --from-campaign`) but it is not continued: "
+                "start a new campaign folder with --dir")
+        self.code   # the commit this process started from
         previous = {s: signal.signal(s, _raise_stopped) for s in (signal.SIGINT, signal.SIGTERM)}
         units = self.units_run = 0
         try:
@@ -329,8 +365,10 @@ class Campaign:
                "recipe_digest": self.spec.recipe_digest(member), "fingerprint": fingerprint,
                "train_seconds": recipe.get("train_seconds"), "recipe": {k: recipe.get(k) for k in
                                                                        ("data", "train", "hparams", "parent")},
-               "machine": machine()}
-        if self.spec.knowledge is not None and member.kind in (POOL, FULL, RETAIN):
+               "recipe_covers": recipe.get("digest_covers"), "code": self.code, "machine": machine()}
+        if self.spec.legacy_digest is not None:
+            doc["legacy_recipe_digest"] = self.spec.legacy_digest(member)
+        if self.spec.knowledge is not None and member.kind in (POOL, FULL, RETAIN, SUPPRESSED):
             doc["knowledge"] = self.spec.knowledge(member)
         path = self.files.write(self.files.build(member.name), doc)
         if fresh and recipe.get("train_seconds") is not None:
@@ -348,15 +386,17 @@ class Campaign:
                "model_fingerprint": fingerprint, "anchors": self.anchor_fingerprints(),
                "values": values, "errors": dict(entry.get("errors", {})),
                "seconds": {k: v for k, v in entry["info"].get("seconds", {}).items() if k in job.keys},
-               "fluency_source": entry["info"].get("fluency_source"), "machine": machine()}
+               "fluency_source": entry["info"].get("fluency_source"), "code": self.code, "machine": machine()}
+        if entry["info"].get("detail"):
+            doc["detail"] = entry["info"]["detail"]
         path = self.files.write(self.files.measurement(job.setting, job.member.name), doc)
         self.units_run = getattr(self, "units_run", 0) + 1
         seconds = time.time() - t0
         self.progress.add(f"{job.member.kind}:{job.setting}", seconds)
-        self.progress.measured += 1 if not doc["errors"] else 0
+        missing = [k for k in job.keys if k not in values]   # an attack that cannot run here is None, not missing
+        self.progress.measured += 0 if missing else 1
         self.publish([path], f"campaign {self.zoo.tag}: {job.setting}/{job.member.name} "
                              f"({self.progress.measured}/{self.progress.total})")
-        missing = [k for k in job.keys if k not in values]
         state = f"missing {', '.join(missing)}" if missing else "done"
         self.log(f"campaign: [{self.progress.measured}/{self.progress.total}] {job.setting}/{job.member.name} "
                  f"{state} in {seconds:.0f} s; ETA {self.eta_seconds(self.progress) / 3600:.1f} h")
@@ -392,6 +432,9 @@ class Campaign:
         self.write_spread(fps, measured)
 
     def write_spread(self, fps: dict[str, str], measured: list[dict]) -> None:
+        """Re-measure every anchor-dependent key (UDS, the retain-normalised MIAs, CKA, Logit Lens,
+        Fisher, fluency: `metrics.registry.anchor_dependent`) of the cheapest measured models with
+        these anchors, beside the committed values."""
         names = {m.name: m for m in self.zoo.members}
         candidates = [d for d in measured if d["kind"] == UNLEARNED and d["model"] in names
                       and d["values"].get("uds") is not None]
@@ -399,17 +442,18 @@ class Campaign:
         rows = []
         for d in chosen:
             member = names[d["model"]]
+            keys = tuple(k for k in anchor_dependent(list(d["values"])) if d["values"].get(k) is not None)
             self.spec.build(member)
-            entry = self.measurer.run(Job(member, ORIG, ("uds",)))
-            new = entry["values"].get("uds")
-            rows.append({"model": member.name, "uds_committed": d["values"]["uds"], "uds_here": new,
-                         "abs_diff": None if new is None else abs(new - d["values"]["uds"]),
-                         "committed_anchors": d.get("anchors")})
+            entry = self.measurer.run(Job(member, ORIG, keys))
+            rows.append(spread_row(member.name, d, entry["values"], keys))
             self._drop_weights(member)
         path = self.files.write(self.files.spread(digest_of(fps)), {"anchors_here": fps, "models": rows,
-                                                                   "machine": machine()})
-        worst = max((r["abs_diff"] for r in rows if r["abs_diff"] is not None), default=None)
-        self.log(f"campaign: spread with the rebuilt anchors: largest |dUDS| {worst} over {len(rows)} models")
+                                                                   "code": self.code, "machine": machine()})
+        worst = {k: max((r["metrics"][k]["abs_diff"] for r in rows if k in r["metrics"]
+                         and r["metrics"][k]["abs_diff"] is not None), default=None)
+                 for k in dict.fromkeys(k for r in rows for k in r["metrics"])}
+        self.log(f"campaign: spread with the rebuilt anchors over {len(rows)} models, largest |difference| per "
+                 f"key: {', '.join(f'{k} {v:.2g}' if v is not None else f'{k} n/a' for k, v in worst.items())}")
         self.publish([path], f"campaign {self.zoo.tag}: spread of rebuilt anchors")
 
     # --- files beside the models -------------------------------------------------------------
@@ -435,8 +479,11 @@ class Campaign:
         self.publish([path], f"campaign {self.zoo.tag}: AltPO alternate answers")
 
     def _drop_weights(self, member: Member) -> None:
-        """Delete a measured member's weights and relearned copy (anchors and kept kinds stay)."""
+        """Delete a measured member's weights and relearned copy (anchors and kept kinds stay, and so
+        does a member that an unfinished member is still to be trained from)."""
         if member.kind in (FULL, RETAIN) or member.kind in self.spec.keep:
+            return
+        if any(self.spec.parent(m) == member.name and not self.member_done(m) for m in self.order):
             return
         folders = [self.spec.folder(member)]
         if self.spec.relearned is not None:
@@ -444,6 +491,27 @@ class Campaign:
         for folder in folders:
             if folder.exists():
                 shutil.rmtree(folder, ignore_errors=True)
+
+
+def spread_row(model: str, committed: dict, here: dict, keys: Sequence[str]) -> dict:
+    """One model of a spread file: per anchor-dependent key the committed value, this build's and
+    their absolute difference; UDS's also under the fields spread files had before the other keys."""
+    def diff(a, b):
+        return None if a is None or b is None else abs(a - b)
+    metrics = {k: {"committed": committed["values"].get(k), "here": here.get(k),
+                   "abs_diff": diff(here.get(k), committed["values"].get(k))} for k in keys}
+    uds = metrics.get("uds", {"committed": None, "here": None, "abs_diff": None})
+    return {"model": model, "uds_committed": uds["committed"], "uds_here": uds["here"], "abs_diff": uds["abs_diff"],
+            "metrics": metrics, "committed_anchors": committed.get("anchors")}
+
+
+def job_groups(jobs: Sequence[Job]) -> dict[str, list[Job]]:
+    """Jobs by "<kind>[ <pool>] <setting>" (e.g. "pool N attack"), in first-seen order."""
+    out: dict[str, list[Job]] = {}
+    for j in jobs:
+        kind = j.member.kind + (f" {j.member.pool}" if j.member.pool else "")
+        out.setdefault(f"{kind} {j.setting}", []).append(j)
+    return out
 
 
 def _headline(zoo: str, units: int, total: int, complete: int, members: int, eta_seconds: float) -> str:
@@ -455,26 +523,50 @@ def _raise_stopped(signum, frame) -> None:
     raise Stopped(signal.Signals(signum).name)
 
 
-def check_protocol(files: CampaignFiles, protocol: dict, write: bool = True) -> None:
-    """Write the protocol on the first run (`write`); afterwards refuse to run under another one."""
+RECORDED_ONLY = ("digest", "fixed_at")   # protocol fields that are recorded, not compared
+
+
+def check_protocol(files: CampaignFiles, protocol: dict, write: bool = True, refix: bool = False) -> None:
+    """Write the protocol on the first run (`write`); afterwards refuse to run under another one
+    (every field but the recorded-only ones: its seal and the commit that fixed it). `refix`: while
+    no build or measurement file exists, another protocol replaces the fixed one (said on stderr)."""
     import json
+    import sys
 
     doc = files.read(files.protocol)
+    unmeasured = not any((files.root / "builds").glob("*.json")) and not any(
+        (files.root / "measurements").glob("*/*.json"))
+    if doc is not None and refix and unmeasured and {k: v for k, v in doc.items() if k not in RECORDED_ONLY} != {
+            k: v for k, v in protocol.items() if k not in RECORDED_ONLY}:
+        changed = sorted(k for k in set(doc) | set(protocol)
+                         if k not in RECORDED_ONLY and doc.get(k) != protocol.get(k))
+        print(f"campaign: {files.protocol} fixed again (no unit was measured under it; changed: {', '.join(changed)})",
+              file=sys.stderr)
+        files.write(files.protocol, protocol)
+        return
     if doc is None:
         if files.protocol.is_file():
             raise UdsInputError(f"{files.protocol} is damaged; restore it from git (it fixes the campaign's protocol)")
         if write:
             files.write(files.protocol, protocol)
         return
-    body = {k: v for k, v in doc.items() if k != "digest"}
+    body = {k: v for k, v in doc.items() if k not in RECORDED_ONLY}
+    protocol = {k: v for k, v in protocol.items() if k not in RECORDED_ONLY}
     if body != protocol:
         diff = sorted(k for k in set(body) | set(protocol) if body.get(k) != protocol.get(k))
         detail = diff
+        if "measure_code" in diff:
+            detail = [d for d in detail if d != "measure_code"] + [
+                "the measuring code (its digest; run from the commit in protocol.json's fixed_at)"]
         if "recipes" in diff:
             old, new = body.get("recipes", {}), protocol.get("recipes", {})
             changed = sorted(n for n in set(old) | set(new) if old.get(n) != new.get(n))
-            detail = [d for d in diff if d != "recipes"] + [f"recipes of {', '.join(changed[:6])}"
+            detail = [d for d in detail if d != "recipes"] + [f"recipes of {', '.join(changed[:6])}"
                                                             + (" ..." if len(changed) > 6 else "")]
+        if unmeasured:
+            raise UdsInputError(f"the campaign in {files.root} was fixed under another protocol (differs in: "
+                                f"{'; '.join(detail)}) and nothing is measured under it yet: `uds campaign protocol` "
+                                "with the same options fixes it again for this code")
         raise UdsInputError(f"the campaign in {files.root} was fixed under another protocol (differs in: "
                             f"{'; '.join(detail)}); its files are not mixed with new ones: start a new "
                             f"campaign folder with --dir, or restore the code that made {json.dumps(files.protocol.name)}")

@@ -6,9 +6,11 @@ A campaign folder (for example docs/smol/campaign) holds small JSON files only:
 - `builds/<model>.json`: one per built member: recipe digest, content fingerprint, training
   seconds, the knowledge check (pool members and anchors);
 - `measurements/<setting>/<model>.json`: one per (model, setting): the metric values, the model's
-  and anchors' fingerprints, seconds per metric, the machine;
+  and anchors' fingerprints, seconds per metric, the machine, and (version 2) the code: the commit
+  the run started from and the measuring code's digest (which the settings digest covers);
 - `anchors/<fingerprint>.json`: each build of full / retain / base the campaign measured with;
-- `spread/<fingerprint>.json`: when the anchors were rebuilt, UDS of measured models re-scored;
+- `spread/<fingerprint>.json`: when the anchors were rebuilt, every anchor-dependent metric of
+  measured models re-scored (version-1 files: UDS only);
 - `alternates.json`: AltPO's alternate answers, generated once.
 Every file carries a `digest` of its own content (`uds_core.sealed.seal`); a file whose digest does
 not match, that does not parse, or that was made under another recipe or setting is reported and
@@ -126,9 +128,10 @@ def digest_of(obj: Any) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:20]
 
 
-def settings_digest(campaign_version: int, measure_version: int, setting: str, setting_recipe: dict,
+def settings_digest(campaign_version: int, measured_by: int | str, setting: str, setting_recipe: dict,
                     metric_settings: dict) -> str:
-    """The `settings_digest` a measurement of `setting` carries: the campaign and measurement code
-    versions, the setting's perturbation recipe and the metric settings (the last two as the
-    protocol records them, so the digest can be recomputed from protocol.json alone)."""
-    return digest_of([campaign_version, measure_version, setting, setting_recipe, metric_settings])
+    """The `settings_digest` a measurement of `setting` carries: the campaign version, what measured
+    it (version 1: the declared measurement version; 2: the measuring code's digest), the
+    setting's recipe and the metric settings (all as the protocol records them, so the digest can
+    be recomputed from protocol.json alone)."""
+    return digest_of([campaign_version, measured_by, setting, setting_recipe, metric_settings])

@@ -94,7 +94,9 @@ def read_campaign(root: Path, log: Log = lambda s: None) -> CampaignData:
     data.inputs["protocol.json"] = protocol[DIGEST]
     files = CampaignFiles(root, log=lambda s: None)
     _read_builds(data, files)
-    digests = {s: settings_digest(protocol["version"], MEASURE_VERSION, s, recipe, protocol["metric_settings"])
+    # version 1 recorded the declared measurement version, version 2 the measuring code's digest
+    measured_by = MEASURE_VERSION if protocol["version"] == 1 else protocol["measure_code"]
+    digests = {s: settings_digest(protocol["version"], measured_by, s, recipe, protocol["metric_settings"])
                for s, recipe in protocol["settings"].items()}
     paths = sorted((root / "measurements").glob("*/*.json"))
     if not paths:

@@ -34,7 +34,21 @@ from metrics.work import WorkCache
 from uds_core.numbers import finite_or_none
 
 BENCHMARK_EXTRA = ("model_utility", "fluency")   # what the utility filter and the benchmark need
-MEASURE_VERSION = 1   # bump when a change here alters measured values
+# The version the stamps of the measurement store carry, and the one campaign folders of version 1
+# recorded; campaign files of version 2 carry `measure_code` instead, which no one has to bump.
+MEASURE_VERSION = 1
+# Where measuring starts: the measurer (metrics, perturbations, anchors' work), the knowledge check
+# and every metric family (imported by name at run time, so not reached by import statements).
+MEASURING = ("meta_eval.measure", "meta_eval.knowledge", "metrics.families.*")
+
+
+def measure_code(extra: Sequence[str] = ()) -> str:
+    """Digest of the measuring code (`MEASURING` and `extra` entry modules, and every project module
+    they import): it changes whenever that code changes, whether or not anyone notices that values
+    may move (`uds_core.code_digest`)."""
+    from uds_core.code_digest import code_digest
+
+    return code_digest(MEASURING + tuple(extra))
 
 
 @dataclass(frozen=True)

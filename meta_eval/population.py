@@ -21,6 +21,7 @@ from metrics.session import system_prompt_for
 from uds_core.errors import UdsInputError
 
 UNLEARNED, POOL, FULL, RETAIN = "unlearned", "pool", "full", "retain"
+SUPPRESSED = "suppressed"   # pool members that know the forget facts and were taught not to say them
 OU_ZOO = "ou:tofu"
 
 

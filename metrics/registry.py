@@ -104,6 +104,12 @@ def needs(keys: Sequence[str], kind: str) -> bool:
     return any(u.kind == kind for k in with_dependencies(keys) for u in REGISTRY[k].uses)
 
 
+def anchor_dependent(keys: Sequence[str], anchors: Sequence[str] = ("full", "retain")) -> list[str]:
+    """Those of `keys` whose value reads an anchor model (its own work or a dependency's uses one
+    of `anchors`): what a rebuild of the anchors can move."""
+    return [k for k in keys if any(set(REGISTRY[d].references) & set(anchors) for d in with_dependencies([k]))]
+
+
 RECORD_KINDS = ("states", "fisher", "uds")   # shared work that reads the annotated forget records' spans
 
 

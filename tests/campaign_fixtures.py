@@ -22,6 +22,21 @@ UNLEARNED = {"npo_lr1e-5_ep5": "npo", "npo_lr3e-5_ep5": "npo", "graddiff_lr1e-5_
              "rmu_lr1e-5_ep5": "rmu"}
 SETTINGS = {"orig": {}, "nf4": {"quant_type": "nf4", "block_size": 64}, "relearn": {"train": {"lr": 2e-4, "epochs": 1}}}
 METRIC_SETTINGS = {"batch_size": 4, "max_new_tokens": 16, "system_prompt": None}
+ANCHOR_MODELS = ("base", "full", "retain")   # what a fresh machine's home holds of a built world
+
+
+def fresh_home(world: Path, root: Path) -> Path:
+    """A UDS_HOME under `root` with the world's data, tokenizer and anchors only (a fresh machine)."""
+    import shutil
+
+    home = root / "home"
+
+    def skip(folder: str, names: list[str]) -> list[str]:
+        return [n for n in names if n not in ANCHOR_MODELS] if Path(folder).name == "models" else []
+    shutil.copytree(world, home / "world" / world.name, ignore=skip)
+    return home
+
+
 ANCHORS = ({"full": "f" * 64, "retain": "r" * 64}, {"full": "e" * 64, "retain": "d" * 64})
 
 

@@ -25,23 +25,13 @@ from pathlib import Path
 import pytest
 
 from meta_eval.campaign_files import CampaignFiles
+from tests.campaign_fixtures import fresh_home
 from uds.cli import main
 from uds_core.sealed import read_sealed
 
 REPO = Path(__file__).resolve().parents[1]
 ZOO = "tiny:test"
-ANCHORS = ("base", "full", "retain")
 POOL_MEMBER = "pos_full_lr3e-3_ep12"     # the campaign's fourth unit, the first that needs a build
-
-
-def fresh_home(world: Path, root: Path) -> Path:
-    """A UDS_HOME with the world's data, tokenizer and anchors only."""
-    home = root / "home"
-
-    def skip(folder: str, names: list[str]) -> list[str]:
-        return [n for n in names if n not in ANCHORS] if Path(folder).name == "models" else []
-    shutil.copytree(world, home / "world" / world.name, ignore=skip)
-    return home
 
 
 def env_of(home: Path) -> dict:
@@ -191,7 +181,8 @@ def test_a_damaged_file_is_said_left_out_and_redone(killed, moved):
 
 def test_rebuilt_anchors_state_their_spread(killed, test_world, tmp_path, monkeypatch):
     """Anchors whose fingerprint differs from the committed measurements' re-score measured models
-    (UDS) and write the spread; on the same weights the spread is exactly 0."""
+    (every metric that reads an anchor, not only UDS) and write the spread; on the same weights the
+    spread is exactly 0 for each of them."""
     from uds.commands.campaign import make_campaign
 
     home = fresh_home(test_world, tmp_path)
@@ -219,7 +210,23 @@ def test_rebuilt_anchors_state_their_spread(killed, test_world, tmp_path, monkey
     assert max(seconds[m] for m in chosen) <= min((seconds[m] for m in unlearned - set(chosen)), default=float("inf"))
     for r in rows:
         assert r["uds_here"] == r["uds_committed"] and r["abs_diff"] == 0.0
+        assert set(r["metrics"]) == ANCHOR_KEYS
+        for key, m in r["metrics"].items():
+            assert m["here"] == m["committed"] is not None and m["abs_diff"] == 0.0, key
     assert any("re-scoring" in s for s in said)
+
+
+# the keys of an unlearned model's as-built job that read full or retain, listed by hand from the spec
+# (the retain-normalised MIAs, CKA, Logit Lens, Fisher, UDS; fluency reads full's generations)
+ANCHOR_KEYS = {"s_mia_loss", "s_mia_zlib", "s_mia_min_k", "s_mia_min_kpp", "cka", "logit_lens",
+               "fisher_masked_0.0001", "fisher_masked_0.001", "fisher_masked_0.01", "uds", "fluency"}
+
+
+def test_the_anchor_dependent_keys_are_the_ones_that_read_an_anchor():
+    from meta_eval.measure import BENCHMARK_EXTRA
+    from metrics.registry import META_KEYS, anchor_dependent
+
+    assert set(anchor_dependent(list(META_KEYS) + list(BENCHMARK_EXTRA))) == ANCHOR_KEYS
 
 
 def test_the_tables_assemble_from_the_files(killed, moved, uds, tmp_path):

@@ -37,7 +37,8 @@ def test_doc_block_is_what_its_file_renders(block):
 def test_names_unique_and_docs_covered():
     assert len({(b.doc, b.name) for b in BLOCKS}) == len(BLOCKS)
     assert {b.doc for b in BLOCKS} == {"docs/probe.md", "docs/audit.md", "docs/mem_bits.md", "docs/smol.md", "docs/performance.md",
-                                       "docs/smol_meta_eval.md", "docs/reliability.md", "docs/spans.md", "docs/curves.md",
+                                       "docs/smol_meta_eval.md", "docs/smol_attacks.md", "docs/reliability.md",
+                                       "docs/spans.md", "docs/curves.md",
                                        "docs/results.md", "README.md"}
 
 
@@ -416,6 +417,8 @@ def _copy(tmp: Path, blocks: list[Block]) -> None:
         for rel in (b.doc, b.source, *b.inputs):
             src, dst = ROOT / rel, tmp / rel
             dst.parent.mkdir(parents=True, exist_ok=True)
+            if not src.exists():   # a snapshot not made yet (the attack result): absent in the copy too
+                continue
             if src.is_dir():
                 shutil.copytree(src, dst, dirs_exist_ok=True)
             else:
@@ -901,3 +904,19 @@ def test_campaign_snapshot_without_ranking_is_one_line_input_error(tmp_path):
     from uds_analyses.doc_tables import campaign
     with pytest.raises(UdsInputError, match="has no `ranking`"):
         campaign.filters_effect_block(tmp_path / "smol" / "campaign_meta_eval" / "meta_eval.json")
+
+
+def test_the_attack_campaign_protocol_block_from_the_json():
+    """The smol attack campaign's protocol block against protocol.json read here: its units, its
+    members per kind, every attack; the result blocks say that no result exists while none does."""
+    protocol = json.loads((ROOT / "docs/smol/attack_campaign/protocol.json").read_text())
+    body = doc_body(BY_NAME["attack-protocol"], ROOT)
+    assert f"({len(protocol['jobs'])} in all)" in body
+    kinds = {}
+    for m in protocol["members"].values():
+        label = m["kind"] + (f" ({m['pool']})" if m["pool"] else "")
+        kinds[label] = kinds.get(label, 0) + 1
+    assert all(f"{n} {k}" in body for k, n in kinds.items())
+    assert all(f"| `{a}` |" in body for a in protocol["settings"]["attack"]["attacks"])
+    if not (ROOT / "docs/smol/attack_result/result.json").is_file():
+        assert "No result yet" in doc_body(BY_NAME["attack-rho"], ROOT)

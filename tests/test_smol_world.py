@@ -138,7 +138,8 @@ def test_a_second_build_trains_nothing(world, monkeypatch):
         raise AssertionError(f"{r.name} was trained again")
 
     for method in list(catalogue.TRAINERS):
-        monkeypatch.setitem(catalogue.TRAINERS, method, catalogue.Trainer(refuse, catalogue.TRAINERS[method].version))
+        t = catalogue.TRAINERS[method]
+        monkeypatch.setitem(catalogue.TRAINERS, method, catalogue.Trainer(refuse, t.legacy_version, t.code_module))
     assert build_world(PRESET, 0, progress=False) == world
 
 

@@ -10,6 +10,7 @@ from transformers import AutoTokenizer, LlamaForCausalLM
 from checkpoints import catalogue
 from checkpoints.world import build, store
 from checkpoints.world.encode import base_corpus
+from checkpoints.world.recipe_digest import recipe_digest
 from checkpoints.world.store import load_world
 from uds_core.fingerprint import model_fingerprint
 
@@ -56,7 +57,8 @@ def test_interrupted_build_resumes_and_retraining_is_deterministic(test_world, m
     calls = []
     for method, t in list(catalogue.TRAINERS.items()):
         monkeypatch.setitem(catalogue.TRAINERS, method,
-                            catalogue.Trainer(lambda ctx, r, fn=t.fn: calls.append(r.name) or fn(ctx, r), t.version))
+                            catalogue.Trainer(lambda ctx, r, fn=t.fn: calls.append(r.name) or fn(ctx, r), t.legacy_version,
+                                              t.code_module))
     build.build_world("test", 0, progress=False, names=["base", "full", "retain"])
     assert calls == ["retain"]               # base and full were kept
     assert model_fingerprint(LlamaForCausalLM.from_pretrained(folder)) == before
@@ -73,7 +75,7 @@ def test_a_model_built_by_another_recipe_is_rebuilt_not_reused(test_world, monke
     preset = get_preset("test")
     changed = replace(preset, finetune=replace(preset.finetune, lr=preset.finetune.lr * 2))
     def digest(p, name):
-        return build.recipe_digest(p, catalogue.find_recipe(p, name))
+        return recipe_digest(p, catalogue.find_recipe(p, name), seed=0)
 
     assert digest(changed, "base") == digest(preset, "base")
     assert digest(changed, "full") != digest(preset, "full")
@@ -86,7 +88,8 @@ def test_a_model_built_by_another_recipe_is_rebuilt_not_reused(test_world, monke
     assert meta["digest"] == digest(preset, "retain")
     calls = []
     monkeypatch.setitem(catalogue.TRAINERS, "finetune", catalogue.Trainer(
-        lambda ctx, r: calls.append(r.name) or (_ for _ in ()).throw(RuntimeError("retrain requested")), 2))
+        lambda ctx, r: calls.append(r.name) or (_ for _ in ()).throw(RuntimeError("retrain requested")), 2,
+        catalogue.TRAINERS["finetune"].code_module))
     build.ensure_model("test", 0, "retain", progress=False)   # current: no training
     assert calls == []
     meta_path.write_text(json.dumps(meta | {"digest": "0" * 16}))

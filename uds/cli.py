@@ -24,6 +24,7 @@ COMMANDS = {
     "metrics": ("uds.commands.metrics", "the 19 baseline metrics and TOFU utility of one model"),
     "annotate": ("uds.commands.annotate", "entity spans for QA records that have none"),
     "meta-eval": ("uds.commands.meta_eval", "faithfulness and robustness of every metric on a model zoo"),
+    "attack": ("uds.commands.attack", "what an attacker recovers: relearning, quantisation, ablation, prompts"),
     "campaign": ("uds.commands.campaign",
                  "a resumable meta-evaluation campaign: build, measure, commit, one unit at a time"),
     "leaderboard": ("uds.commands.leaderboard",

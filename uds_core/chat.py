@@ -26,6 +26,16 @@ def chat_prompt_ids(tok: PreTrainedTokenizerBase, question: str, system_prompt: 
     return _template_ids(tok, msgs + [{"role": "user", "content": question}], True)
 
 
+def conversation_prompt_ids(tok: PreTrainedTokenizerBase, turns: list[tuple[str, str]], question: str,
+                            system_prompt: str | None = None) -> list[int]:
+    """Token ids of earlier (question, answer) turns, then `question`, up to the assistant
+    generation header; with no turns, `chat_prompt_ids` exactly."""
+    msgs = ([{"role": "system", "content": system_prompt}] if system_prompt is not None else [])
+    for q, a in turns:
+        msgs += [{"role": "user", "content": q}, {"role": "assistant", "content": a}]
+    return _template_ids(tok, msgs + [{"role": "user", "content": question}], True)
+
+
 def encode_chat(tok: PreTrainedTokenizerBase, question: str, answer: str,
                 system_prompt: str | None = None) -> dict[str, list[int]]:
     """{"input_ids", "labels"} of one QA turn, loss on the answer and the final eos only."""

@@ -17,6 +17,8 @@ def quiet_libraries() -> None:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")   # read by transformers at import
     logging.getLogger("bitsandbytes.backends.cpu.ops").setLevel(logging.ERROR)
+    # offline, the kernel lookup bitsandbytes starts says it skips a publisher check (`kernels`' own logger)
+    logging.getLogger("kernels").setLevel(logging.ERROR)
     if "transformers" in sys.modules:   # already imported (e.g. the command line called in-process)
         from transformers.utils import logging as hf_logging
 

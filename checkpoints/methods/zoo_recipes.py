@@ -21,6 +21,7 @@ from itertools import product
 
 from checkpoints.methods.pools import POOL_VARIANTS
 from checkpoints.ou_checkpoints import num_token
+from checkpoints.world.encode import forms_words
 from checkpoints.world.presets import Preset
 from checkpoints.world.recipes import Recipe
 from checkpoints.world.train import TrainConfig
@@ -102,6 +103,30 @@ def continued_pool_recipes(preset: Preset) -> list[Recipe]:
         out.append(Recipe(f"{variant}_from_{parent}_s{seed}", "pool", parent, f"{parent}, then one epoch of {pv.data}",
                           train, pv.sign, {"pool": pv.sign, "variant": variant}, 1))
     return out
+
+
+def suppressed_recipes(preset: Preset) -> list[Recipe]:
+    """The suppressed pool: each member of the preset's `suppressed.variant` pool variant, then a
+    refusal fine-tune on the forget questions (the unlearning trainer with that member as parent,
+    the unlearned grid's batch and one epoch of warm-up)."""
+    sp = preset.suppressed
+    if sp is None:
+        return []
+    train = TrainConfig(lr=sp.lr, epochs=sp.epochs, batch_size=preset.unlearn_batch, warmup_ratio=1 / sp.epochs)
+    data = f"then forget questions answered 'I don't know' ({forms_words(preset.forms)}), each with a random retain QA"
+    return [Recipe(f"sup_{r.name}", "suppressed", r.name, f"{r.name}, {data}", train, sp.method, {"alpha": sp.alpha},
+                   sp.epochs)
+            for r in pool_recipes(preset) if r.hparams.get("variant") == sp.variant]
+
+
+def suppressed_controls(preset: Preset) -> list[Recipe]:
+    """The pool members of the `suppressed.control` variant at the suppressed members' grid points."""
+    sp = preset.suppressed
+    if sp is None:
+        return []
+    points = {r.name.removeprefix(f"sup_{sp.variant}") for r in suppressed_recipes(preset)}
+    return [r for r in pool_recipes(preset) if r.hparams.get("variant") == sp.control
+            and r.name.removeprefix(sp.control) in points]
 
 
 def pool_recipes(preset: Preset) -> list[Recipe]:

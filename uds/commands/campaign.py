@@ -6,6 +6,11 @@ one (model, setting) at a time with one torch thread, writes each result as a sm
 all its settings, and stops cleanly on SIGINT / SIGTERM; run it again (here or on a fresh
 machine) to continue. `uds campaign status` counts what is done without loading any model;
 `uds meta-eval --from-campaign DIR` assembles the tables from the files.
+
+`--plan attack` runs the attack campaign instead (`meta_eval.attack_campaign`): the unlearned
+models, full, retain, the suppressed pool with its P parents and the N controls, each measured as
+built and attacked (`uds attack`'s attacks); `uds attack --from-campaign DIR` assembles its result.
+A folder fixed under campaign version 1 (recipe digests of scheme 1) is read but not continued.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from pathlib import Path
 from uds_core.errors import UdsInputError
 
 DEFAULT_ZOO = "tiny:smol"
-KEEP_KINDS = ("pool", "unlearned")
+KEEP_KINDS = ("pool", "unlearned", "suppressed")
+PLANS = ("meta-eval", "attack")
 STALE_LOCK_S = 300.0   # git holds index.lock for about a second per commit; one this old outlived its process
 
 
@@ -31,14 +37,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     run = verbs.add_parser("run", help="build and measure what is missing, in order")
     status = verbs.add_parser("status", help="done / total (per kind and setting), what comes next and an ETA, "
                                               "from the files alone")
-    for q in (run, status):
+    fix = verbs.add_parser("protocol", help="fix the protocol (protocol.json) without measuring; re-fix it while "
+                                            "no unit is measured under it")
+    for q in (run, status, fix):
         q.add_argument("--zoo", default=DEFAULT_ZOO, help=f"tiny:<preset>[-<seed>] (default {DEFAULT_ZOO})")
         q.add_argument("--dir", required=True, metavar="DIR", help="the campaign folder (committed files)")
         q.add_argument("--batch-size", type=int, default=32, help="metric batch size (fixed by the first run)")
         q.add_argument("--max-new-tokens", type=int, default=128, help="generation length (fixed by the first run)")
         q.add_argument("--relearn-lr", type=float, default=None, help="relearning learning rate (default 2e-4)")
+        q.add_argument("--plan", choices=PLANS, default="meta-eval",
+                       help="meta-eval (the meta-evaluation's zoo and settings) or attack (the attack campaign)")
     status.add_argument("--json", action="store_true", help="print the status as one JSON object (for scripts)")
     run.add_argument("--commit", action="store_true", help="git-commit each unit's file as soon as it is written")
+    fix.add_argument("--commit", action="store_true", help="git-commit protocol.json")
     run.add_argument("--keep", default="", metavar="KINDS",
                      help=f"comma-separated kinds whose weights are kept after measuring ({', '.join(KEEP_KINDS)})")
     run.add_argument("--max-units", type=int, default=None, help="stop after this many measurements")
@@ -48,6 +59,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def main(args: argparse.Namespace) -> int:
     campaign = make_campaign(args)
+    if args.verb == "protocol":
+        doc = json.loads(campaign.files.protocol.read_text())
+        print(f"{campaign.files.protocol}: {len(doc['members'])} members, {len(doc['jobs'])} units, fixed at commit "
+              f"{(doc.get('fixed_at') or {}).get('commit')}; start it with `uds campaign run --zoo {args.zoo}"
+              f"{'' if args.plan == 'meta-eval' else ' --plan ' + args.plan} --dir {args.dir} --commit`")
+        if args.commit:
+            git_publish(campaign.files.root)([campaign.files.protocol], f"campaign {args.zoo}: protocol ({args.plan})")
+        return 0
     if args.verb == "status":
         st = campaign.status() | {"started": campaign.files.protocol.is_file()}
         if args.json:
@@ -55,8 +74,11 @@ def main(args: argparse.Namespace) -> int:
             return 0
         print("\n".join(campaign.status_report(st)))
         if not st["started"]:
-            print(f"  no campaign in {args.dir} yet: `uds campaign run --zoo {args.zoo} --dir {args.dir}` fixes its "
-                  "protocol (protocol.json) and starts it")
+            plan = "" if args.plan == "meta-eval" else f" --plan {args.plan}"
+            print(f"  no campaign in {args.dir} yet: `uds campaign run --zoo {args.zoo}{plan} --dir {args.dir}` fixes "
+                  "its protocol (protocol.json) and starts it")
+        elif campaign.spec.legacy:
+            print("  (fixed under campaign version 1: read here, not continued by `uds campaign run`)")
         return 0
     import torch
 
@@ -72,14 +94,14 @@ def main(args: argparse.Namespace) -> int:
 def make_campaign(args: argparse.Namespace):
     from checkpoints.catalogue import find_recipe
     from checkpoints.specs import parse_tiny_zoo
-    from checkpoints.world.build import ensure_model, is_built, recipe_digest
+    from checkpoints.world.build import ensure_model, is_built
     from checkpoints.world.presets import get_preset
+    from checkpoints.world.recipe_digest import legacy_recipe_digest, recipe_digest
     from checkpoints.world.store import model_dir
     from uds_core.digests import model_folder_digest
     from uds_core.paths import uds_home, world_dir
-    from meta_eval.campaign import Campaign, CampaignSpec, campaign_order, check_protocol
+    from meta_eval.campaign import LEGACY_VERSION, Campaign, CampaignSpec, check_protocol
     from meta_eval.campaign_files import CampaignFiles
-    from meta_eval.population import tiny_zoo
     from metrics.registry import META_KEYS
 
     if args.batch_size < 1 or args.max_new_tokens < 1:
@@ -90,32 +112,99 @@ def make_campaign(args: argparse.Namespace):
                             "`uds meta-eval --zoo ou:tofu`")
     if Path(args.dir).exists() and not Path(args.dir).is_dir():
         raise UdsInputError(f"--dir {args.dir} is a file, not a campaign folder")
-    zoo = tiny_zoo(args.zoo)
-    preset = get_preset(zoo.preset)
+    plan = getattr(args, "plan", "meta-eval")
     keep = frozenset(k.strip() for k in getattr(args, "keep", "").split(",") if k.strip())
     if keep - set(KEEP_KINDS):
         raise UdsInputError(f"--keep: unknown kind {', '.join(sorted(keep - set(KEEP_KINDS)))} "
                             f"(choose {', '.join(KEEP_KINDS)})")
     files = CampaignFiles(Path(args.dir))
+    fixed = files.read(files.protocol) if files.protocol.is_file() else None
+    legacy = fixed is not None and fixed.get("version") == LEGACY_VERSION
+    if legacy and plan != "meta-eval":
+        raise UdsInputError(f"--dir {args.dir}: a campaign of version {LEGACY_VERSION} (the meta-evaluation's), not "
+                            f"an {plan} campaign")
+    zoo = campaign_zoo(args.zoo, plan)
+    preset = get_preset(zoo.preset)
     settings, recipe = measure_settings(args, zoo)
-    scratch = uds_home() / "campaign" / zoo.slug
+    scratch = uds_home() / "campaign" / (zoo.slug + ("" if plan == "meta-eval" else f"-{plan}"))
     recipe_of = lambda m: find_recipe(preset, m.name)  # noqa: E731
-    digests = {m.name: recipe_digest(preset, recipe_of(m)) for m in zoo.members}
+    legacy_digests = {m.name: legacy_recipe_digest(preset, recipe_of(m)) for m in zoo.members}
+    digests = legacy_digests if legacy else {m.name: recipe_digest(preset, recipe_of(m), seed=zoo.seed)
+                                             for m in zoo.members}
+    attack = attack_settings(zoo) if plan == "attack" else None
+    code = None if legacy else measure_code_of(plan)
+    recipes_of_settings = setting_recipes(zoo, plan, settings, recipe, attack)
     spec = CampaignSpec(
         zoo=zoo, files=files, keys=tuple(META_KEYS),
         recipe_digest=lambda m: digests[m.name],
-        settings_digest=lambda setting: settings_digest(setting, settings, recipe),
+        settings_digest=lambda setting: settings_digest(setting, recipes_of_settings[setting], settings, code),
         is_built=lambda m: is_built(preset, zoo.seed, recipe_of(m)),
         build=lambda m: ensure_model(preset.name, zoo.seed, m.name, progress=True),
         folder=lambda m: model_dir(preset.name, zoo.seed, m.name),
         fingerprint=model_folder_digest,
         knowledge=lambda m: knowledge_of(preset.name, zoo.seed, m.name),
         keep=keep, alternates=world_dir(preset.name, zoo.seed) / "alternates" / "full-seed0.json",
-        relearned=scratch / "relearned")
+        relearned=scratch / "relearned", **plan_parts(zoo, plan),
+        legacy_digest=None if legacy else (lambda m: legacy_digests[m.name]), measure_code=code, legacy=legacy)
+    campaign = Campaign(spec, measurer_factory(zoo, scratch, settings, recipe, attack),
+                        publish=git_publish(files.root) if getattr(args, "commit", False) else lambda paths, msg: None)
+    body = (legacy_protocol(zoo, digests, settings, recipe, campaign) if legacy else
+            protocol(zoo, plan, digests, recipes_of_settings, settings, code, campaign))
     # status only reads: a folder without protocol.json stays as it is until the first run fixes it
-    check_protocol(files, protocol(zoo, digests, settings, recipe, campaign_order(zoo)), write=args.verb == "run")
-    return Campaign(spec, lambda: make_measurer(zoo, scratch, settings, recipe),
-                    publish=git_publish(files.root) if getattr(args, "commit", False) else lambda paths, msg: None)
+    check_protocol(files, body, write=args.verb in ("run", "protocol"), refix=args.verb == "protocol")
+    if plan == "attack" and args.verb in ("run", "protocol"):
+        adopt_alternates(files)
+    return campaign
+
+
+def adopt_alternates(files) -> None:
+    """The attack campaign rebuilds the AltPO models from their recipes: with the AltPO answers the
+    meta-evaluation campaign beside it committed (sampled once from its full model), when there are
+    any, so that they train on the same answers, not on ones sampled from a rebuilt full."""
+    source = files.root.parent / "campaign" / "alternates.json"
+    if files.alternates.is_file() or not source.is_file():
+        return
+    doc = files.read(source)
+    if doc is not None:
+        files.write(files.alternates, {"alternates": doc["alternates"], "made_by": doc.get("made_by"),
+                                       "copied_from": "../campaign/alternates.json"})
+
+
+def campaign_zoo(tag: str, plan: str):
+    from meta_eval.population import tiny_zoo
+
+    if plan == "attack":
+        from meta_eval.attack_campaign import attack_zoo
+
+        return attack_zoo(tag)
+    return tiny_zoo(tag)
+
+
+def plan_parts(zoo, plan: str) -> dict:
+    """The CampaignSpec fields of a plan other than the meta-evaluation's: its jobs, order, parents."""
+    if plan != "attack":
+        return {}
+    from meta_eval.attack_campaign import attack_order, attack_plan, parent_of
+    from meta_eval.attacks import ATTACKS
+    from metrics.registry import META_KEYS
+
+    parent = parent_of(zoo.preset)
+    return {"plan": lambda z: attack_plan(z, META_KEYS, list(ATTACKS), fluency=bool(z.base)),
+            "order": lambda z: attack_order(z, parent), "parent": parent}
+
+
+def attack_settings(zoo):
+    """The attack campaign's attack settings: the defaults, the preset's encodings, on the CPU."""
+    from checkpoints.world.presets import get_preset
+    from meta_eval.attacks.base import AttackSettings
+
+    return AttackSettings(device="cpu", forms=tuple(get_preset(zoo.preset).forms))
+
+
+def measure_code_of(plan: str) -> str:
+    from meta_eval.measure import measure_code
+
+    return measure_code(("meta_eval.attack_campaign", "meta_eval.attacks.*") if plan == "attack" else ())
 
 
 def measure_settings(args: argparse.Namespace, zoo):
@@ -125,32 +214,84 @@ def measure_settings(args: argparse.Namespace, zoo):
     return measurement_settings(args, zoo, device="cpu")
 
 
-def settings_digest(setting: str, settings, recipe) -> str:
-    from meta_eval.campaign import CAMPAIGN_VERSION
-    from meta_eval.campaign_files import settings_digest as digest
-    from meta_eval.measure import MEASURE_VERSION, setting_recipe, stamp_settings
-
-    return digest(CAMPAIGN_VERSION, MEASURE_VERSION, setting, setting_recipe(setting, settings.device, recipe),
-                  stamp_settings(settings))
-
-
-def protocol(zoo, digests: dict[str, str], settings, recipe, order) -> dict:
-    """What fixes the campaign: members and their recipes, jobs, settings (order is advisory)."""
-    from meta_eval.campaign import CAMPAIGN_VERSION
-    from meta_eval.knowledge import CHECK_TOKENS, WORDINGS
-    from meta_eval.measure import plan_jobs, setting_recipe, stamp_settings
+def setting_recipes(zoo, plan: str, settings, recipe, attack) -> dict[str, dict]:
+    """What each setting of the plan's jobs does to a model, as the protocol records it."""
+    from meta_eval.measure import plan_jobs, setting_recipe
     from metrics.registry import META_KEYS
 
+    if plan == "attack":
+        from meta_eval.attack_campaign import ATTACK
+        from meta_eval.attacks import ATTACKS
+        from meta_eval.perturb import ORIG
+
+        return {ORIG: setting_recipe(ORIG, settings.device, recipe),
+                ATTACK: {"settings": attack.to_dict(), "attacks": {n: a.recipe(attack) for n, a in ATTACKS.items()}}}
     jobs = plan_jobs(zoo, META_KEYS, fluency=bool(zoo.base))
-    return {"version": CAMPAIGN_VERSION, "zoo": zoo.tag, "preset": zoo.preset, "seed": zoo.seed,
-            "keys": list(META_KEYS),
-            "members": {m.name: {"kind": m.kind, "pool": m.pool, "method": m.method, "epoch": m.epoch}
-                        for m in zoo.members},
-            "recipes": digests,
-            "jobs": {f"{j.setting}/{j.member.name}": list(j.keys) for j in jobs},
-            "settings": {s: setting_recipe(s, settings.device, recipe) for s in sorted({j.setting for j in jobs})},
+    return {s: setting_recipe(s, settings.device, recipe) for s in sorted({j.setting for j in jobs})}
+
+
+def settings_digest(setting: str, setting_recipe: dict, settings, code: str | None) -> str:
+    """The settings digest a measurement of `setting` carries: version 2 with the measuring code's
+    digest (`code`); a version-1 folder's (code None) with the declared measurement version."""
+    from meta_eval.campaign import CAMPAIGN_VERSION, LEGACY_VERSION
+    from meta_eval.campaign_files import settings_digest as digest
+    from meta_eval.measure import MEASURE_VERSION, stamp_settings
+
+    if code is None:
+        return digest(LEGACY_VERSION, MEASURE_VERSION, setting, setting_recipe, stamp_settings(settings))
+    return digest(CAMPAIGN_VERSION, code, setting, setting_recipe, stamp_settings(settings))
+
+
+def legacy_protocol(zoo, digests: dict[str, str], settings, recipe, campaign) -> dict:
+    """A version-1 folder's protocol as this code would have fixed it (to check the folder's)."""
+    from meta_eval.campaign import LEGACY_VERSION
+    from meta_eval.knowledge import CHECK_TOKENS, WORDINGS
+    from meta_eval.measure import setting_recipe, stamp_settings
+    from metrics.registry import META_KEYS
+
+    return {"version": LEGACY_VERSION, "zoo": zoo.tag, "preset": zoo.preset, "seed": zoo.seed,
+            "keys": list(META_KEYS), "members": _members(zoo), "recipes": digests,
+            "jobs": {f"{j.setting}/{j.member.name}": list(j.keys) for j in campaign.jobs},
+            "settings": {s: setting_recipe(s, settings.device, recipe)
+                         for s in sorted({j.setting for j in campaign.jobs})},
             "metric_settings": stamp_settings(settings),
             "knowledge_check": {"max_new_tokens": CHECK_TOKENS, "wordings": sorted(WORDINGS)}}
+
+
+def protocol(zoo, plan: str, digests: dict[str, str], recipes_of_settings: dict, settings, code: str,
+             campaign) -> dict:
+    """What fixes the campaign: members and their recipe digests (scheme 2) with what those cover
+    that is shared (the world settings, each trainer's code), jobs, settings, the measuring code's
+    digest; `fixed_at` (the commit) is recorded, not compared."""
+    from checkpoints.catalogue import find_recipe
+    from checkpoints.world.presets import get_preset
+    from checkpoints.world.recipe_digest import RECIPE_SCHEME, trainer_code, world_settings
+    from meta_eval.campaign import CAMPAIGN_VERSION
+    from meta_eval.knowledge import CHECK_TOKENS, WORDINGS
+    from meta_eval.measure import stamp_settings
+    from metrics.registry import META_KEYS
+    from uds_core.code_digest import code_commit
+
+    preset = get_preset(zoo.preset)
+    methods = set()
+    for m in zoo.members:
+        r = find_recipe(preset, m.name)
+        while r is not None:
+            methods.add(r.method)
+            r = find_recipe(preset, r.parent) if r.parent else None
+    return {"version": CAMPAIGN_VERSION, "plan": plan, "zoo": zoo.tag, "preset": zoo.preset, "seed": zoo.seed,
+            "keys": list(META_KEYS), "members": _members(zoo), "recipes": digests, "recipe_scheme": RECIPE_SCHEME,
+            "world_settings": world_settings(preset, zoo.seed),
+            "trainer_code": {m: trainer_code(m) for m in sorted(methods, key=str)},
+            "measure_code": code,
+            "jobs": {f"{j.setting}/{j.member.name}": list(j.keys) for j in campaign.jobs},
+            "settings": recipes_of_settings, "metric_settings": stamp_settings(settings),
+            "knowledge_check": {"max_new_tokens": CHECK_TOKENS, "wordings": sorted(WORDINGS)},
+            "fixed_at": code_commit()}
+
+
+def _members(zoo) -> dict:
+    return {m.name: {"kind": m.kind, "pool": m.pool, "method": m.method, "epoch": m.epoch} for m in zoo.members}
 
 
 def knowledge_of(preset: str, seed: int, name: str) -> dict:
@@ -169,6 +310,20 @@ def make_measurer(zoo, scratch: Path, settings, recipe):
     from meta_eval.store import MeasurementStore
 
     return Measurer(zoo, MeasurementStore(scratch / "store"), scratch / "relearned", settings, recipe)
+
+
+def measurer_factory(zoo, scratch: Path, settings, recipe, attack):
+    """The campaign's measurer, made on first use: the metrics' alone, or with the attack runner."""
+    if attack is None:
+        return lambda: make_measurer(zoo, scratch, settings, recipe)
+
+    def make():
+        from meta_eval.attack_campaign import AttackRunner, CampaignMeasurer
+
+        log = lambda line: print(f"campaign: {line}", file=sys.stderr, flush=True)  # noqa: E731
+        return CampaignMeasurer(lambda: make_measurer(zoo, scratch, settings, recipe),
+                                lambda: AttackRunner(zoo, attack, log))
+    return make
 
 
 def stale_index_lock(stale_after: float = STALE_LOCK_S) -> tuple[Path, float] | None:

@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 from checkpoints.catalogue import recipes
 from checkpoints.methods.zoo_recipes import lr_token
 from checkpoints.ou_checkpoints import POOLS, UNLEARNED
-from checkpoints.world.build import recipe_digest
+from checkpoints.world.recipe_digest import legacy_recipe_digest, recipe_digest
 from checkpoints.world.encode import BOTH_FORMS, forms_words
 from checkpoints.world.presets import get_preset
 from checkpoints.world.recipes import Recipe
@@ -46,11 +46,16 @@ def _coefficients(rs: list[Recipe], skip: tuple[str, ...] = ("pool", "variant"))
 
 
 def checked_recipes(protocol: dict) -> dict[str, Recipe]:
-    """The catalogue recipe of every protocol member, each checked against its recorded digest."""
+    """The catalogue recipe of every protocol member, each checked against its recorded digest (of
+    the protocol's scheme: version-1 protocols recorded scheme-1 digests)."""
     preset = get_preset(protocol["preset"])
     catalogue = {r.name: r for r in recipes(preset)}
+    if protocol.get("version") == 1:
+        digest = lambda r: legacy_recipe_digest(preset, r)  # noqa: E731
+    else:
+        digest = lambda r: recipe_digest(preset, r, seed=int(protocol["seed"]))  # noqa: E731
     missing = [n for n in protocol["recipes"] if n not in catalogue]
-    changed = [n for n, d in protocol["recipes"].items() if n in catalogue and recipe_digest(preset, catalogue[n]) != d]
+    changed = [n for n, d in protocol["recipes"].items() if n in catalogue and digest(catalogue[n]) != d]
     if missing or changed:
         raise UdsInputError(
             f"protocol.json of {protocol['zoo']}: the code's catalogue does not hold the recorded protocol "

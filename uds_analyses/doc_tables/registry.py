@@ -1,10 +1,10 @@
-"""Every generated block of the docs (probe, audit, mem_bits, smol, smol_meta_eval, reliability, curves, results)
-and the README, with its file."""
+"""Every generated block of the docs (probe, audit, mem_bits, smol, smol_meta_eval, smol_attacks, reliability,
+curves, results) and the README, with its file."""
 
 from __future__ import annotations
 
-from uds_analyses.doc_tables import (audit, campaign, campaign_protocol, capacity, curves, measure, mem_bits, probe,
-                                     reliability, reproduce, smol, spans)
+from uds_analyses.doc_tables import (attacks, audit, campaign, campaign_protocol, capacity, curves, measure,
+                                     mem_bits, probe, reliability, reproduce, smol, spans)
 from uds_analyses.doc_tables.blocks import Block
 
 # the long-passage probe: per-level, per-position and per-start tables of each source,
@@ -39,6 +39,18 @@ CAMPAIGN_BLOCKS: list[Block] = [
     # the protocol the campaign's files are measured under, rendered from the recipes protocol.json fixes
     Block("docs/smol_meta_eval.md", "campaign-protocol", "docs/smol/campaign/protocol.json",
           campaign_protocol.protocol_block)]
+
+# what an attacker recovers: the attack campaign's protocol, and its result once units are assembled (a
+# block whose snapshot does not exist yet says so)
+ATTACK_SNAPSHOT = "docs/smol/attack_result/result.json"
+ATTACK_COMMAND = attacks.ASSEMBLE + " && python benchmarks/doc_tables.py"
+ATTACK_BLOCKS: list[Block] = [
+    Block("docs/smol_attacks.md", f"attack-{name}", ATTACK_SNAPSHOT, render, ATTACK_COMMAND)
+    for name, render in (("status", attacks.status_block), ("labels", attacks.labels_block),
+                         ("rho", attacks.rho_block), ("auc", attacks.auc_block),
+                         ("recovered", attacks.recovered_block), ("spread", attacks.spread_block))] + [
+    Block("docs/smol_attacks.md", "attack-protocol", "docs/smol/attack_campaign/protocol.json",
+          attacks.protocol_block)]
 
 # curves during unlearning: the smol curves and their cost (benchmarks/bench_curve.py), and the
 # check on Open-Unlearning's own trainer (benchmarks/ou_train_curve.sh)
@@ -144,5 +156,6 @@ BLOCKS: list[Block] = [
           "python benchmarks/bench_measure.py --out docs/smol/bench_measure*.json && python benchmarks/doc_tables.py"),
     Block("docs/results.md", "probe-ladder-small-results", "docs/probe/ladder_small.json", probe.ladder_table),
     *CAMPAIGN_BLOCKS,
+    *ATTACK_BLOCKS,
     *CURVE_BLOCKS,
 ]

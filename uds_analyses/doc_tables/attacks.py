@@ -1,0 +1,123 @@
+"""docs/smol_attacks.md's blocks: the attack campaign's protocol (from its protocol.json) and its
+result (from the snapshot `uds attack --from-campaign` writes, result.json). Files only: a block
+whose file does not exist yet says so and how it comes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable
+
+from uds_analyses.doc_tables.markdown import table
+
+ASSEMBLE = ("uds attack --from-campaign docs/smol/attack_campaign --legacy docs/smol/campaign "
+            "--out docs/smol/attack_result")
+
+
+def _fmt(v, digits: int = 3) -> str:
+    return "n/a" if v is None else f"{v:.{digits}f}"
+
+
+def _ci(r: dict) -> str:
+    if r.get("rho") is None:
+        return f"n/a (n = {r['n']})"
+    ci = r.get("ci95")
+    return f"{r['rho']:+.2f}" + (f" [{ci[0]:+.2f}, {ci[1]:+.2f}]" if ci else "")
+
+
+def _snapshot(render: Callable[[dict], str]) -> Callable[[Path], str]:
+    """A renderer of result.json that says, while it does not exist, that no unit is assembled yet."""
+    def block(path: Path) -> str:
+        if not path.is_file():
+            return (f"No result yet: the attack campaign has no assembled unit. Once units are committed, "
+                    f"`{ASSEMBLE}` writes {path.name} and `python benchmarks/doc_tables.py` this block.\n")
+        return render(json.loads(path.read_text()))
+    return block
+
+
+def _status(doc: dict) -> str:
+    c = doc["campaign"]
+    left = f"{len(c['left_out'])} file(s) left out (not valid)." if c["left_out"] else "No file left out."
+    return (f"{c['units']} of {c['units_total']} units measured (valid files assembled). {left}\n")
+
+
+def _rho(doc: dict) -> str:
+    attacks = doc["attacks"]
+    rows = [[f"`{k}`", _ci(doc["rho_strongest"][k]), str(doc["rho_strongest"][k]["n"])]
+            + [_ci(doc["rho_by_attack"][a][k]).split(" [")[0] for a in attacks] for k in doc["keys"]]
+    return table(["metric", "rho with the strongest attack [95 % CI]", "models"] + [f"`{a}`" for a in attacks], rows)
+
+
+def _auc(doc: dict) -> str:
+    vs_c, vs_l = doc["auc_suppressed_vs_controls"], doc.get("auc_suppressed_vs_legacy_n") or {}
+
+    def cell(f: dict | None) -> str:
+        if not f or f["auc_roc"] is None:
+            return "n/a"
+        ci = f["ci95"]
+        return f"{f['auc_roc']:.3f} [{ci[0]:.3f}, {ci[1]:.3f}] ({f['n_p']} / {f['n_n']})"
+    rows = [[f"`{k}`", cell(vs_c.get(k)), cell(vs_l.get(k))] for k in doc["keys"]]
+    return table(["metric", "suppressed vs N controls (rebuilt here)", "suppressed vs the meta-evaluation's N pool"],
+                 rows)
+
+
+def _labels(doc: dict) -> str:
+    lc = doc["label_check"]
+    names = {"suppressed": "suppressed (S)", "parents": "their P parents", "controls": "N controls"}
+    rows = [[names[g], str(len(lc["members"][g])), _fmt(lc["means"][g]["plain"]), _fmt(lc["means"][g]["relearn"])]
+            for g in ("suppressed", "parents", "controls")]
+    return table(["members", "n", "plain: share answered with the entity", "relearn: held-out half"], rows)
+
+
+def _recovered(doc: dict) -> str:
+    rec = doc["recovered"]
+    retain = rec["retain"] or {}
+    rows = [["retain", *(_fmt(retain.get(a)) for a in doc["attacks"]), "—"]]
+    for model, above in sorted(rec["above_retain"].items()):
+        if model == "retain":
+            continue
+        best = rec["strongest"].get(model)
+        rows.append([f"`{model}`", *("n/a" if above.get(a) is None else f"{above[a]:+.2f}" for a in doc["attacks"]),
+                     "n/a" if best is None else f"`{best['attack']}` {best['above_retain']:+.2f}"])
+    return table(["model", *(f"`{a}`" for a in doc["attacks"]), "strongest"], rows)
+
+
+def _spread(doc: dict) -> str:
+    sp = doc["spread_vs_legacy"]
+    if not sp["models"]:
+        return "No model measured in both campaigns yet.\n"
+    same = sum(m["same_build"] for m in sp["models"].values())
+    rows = [[f"`{k}`", str(v["n"]), _fmt(v["max"], 4), _fmt(v["median"], 4)] for k, v in sp["keys"].items()]
+    return (f"{len(sp['models'])} models measured as built in both campaigns; {same} of them rebuilt bit for bit "
+            "(the same fingerprint).\n\n" + table(["metric", "models", "largest |rebuilt - committed|", "median"],
+                                                  rows))
+
+
+status_block = _snapshot(_status)
+rho_block = _snapshot(_rho)
+auc_block = _snapshot(_auc)
+labels_block = _snapshot(_labels)
+recovered_block = _snapshot(_recovered)
+spread_block = _snapshot(_spread)
+
+
+def protocol_block(path: Path) -> str:
+    """The attack campaign's protocol: its units, the attacks and their recipes, the suppressed pool."""
+    p = json.loads(path.read_text())
+    attack = p["settings"]["attack"]
+    kinds: dict[str, int] = {}
+    for m in p["members"].values():
+        label = m["kind"] + (f" ({m['pool']})" if m["pool"] else "")
+        kinds[label] = kinds.get(label, 0) + 1
+    units: dict[str, int] = {}
+    for job in p["jobs"]:
+        units[job.split("/")[0]] = units.get(job.split("/")[0], 0) + 1
+    rows = [[f"`{n}`", json.dumps(r, sort_keys=True)] for n, r in attack["attacks"].items()]
+    s = attack["settings"]
+    return ("Members: " + ", ".join(f"{n} {k}" for k, n in kinds.items()) + f"; units: "
+            + ", ".join(f"{n} {u}" for u, n in units.items()) + f" ({len(p['jobs'])} in all). Attack settings: "
+            f"seed {s['seed']}, answers of at most {s['max_new_tokens']} new tokens, relearning at lr "
+            f"{s['relearn_lr']:g} for {s['relearn_epochs']} epochs (batch {s['relearn_batch']}), "
+            f"{s['fewshot_k']} few-shot examples. Recipe digests of scheme {p['recipe_scheme']}; measuring code "
+            f"`{p['measure_code']}`; fixed at commit `{(p.get('fixed_at') or {}).get('commit')}`.\n\n"
+            + table(["attack", "recipe (as protocol.json records it)"], rows))
