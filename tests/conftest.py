@@ -57,3 +57,33 @@ def uds(monkeypatch, capsys):
         out, err = capsys.readouterr()
         return subprocess.CompletedProcess(args, code, out, err)
     return run
+
+
+# --- the quick tier ------------------------------------------------------------------------------
+# `pytest -m quick`: the tests that need no trained, converted or loaded world model, no browser and
+# no outside data (pure formulas, parsing, registries, reports on small files); for the inner loop.
+HEAVY_FIXTURES = frozenset({"test_world", "smol_converted", "fresh_gguf_home", "gguf_home", "zoo", "trained_zoo",
+                            "tiny_world", "world", "models", "folders", "uds", "tofu_dir"})
+# needing none of those, these still train a model or start fresh interpreters (seconds each)
+NOT_QUICK = frozenset({
+    "tests/test_progress.py::test_training_loop_logs_steps_when_stderr_is_a_file",
+    "tests/test_faults.py::test_a_second_world_builder_waits_for_the_first_and_reuses_its_data",
+    "tests/test_cli_errors.py::test_score_command_does_not_import_the_metrics_stack",
+    "tests/test_cli_errors.py::test_real_process_exits_2_without_traceback",
+    "tests/test_probe_cli.py::test_real_process_malformed_line",
+    "tests/test_audit_chance.py::test_published_chance_is_the_shared_datas",
+    "tests/test_doc_tables.py::test_a_changed_number_in_the_doc_is_caught_and_rewritten",
+    "tests/test_doc_tables.py::test_check_command_exit_codes",
+    "tests/test_doc_tables.py::test_a_changed_number_in_the_file_is_caught",
+    "tests/test_recipe_digests.py::test_the_measuring_code_digest_covers_the_metric_families",
+    "tests/test_wheel_names.py::test_the_wheel_installs_the_layouts_packages_only",
+    "tests/test_quiet.py::test_quiet_libraries_in_a_fresh_interpreter",
+})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        heavy = HEAVY_FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        if heavy or item.nodeid in NOT_QUICK or any(item.get_closest_marker(m) for m in ("slow", "browser")):
+            continue
+        item.add_marker(pytest.mark.quick)
