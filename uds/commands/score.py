@@ -9,12 +9,13 @@ from pathlib import Path
 import uds
 from checkpoints.specs import file_name
 from uds_core import engine, s1_cache
-from uds_core.compat import check_compatible
+from uds_core.compat import check_compatible_configs
 from uds_core.engine import EngineSettings
 from uds_core.errors import UdsInputError
 from uds_core.fingerprint import tokenizer_hash
 from uds_core.formula import TAU
 from uds_core.loading import resolve_device, resolve_dtype
+from uds_core.memory import check_fits, count_parameters
 from uds_core.progress import progress as track
 from uds_core.parity import REFERENCE, SPEC, resolve_alias
 from uds_core.report import write_report
@@ -81,10 +82,13 @@ def run(args: argparse.Namespace) -> int:
     report_annotation(session, "uds score")
     specs = {role: session.spec_of(SESSION_ROLE[role]) for role in ROLES}
     full_tok = session.tokenizer(specs["full"])   # encodes for all three (SPEC 2.6)
-    models = {role: (session.model(s), session.tokenizer(s, fallback=full_tok)) for role, s in specs.items()}
-    check_compatible({f"{role} ({specs[role]})": models[role] for role in ROLES})
+    # checked from configs and tokenizers, before any weights load
+    check_compatible_configs({f"{role} ({s})": (session.config(s), session.tokenizer(s, fallback=full_tok))
+                              for role, s in specs.items()})
+    # S1 holds full and retain, S2 full and the unlearned model: two at a time (`staged`)
+    check_fits("uds score", count_parameters(session.config(specs["full"])), placement.dtype, 2, device)
     with track(total=None, desc="uds score", unit="pass") as bar:
-        run, _, _ = session.score_uds(settings, args.tau, use_cache=not args.no_s1_cache, meter=bar)
+        run, _, _ = session.score_uds(settings, args.tau, use_cache=not args.no_s1_cache, meter=bar, staged=True)
     key = run.key
     fps = {role: session.fingerprint(s) for role, s in specs.items()}
     out = Path(args.out) if args.out else Path("uds_out") / file_name(args.unlearned)
