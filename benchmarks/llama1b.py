@@ -77,9 +77,10 @@ def _torch_threads() -> int:
     return torch.get_num_threads()
 
 
-def write(path: Path, doc: dict) -> Path:
+def write(path: Path, doc: dict, compact: bool = False) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    text = json.dumps(doc, sort_keys=True, separators=(",", ":")) if compact else json.dumps(doc, indent=1, sort_keys=True)
+    path.write_text(text + "\n")
     print(f"wrote {path}")
     return path
 
@@ -145,6 +146,167 @@ def run_metrics(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# uds score (fresh interpreter), and the reference beside it
+
+
+def uds_score(out_dir: Path, dtype: str, batch_size: int, data: Path | None = None,
+              parity: str = "spec") -> dict:
+    """`uds score` in a fresh interpreter, S1 cache off (S1 and S2 both run): wall seconds, peak
+    RSS of the child (GB), exit status, and its summary and per-example rows."""
+    cmd = [sys.executable, "-m", "uds", "score", "--unlearned", spec("unlearned"), "--dtype", dtype,
+           "--batch-size", str(batch_size), "--no-s1-cache", "--parity", parity, "--out", str(out_dir)]
+    if data is not None:
+        cmd += ["--data", str(data)]
+    wall, rss, code = _timed_child(cmd)
+    summary = json.loads((out_dir / "summary.json").read_text()) if code == 0 else None
+    rows = ([json.loads(line) for line in (out_dir / "examples.jsonl").read_text().splitlines()]
+            if code == 0 else [])
+    return {"command": " ".join(["uds"] + cmd[3:-2]), "exit_status": code, "wall_s": round(wall, 1),
+            "peak_rss_gb": round(rss, 3), "summary": summary,
+            "examples": [{k: r.get(k) for k in ("idx", "uds", "full_score", "s1_delta", "s2_delta", "ke_layers")}
+                         for r in rows]}
+
+
+def _timed_child(cmd: list[str]) -> tuple[float, float, int]:
+    """Run `cmd` to its end in a process of its own: (wall seconds, its peak RSS in GB, exit status).
+    The peak is read from the child's own rusage (a fork of this process would report ours)."""
+    wrapper = ("import resource, subprocess, sys, json; rc = subprocess.call(sys.argv[1:]); "
+               "print(json.dumps(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)); sys.exit(rc)")
+    t0 = time.time()
+    proc = subprocess.run([sys.executable, "-c", wrapper, *cmd], cwd=REPO, stdout=subprocess.PIPE, text=True)
+    wall = time.time() - t0
+    lines = proc.stdout.strip().splitlines()
+    sys.stdout.write("\n".join(lines[:-1]) + ("\n" if len(lines) > 1 else ""))
+    return wall, int(lines[-1]) * 1024 / 1e9 if lines else float("nan"), proc.returncode
+
+
+def run_score(args: argparse.Namespace, argv: list[str]) -> int:
+    meta = provenance(argv)
+    with tempfile.TemporaryDirectory(prefix="llama1b-score-") as tmp:
+        res = uds_score(Path(tmp), args.dtype, args.batch_size)
+    doc = {**meta, "what": f"uds score on the llama1b world, all annotated items, {args.dtype}, S1 cache off",
+           "dtype": args.dtype, "batch_size": args.batch_size, **res}
+    write(args.out or OUT / f"score_{args.dtype}.json", doc)
+    return res["exit_status"]
+
+
+def reference_repo(given: str | None) -> Path:
+    path = Path(given or os.environ.get(REFERENCE_ENV, ""))
+    if not (path / "compute_uds.py").is_file():
+        raise SystemExit(f"no reference checkout at {path!s}: pass --reference-repo DIR or set {REFERENCE_ENV} "
+                         "(a checkout of github.com/gnueaj/unlearning-depth-score)")
+    return path
+
+
+def _git_head(repo: Path) -> str | None:
+    out = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return out.stdout.strip() or None
+
+
+def run_parity(args: argparse.Namespace, argv: list[str]) -> int:
+    """Ours, the reference, ours again (the reference's wall against the mean of ours), on the first
+    N annotated records, float32, both at `--batch-size`, one torch thread each."""
+    import numpy as np
+
+    from checkpoints.specs import default_tofu_annotated
+
+    repo = reference_repo(args.reference_repo)
+    meta = provenance(argv)
+    folders = ensure_models()
+    with tempfile.TemporaryDirectory(prefix="llama1b-parity-") as tmp:
+        tmp = Path(tmp)
+        data = tmp / "data.json"
+        data.write_text(json.dumps(json.loads(default_tofu_annotated().read_text())[:args.n_examples]))
+        ours = [uds_score(tmp / "ours0", "float32", args.batch_size, data, parity="reference")]
+        ref_out = tmp / "reference.json"
+        cmd = [sys.executable, str(REPO / "benchmarks" / "reference_uds.py"), "--repo", str(repo), "score",
+               "--full", str(folders["full"]), "--retain", str(folders["retain"]),
+               "--unlearned", str(folders["unlearned"]), "--data", str(data), "--out", str(ref_out),
+               "--n-examples", str(args.n_examples), "--batch-size", str(args.batch_size), "--dtype", "float32",
+               "--share-unmoved", "o_proj.weight,down_proj.weight", "--threads", str(args.threads)]
+        ref_wall, ref_rss, code = _timed_child(cmd)
+        if code != 0:
+            raise SystemExit(f"the reference run failed ({code})")
+        reference = json.loads(ref_out.read_text())
+        ours.append(uds_score(tmp / "ours1", "float32", args.batch_size, data, parity="reference"))
+    by_idx = {r["idx"]: r for r in ours[0]["examples"]}
+    d_uds, d_s1, d_s2, spans_differ, null_differ = [], [], [], 0, 0
+    for r in reference["examples"]:
+        o = by_idx[r["idx"]]
+        if (r["uds"] is None) != (o["uds"] is None):
+            null_differ += 1
+        elif r["uds"] is not None:
+            d_uds.append(abs(r["uds"] - o["uds"]))
+        d_s1.append(np.max(np.abs(np.subtract(r["s1_deltas"], o["s1_delta"]))))
+        d_s2.append(np.max(np.abs(np.subtract(r["s2_deltas"], o["s2_delta"]))))
+    ours_wall = float(np.mean([o["wall_s"] for o in ours]))
+    doc = {**meta, "what": "UDS parity and speed against the reference implementation, float32",
+           "reference_commit": _git_head(repo) or args.reference_commit, "n_examples": args.n_examples,
+           "batch_size": args.batch_size, "n_scored_reference": sum(r["uds"] is not None for r in reference["examples"]),
+           "n_compared": len(reference["examples"]), "n_uds_compared": len(d_uds),
+           "null_mismatches": null_differ, "max_abs_uds_diff": max(d_uds) if d_uds else None,
+           "max_abs_s1_delta_diff": float(max(d_s1)), "max_abs_s2_delta_diff": float(max(d_s2)),
+           "reference": {"wall_s": round(ref_wall, 1), "peak_rss_gb": round(ref_rss, 3),
+                         "compute_s": round(reference["seconds"], 1), "load_s": round(reference["load_seconds"], 1),
+                         "avg_uds": reference["avg_uds"], "skipped": reference["skipped"],
+                         "torch_threads": reference["torch_threads"]},
+           "ours": [{k: o[k] for k in ("command", "wall_s", "peak_rss_gb", "exit_status")} | {"uds": o["summary"]["uds"]}
+                    for o in ours],
+           "speedup_wall": round(ref_wall / ours_wall, 2),
+           "per_example": [{"idx": r["idx"], "uds_reference": r["uds"], "uds_ours": by_idx[r["idx"]]["uds"]}
+                           for r in reference["examples"]]}
+    write(args.out or OUT / "parity_float32.json", doc)
+    ok = null_differ == 0 and (not d_uds or max(d_uds) <= 1e-5)
+    print(f"speedup={doc['speedup_wall']} max_abs_uds_diff={doc['max_abs_uds_diff']} "
+          f"max_abs_delta_diff={max(doc['max_abs_s1_delta_diff'], doc['max_abs_s2_delta_diff'])}")
+    return 0 if ok else 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Prompts, labels, spans (no model)
+
+
+def run_alignment(args: argparse.Namespace, argv: list[str]) -> int:
+    """The reference's UDS prompts and spans on the Llama 3 tokenizer (`reference_spans.json`, which
+    tests/test_llama3_prompts.py reads in CI), uds's against them, and the chat encodings of the 400
+    forget10 rows against Open-Unlearning's and Meta's (`alignment.json`)."""
+    from checkpoints import llama3
+    from checkpoints.specs import default_tofu_annotated
+    from checkpoints.world.tofu import default_tofu_dir, read_records
+    from uds_core.chat import DATE_STRING
+    from uds_core.defaults import OU_SYSTEM_PROMPT
+
+    import llama3_alignment as align
+
+    repo = reference_repo(args.reference_repo)
+    folder = llama3.tokenizer_folder()
+    tok = llama3.load_tokenizer()
+    annotated = default_tofu_annotated()
+    with tempfile.TemporaryDirectory(prefix="llama1b-spans-") as tmp:
+        out = Path(tmp) / "spans.json"
+        subprocess.run([sys.executable, str(REPO / "benchmarks" / "reference_uds.py"), "--repo", str(repo), "spans",
+                        "--tokenizer", str(folder), "--data", str(annotated), "--out", str(out)], check=True)
+        rows = json.loads(out.read_text())["rows"]
+    commit = _git_head(repo) or args.reference_commit
+    write(OUT / "reference_spans.json", {"reference_commit": commit, "tokenizer": f"llama-models=={llama3.wheel_version()}",
+                                         "data": annotated.name, "rows": rows}, compact=True)
+    records = json.loads(annotated.read_text())
+    forget10 = read_records(default_tofu_dir() / "forget10.json")
+    doc = {"commit": provenance_light(), "command": "python benchmarks/llama1b.py " + " ".join(argv),
+           "reference_commit": commit, "tokenizer": f"llama-models=={llama3.wheel_version()}",
+           "uds_inputs": align.uds_rows(tok, records, rows),
+           "chat": align.chat_rows(tok, forget10, OU_SYSTEM_PROMPT, DATE_STRING)}
+    write(OUT / "alignment.json", doc)
+    bad = sum(doc["uds_inputs"]["mismatches"].values()) + sum(doc["chat"]["mismatches"].values())
+    print(f"mismatches: {bad}")
+    return 1 if bad else 0
+
+
+def provenance_light() -> str:
+    return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+
+
+# ---------------------------------------------------------------------------------------------
 # CLI
 
 
@@ -159,13 +321,27 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     m.add_argument("--max-new-tokens", type=int, default=200)
     m.add_argument("--threads", type=int, default=1)
     m.add_argument("--out", type=Path)
+    sc = sub.add_parser("score", help="uds score on all annotated items: wall, peak RSS, per-example values")
+    sc.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
+    sc.add_argument("--batch-size", type=int, default=8)
+    sc.add_argument("--out", type=Path)
+    pa = sub.add_parser("parity", help="the reference implementation beside uds score, float32")
+    pa.add_argument("--n-examples", type=int, default=50)
+    pa.add_argument("--batch-size", type=int, default=8)
+    pa.add_argument("--threads", type=int, default=1)
+    pa.add_argument("--reference-repo", help=f"a checkout of the reference (default: ${REFERENCE_ENV})")
+    pa.add_argument("--reference-commit", help="its commit, when the checkout is not a git work tree")
+    pa.add_argument("--out", type=Path)
+    al = sub.add_parser("alignment", help="prompts, labels and spans against the reference, OU and Meta's format")
+    al.add_argument("--reference-repo", help=f"a checkout of the reference (default: ${REFERENCE_ENV})")
+    al.add_argument("--reference-commit", help="its commit, when the checkout is not a git work tree")
     return p.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    return {"metrics": run_metrics}[args.cmd](args, argv)
+    return {"metrics": run_metrics, "score": run_score, "parity": run_parity, "alignment": run_alignment}[args.cmd](args, argv)
 
 
 if __name__ == "__main__":
