@@ -40,10 +40,11 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 PRESET = "llama1b"
 MODELS = ("full", "retain", "unlearned")
 OUT = REPO / "docs" / "llama1b"
-REFERENCE_ENV = "UDS_REFERENCE_REPO"
-# uds score refuses (exit 2) while the machine has too little memory available; on a shared machine
-# that passes: wait and try again
-MEMORY_RETRIES, RETRY_WAIT_S = 30, 60   # a checkout of gnueaj/unlearning-depth-score (its compute_uds.py)
+REFERENCE_ENV = "UDS_REFERENCE_REPO"   # a checkout of gnueaj/unlearning-depth-score (its compute_uds.py)
+# On a shared machine the memory available comes and goes: each child starts once this much is
+# available (measured peaks plus a margin) and starts again after a refusal or an out-of-memory kill.
+MEMORY_RETRIES, RETRY_WAIT_S = 10, 60
+NEED_GB = {"float32": 11.5, "bfloat16": 6.5, "reference": 8.5, "metrics": 10.0}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -120,6 +121,9 @@ def run_metrics(args: argparse.Namespace, argv: list[str]) -> int:
     from unittest import mock
 
     torch.set_num_threads(args.threads)
+    while available_gb() < NEED_GB["metrics"]:
+        print(f"waiting for {NEED_GB['metrics']:.1f} GB available (now {available_gb():.1f})", flush=True)
+        time.sleep(RETRY_WAIT_S)
     meta = provenance(argv)
     clock = PhaseClock()
     load = spec_mod.load_model
@@ -160,12 +164,7 @@ def uds_score(out_dir: Path, dtype: str, batch_size: int, data: Path | None = No
            "--batch-size", str(batch_size), "--no-s1-cache", "--parity", parity, "--out", str(out_dir)]
     if data is not None:
         cmd += ["--data", str(data)]
-    for attempt in range(MEMORY_RETRIES):
-        wall, rss, code = _timed_child(cmd)
-        if code != 2:   # 2: refused (here: too little memory available now)
-            break
-        print(f"uds score exited 2 (memory refused?); retrying in {RETRY_WAIT_S} s", flush=True)
-        time.sleep(RETRY_WAIT_S)
+    wall, rss, code = _child_when_memory(cmd, NEED_GB[dtype])
     if code != 0:
         raise SystemExit(f"uds score failed ({code}): {' '.join(cmd)}")
     summary = json.loads((out_dir / "summary.json").read_text()) if code == 0 else None
@@ -175,6 +174,28 @@ def uds_score(out_dir: Path, dtype: str, batch_size: int, data: Path | None = No
             "peak_rss_gb": round(rss, 3), "summary": summary,
             "examples": [{k: r.get(k) for k in ("idx", "uds", "full_score", "s1_delta", "s2_delta", "ke_layers")}
                          for r in rows]}
+
+
+def available_gb() -> float:
+    for line in Path("/proc/meminfo").read_text().splitlines():
+        if line.startswith("MemAvailable:"):
+            return int(line.split()[1]) * 1024 / 1e9
+    return float("inf")
+
+
+def _child_when_memory(cmd: list[str], need_gb: float) -> tuple[float, float, int]:
+    """`_timed_child` once the machine has `need_gb` available (the machine is shared); again after
+    a refusal (exit 2: uds score's own memory check) or an out-of-memory kill (-9), after a wait."""
+    for attempt in range(MEMORY_RETRIES):
+        while available_gb() < need_gb:
+            print(f"waiting for {need_gb:.1f} GB available (now {available_gb():.1f})", flush=True)
+            time.sleep(RETRY_WAIT_S)
+        wall, rss, code = _timed_child(cmd)
+        if code not in (2, -9, 137, 247):
+            return wall, rss, code
+        print(f"exit {code} (refused or killed for memory): again in {RETRY_WAIT_S} s", flush=True)
+        time.sleep(RETRY_WAIT_S)
+    return wall, rss, code
 
 
 def _timed_child(cmd: list[str]) -> tuple[float, float, int]:
@@ -251,7 +272,7 @@ def run_parity(args: argparse.Namespace, argv: list[str]) -> int:
                "--unlearned", str(folders["unlearned"]), "--data", str(data), "--out", str(ref_out),
                "--n-examples", str(args.n_examples), "--batch-size", str(args.batch_size), "--dtype", "float32",
                "--share-unmoved", "o_proj.weight,down_proj.weight", "--threads", str(args.threads)]
-        ref_wall, ref_rss, code = _timed_child(cmd)
+        ref_wall, ref_rss, code = _child_when_memory(cmd, NEED_GB["reference"])
         if code != 0:
             raise SystemExit(f"the reference run failed ({code})")
         reference = json.loads(ref_out.read_text())

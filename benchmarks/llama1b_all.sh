@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1
 PY=${PY:-.venv/bin/python}
 LOCK=${LOCK:-/tmp/uds-bigmem.lock}
-STEPS=${STEPS:-"parity score_float32 score_bfloat16 metrics"}
+STEPS=${STEPS:-"score_bfloat16 parity score_float32 metrics"}
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
 
 step() {   # name, output file, command...

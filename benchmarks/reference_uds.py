@@ -27,10 +27,10 @@ import time
 from pathlib import Path
 
 
-def load(folder: str, dtype: str):
-    from uds.models import load_model   # the reference's loader (device_map="cpu")
+def load(folder: str, dtype: str, device: str = "cpu"):
+    from uds.models import load_model   # the reference's loader
 
-    return load_model(folder, dtype=dtype, device_map="cpu")
+    return load_model(folder, dtype=dtype, device_map=device)
 
 
 def sharing_copy(full, folder: str, moved: tuple[str, ...]):
@@ -90,17 +90,20 @@ def score(args: argparse.Namespace) -> None:
 
     t_load = time.time()
     tok = load_tokenizer(args.full)
-    full = load(args.full, args.dtype)
+    full = load(args.full, args.dtype, args.device)
     moved = tuple(args.share_unmoved.split(",")) if args.share_unmoved else ()
-    retain = sharing_copy(full, args.retain, moved) if moved else load(args.retain, args.dtype)
-    unlearned = sharing_copy(full, args.unlearned, moved) if moved else load(args.unlearned, args.dtype)
+    retain = sharing_copy(full, args.retain, moved) if moved else load(args.retain, args.dtype, args.device)
+    unlearned = sharing_copy(full, args.unlearned, moved) if moved else load(args.unlearned, args.dtype, args.device)
     load_s = time.time() - t_load
     data = json.loads(Path(args.data).read_text())[:args.n_examples]
     layers = list(range(ref.get_num_layers(full)))
+    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+    sync()
     t0 = time.time()
     results, avg, skipped, _, _ = ref._run_s1_s2_side_by_side_logprob_batch(
         retain, unlearned, full, tok, data, layers, unlearn_name="unlearned", delta_threshold=0.05,
         patch_scope="span", batch_size=args.batch_size)
+    sync()
     seconds = time.time() - t0
     keep = ("idx", "uds", "full_score", "s1_deltas", "s2_deltas", "eval_span", "ft_layers")
     Path(args.out).write_text(json.dumps({
@@ -123,6 +126,7 @@ def main() -> None:
     c.add_argument("--n-examples", type=int, default=50)
     c.add_argument("--batch-size", type=int, default=8)
     c.add_argument("--dtype", default="float32")
+    c.add_argument("--device", default="cpu", help="the reference's device_map (cpu, cuda)")
     c.add_argument("--share-unmoved", default="")
     c.add_argument("--threads", type=int, default=1)
     args = p.parse_args()
