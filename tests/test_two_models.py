@@ -78,6 +78,7 @@ def test_too_little_memory_is_said_before_loading(monkeypatch):
                                             r"but cpu has 8\.0 GB available \(try --dtype bfloat16"):
         memory.check_fits("uds score", n, torch.float32, 2, "cpu", available=8 * 10**9)
     memory.check_fits("uds score", n, torch.bfloat16, 2, "cpu", available=8 * 10**9)   # 5.9 GB fits
+    memory.check_fits("uds score", 10**6, torch.float32, 2, "cpu", available=1)   # small: not checked
     monkeypatch.setenv(memory.SKIP_ENV, "0")
     memory.check_fits("uds score", n, torch.float32, 2, "cpu", available=1)
 
@@ -87,6 +88,7 @@ def test_uds_score_refuses_before_loading_when_memory_is_short(folders, tmp_path
     from checkpoints import specs
 
     monkeypatch.setattr(memory, "available_bytes", lambda device: 1000)
+    monkeypatch.setattr(memory, "SMALL_BYTES", 0)   # these tiny models are otherwise not checked
     monkeypatch.setattr(specs, "load_model", lambda *a, **k: pytest.fail("loaded a model"))
     assert main(score_args(folders, tmp_path / "x")) == 2
     err = capsys.readouterr().err.strip().splitlines()

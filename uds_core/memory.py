@@ -18,6 +18,7 @@ GB = 1e9
 # batch (measured: `uds score` of two 1.24B models peaked 0.9 GB above their weights on CPU, in
 # float32 and in bfloat16, batch 8).
 OVERHEAD_BYTES = int(1.0 * GB)
+SMALL_BYTES = int(0.5 * GB)   # models whose weights take less are not checked (the overhead is a guess)
 SKIP_ENV = "UDS_MEMORY_CHECK"   # "0": no check (a shared machine whose free memory moves)
 
 
@@ -58,10 +59,10 @@ def check_fits(what: str, n_params: int, dtype: torch.dtype, n_models: int, devi
                available: int | None = None) -> None:
     """UdsInputError before loading when `n_models` models of `n_params` parameters in `dtype` need
     more memory than `device` has available (`available`: bytes, default measured now)."""
-    if os.environ.get(SKIP_ENV) == "0":
+    need = need_bytes(n_params, dtype, n_models)
+    if os.environ.get(SKIP_ENV) == "0" or need - OVERHEAD_BYTES < SMALL_BYTES:
         return
     have = available_bytes(device) if available is None else available
-    need = need_bytes(n_params, dtype, n_models)
     if have is not None and need > have:
         dtype_name = str(dtype).replace("torch.", "")
         hint = "try --dtype bfloat16, or " if dtype == torch.float32 else ""
