@@ -157,11 +157,12 @@ def run_metrics(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def uds_score(out_dir: Path, dtype: str, batch_size: int, data: Path | None = None,
-              parity: str = "spec") -> dict:
-    """`uds score` in a fresh interpreter, S1 cache off (S1 and S2 both run): wall seconds, peak
-    RSS of the child (GB), exit status, and its summary and per-example rows."""
-    cmd = [sys.executable, "-m", "uds", "score", "--unlearned", spec("unlearned"), "--dtype", dtype,
-           "--batch-size", str(batch_size), "--no-s1-cache", "--parity", parity, "--out", str(out_dir)]
+              parity: str = "spec", unlearned: str | None = None, s1_cache: bool = False) -> dict:
+    """`uds score` in a fresh interpreter, S1 cache off unless asked (S1 and S2 both run): wall
+    seconds, peak RSS of the child (GB), exit status, and its summary and per-example rows."""
+    cmd = [sys.executable, "-m", "uds", "score", "--unlearned", unlearned or spec("unlearned"), "--dtype", dtype,
+           "--batch-size", str(batch_size), "--parity", parity, "--out", str(out_dir)]
+    cmd += [] if s1_cache else ["--no-s1-cache"]
     if data is not None:
         cmd += ["--data", str(data)]
     wall, rss, code = _child_when_memory(cmd, NEED_GB[dtype])
@@ -170,7 +171,9 @@ def uds_score(out_dir: Path, dtype: str, batch_size: int, data: Path | None = No
     summary = json.loads((out_dir / "summary.json").read_text()) if code == 0 else None
     rows = ([json.loads(line) for line in (out_dir / "examples.jsonl").read_text().splitlines()]
             if code == 0 else [])
-    return {"command": " ".join(["uds"] + cmd[3:-2]), "exit_status": code, "wall_s": round(wall, 1),
+    shown = " ".join(["uds"] + cmd[3:]).replace(str(out_dir), "OUT")
+    shown = shown.replace(str(data), "FIRST_N_ANNOTATED.json") if data is not None else shown
+    return {"command": shown, "exit_status": code, "wall_s": round(wall, 1),
             "peak_rss_gb": round(rss, 3), "summary": summary,
             "examples": [{k: r.get(k) for k in ("idx", "uds", "full_score", "s1_delta", "s2_delta", "ke_layers")}
                          for r in rows]}
@@ -303,6 +306,89 @@ def run_parity(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# The other commands at this shape: a PEFT adapter, NF4
+
+
+def make_adapter(folder: Path, seed: int = 0) -> Path:
+    """A LoRA adapter (r 8 on q_proj and v_proj, both factors random, so it moves the model) on the
+    world's full model, saved with peft; its base recorded as the `tiny:` spec."""
+    import torch
+    from peft import LoraConfig, get_peft_model
+
+    from checkpoints.specs import load_model
+
+    base = load_model(spec("full"), dtype=torch.bfloat16)
+    torch.manual_seed(seed)
+    model = get_peft_model(base, LoraConfig(r=8, lora_alpha=16, target_modules=["q_proj", "v_proj"],
+                                            init_lora_weights=False))
+    model.save_pretrained(folder)
+    cfg = folder / "adapter_config.json"
+    cfg.write_text(json.dumps({**json.loads(cfg.read_text()), "base_model_name_or_path": spec("full")}, indent=1))
+    return folder
+
+
+def nf4_uds(data: Path, fingerprints: dict, batch_size: int) -> dict:
+    """The unlearned model quantised to NF4 (meta-eval's robustness setting, `meta_eval.perturb.load_nf4`:
+    float32 dense linears of the dequantised weights on the CPU), scored against full with S1 from
+    the cache that the float32 `uds score` on the same items filled (retain is not loaded)."""
+    import torch
+
+    from checkpoints.specs import load_model
+    from meta_eval.perturb import load_nf4
+    from uds_core.engine import EngineSettings, UdsModels, compute_uds
+    from uds_core.prompts import prepare_examples
+    from uds_core.s1_cache import load_s1, s1_key
+
+    t0 = time.time()
+    nf4 = load_nf4(spec("unlearned"))
+    load_s = time.time() - t0
+    full = load_model(spec("full"), dtype=torch.float32)
+    records = json.loads(data.read_text())
+    from checkpoints.specs import load_tokenizer
+
+    examples = prepare_examples(records, load_tokenizer(spec("full")))
+    settings = EngineSettings(batch_size=batch_size)
+    key = s1_key(fingerprints, records, examples.items, settings, torch.float32, "cpu", full)
+    s1 = load_s1(key, examples.items)
+    if s1 is None:
+        raise SystemExit("no cached S1 for these items (run the float32 uds score first)")
+    t1 = time.time()
+    result = compute_uds(UdsModels(full, None, nf4), examples, settings, s1=s1)
+    import numpy as np
+
+    return {"load_s": round(load_s, 1), "score_s": round(time.time() - t1, 1), "uds": result.mean,
+            "n_scored": sum(v is not None for v in result.uds),
+            "linear_dtypes": sorted({str(m.weight.dtype) for m in nf4.modules() if isinstance(m, torch.nn.Linear)}),
+            "max_abs_s2_delta": float(np.abs(result.s2.deltas).max())}
+
+
+def run_commands(args: argparse.Namespace, argv: list[str]) -> int:
+    """`uds score` with a PEFT adapter as the unlearned model (bfloat16), and with the unlearned
+    model quantised to NF4 (float32 S1 from the cache), on the first N annotated items."""
+    from checkpoints.specs import default_tofu_annotated
+
+    meta = provenance(argv)
+    doc = {**meta, "what": "other paths at the llama1b shape", "n_examples": args.n_examples}
+    with tempfile.TemporaryDirectory(prefix="llama1b-commands-") as tmp:
+        tmp = Path(tmp)
+        data = tmp / "data.json"
+        data.write_text(json.dumps(json.loads(default_tofu_annotated().read_text())[:args.n_examples]))
+        adapter = make_adapter(tmp / "adapter")
+        doc["adapter"] = uds_score(tmp / "adapter_out", "bfloat16", args.batch_size, data, unlearned=str(adapter))
+        doc["adapter"]["adapter"] = "LoRA r 8 (q_proj, v_proj), random factors, on tiny:llama1b/full"
+        fp32 = uds_score(tmp / "fp32_out", "float32", args.batch_size, data, s1_cache=True)
+        doc["float32_reference_run"] = {k: fp32[k] for k in ("command", "wall_s", "peak_rss_gb", "exit_status")} | {
+            "uds": fp32["summary"]["uds"]}
+        fps = fp32["summary"]["fingerprints"]
+        before = peak_rss_gb()
+        doc["nf4"] = nf4_uds(data, {"full": fps["full"], "retain": fps["retain"]}, args.batch_size)
+        doc["nf4"]["peak_rss_gb"] = round(peak_rss_gb(), 3)
+        doc["nf4"]["peak_rss_before_gb"] = round(before, 3)
+    write(args.out or OUT / "commands.json", doc)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
 # Prompts, labels, spans (no model)
 
 
@@ -372,6 +458,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     pa.add_argument("--reference-repo", help=f"a checkout of the reference (default: ${REFERENCE_ENV})")
     pa.add_argument("--reference-commit", help="its commit, when the checkout is not a git work tree")
     pa.add_argument("--out", type=Path)
+    co = sub.add_parser("commands", help="a PEFT adapter and NF4 at this shape, on the first N items")
+    co.add_argument("--n-examples", type=int, default=16)
+    co.add_argument("--batch-size", type=int, default=8)
+    co.add_argument("--out", type=Path)
     al = sub.add_parser("alignment", help="prompts, labels and spans against the reference, OU and Meta's format")
     al.add_argument("--reference-repo", help=f"a checkout of the reference (default: ${REFERENCE_ENV})")
     al.add_argument("--reference-commit", help="its commit, when the checkout is not a git work tree")
@@ -381,7 +471,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    return {"metrics": run_metrics, "score": run_score, "parity": run_parity, "alignment": run_alignment}[args.cmd](args, argv)
+    return {"metrics": run_metrics, "score": run_score, "parity": run_parity, "alignment": run_alignment, "commands": run_commands}[args.cmd](args, argv)
 
 
 if __name__ == "__main__":
