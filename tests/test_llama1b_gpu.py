@@ -28,3 +28,21 @@ def test_gpu_script_runs_tiny_on_cpu(test_world, tmp_path, monkeypatch):
     values = doc["metrics"]["outputs"]["metrics.json"]
     assert {"prob", "truth_ratio"} <= set(values["metrics"])
     assert "left_out" in doc["reference"]
+
+
+def test_scale_sanity_command_on_the_tiny_world(test_world, tmp_path, monkeypatch):
+    """SPEC 2.9's one command, with the test world's models in place of the checkpoints: UDS(full)
+    = 0 and UDS(retain) = 1 exactly (spec parity), so z is 0 and 1 there."""
+    import scale_sanity
+
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "s.json"
+    models = "tiny:test/full,tiny:test/base,tiny:test/base,tiny:test/retain"
+    assert scale_sanity.main(["--device", "cpu", "--dtype", "float32", "--parity", "spec", "--full", "tiny:test/full",
+                              "--retain", "tiny:test/retain", "--models", models, "--batch-size", "4",
+                              "--out", str(out)]) == 0
+    arch = json.loads(out.read_text())["archs"]["llama32-1b"]
+    assert arch["runs"]["full"]["uds"] == 0.0 and arch["runs"]["retain90"]["uds"] == 1.0
+    assert arch["z"]["full"] == 0.0 and arch["z"]["retain90"] == 1.0
+    assert arch["runs"]["retain95"]["s1_cache"] == "hit"   # S1 computed once, then read
+    assert arch["published"]["retain95"] == 0.496

@@ -3,8 +3,8 @@ README, with its file."""
 
 from __future__ import annotations
 
-from uds_analyses.doc_tables import (audit, campaign, campaign_protocol, capacity, curves, measure, mem_bits, probe,
-                                     reliability, smol, spans)
+from uds_analyses.doc_tables import (audit, campaign, campaign_protocol, capacity, curves, llama1b, measure, mem_bits,
+                                     probe, reliability, smol, spans)
 from uds_analyses.doc_tables.blocks import Block
 
 # the long-passage probe (issue 28): per-level, per-position and per-start tables of each source,
@@ -51,6 +51,16 @@ CURVE_BLOCKS: list[Block] = [
     Block("docs/curves.md", "curves-ou", "docs/curves/ou_train_curve.json", curves.ou_check_table,
           "VENV=... bash benchmarks/ou_train_curve.sh && python benchmarks/doc_tables.py"),
 ]
+
+# the users' model at its scale (issue 60): benchmarks/llama1b.py's files
+LLAMA1B_COMMAND = "bash benchmarks/llama1b_all.sh && python benchmarks/doc_tables.py"
+LLAMA1B_BLOCKS: list[Block] = [
+    Block("docs/llama1b.md", "llama1b-alignment", "docs/llama1b", llama1b.alignment_table,
+          "python benchmarks/llama1b.py alignment && python benchmarks/doc_tables.py"),
+    *(Block("docs/llama1b.md", f"llama1b-{name}", "docs/llama1b", render, LLAMA1B_COMMAND)
+      for name, render in (("score", llama1b.score_table), ("parity", llama1b.parity_table),
+                           ("bf16", llama1b.bf16_table), ("metrics", llama1b.metrics_table),
+                           ("commands", llama1b.commands_table), ("scale", llama1b.scale_table)))]
 
 BLOCKS: list[Block] = [
     Block("docs/probe.md", "probe-ladder-test", "docs/probe/ladder_test.json", probe.ladder_table),
@@ -143,4 +153,5 @@ BLOCKS: list[Block] = [
     Block("README.md", "probe-ladder-small-readme", "docs/probe/ladder_small.json", probe.ladder_table),
     *CAMPAIGN_BLOCKS,
     *CURVE_BLOCKS,
+    *LLAMA1B_BLOCKS,
 ]
