@@ -489,6 +489,25 @@ def run_alignment(args: argparse.Namespace, argv: list[str]) -> int:
     return 1 if bad else 0
 
 
+def run_chat_ids(args: argparse.Namespace, argv: list[str]) -> int:
+    """The chat input ids, labels and generation prompts uds builds (transformers 5) for the 400
+    forget10 rows, for benchmarks/llama3_ou_pins.py to compare under Open-Unlearning's pins."""
+    from checkpoints.world.store import ensure_tokenizer
+    from checkpoints.world.tofu import default_tofu_dir, read_records
+    from metrics.encoding import encode_qa, generation_prompt
+    from uds_core.defaults import OU_SYSTEM_PROMPT
+
+    tok = ensure_tokenizer(PRESET, 0)
+    rows = []
+    for rec in read_records(default_tofu_dir() / "forget10.json"):
+        enc = encode_qa(tok, rec["question"], rec["answer"], OU_SYSTEM_PROMPT)
+        rows.append({"input_ids": list(enc.input_ids), "labels": list(enc.labels),
+                     "prompt": list(generation_prompt(tok, rec["question"], OU_SYSTEM_PROMPT))})
+    args.out.write_text(json.dumps({"rows": rows}) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
 def provenance_light() -> str:
     return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
 
@@ -526,6 +545,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     co.add_argument("--n-examples", type=int, default=16)
     co.add_argument("--batch-size", type=int, default=8)
     co.add_argument("--out", type=Path)
+    ci = sub.add_parser("chat-ids", help="uds's forget10 chat encodings, for llama3_ou_pins.py")
+    ci.add_argument("--out", type=Path, required=True)
     al = sub.add_parser("alignment", help="prompts, labels and spans against the reference, OU and Meta's format")
     al.add_argument("--reference-repo", help=f"a checkout of the reference (default: ${REFERENCE_ENV})")
     al.add_argument("--reference-commit", help="its commit, when the checkout is not a git work tree")
@@ -535,7 +556,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    return {"metrics": run_metrics, "score": run_score, "parity": run_parity, "alignment": run_alignment, "commands": run_commands, "scale": run_scale}[args.cmd](args, argv)
+    return {"metrics": run_metrics, "score": run_score, "parity": run_parity, "alignment": run_alignment, "commands": run_commands, "scale": run_scale, "chat-ids": run_chat_ids}[args.cmd](args, argv)
 
 
 if __name__ == "__main__":
