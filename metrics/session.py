@@ -215,14 +215,16 @@ class EvalSession:
 
     def score_uds(self, settings: "EngineSettings", tau: float, use_cache: bool = True, meter=None,
                   unlearned: torch.nn.Module | None = None, records: Sequence[dict] | None = None,
-                  runs=None, staged: bool = False) -> tuple["CachedUds", list, list]:
+                  runs=None, staged: bool = False,
+                  loaded: Callable[[str, torch.nn.Module], None] | None = None) -> tuple["CachedUds", list, list]:
         """UDS of the evaluated model (or of `unlearned`, a model loaded elsewhere) against the
         full and retain references on the session's records (or on `records`, e.g. the same
         examples with other spans), S1 through the cache; returns (run, items, skipped). `meter`:
         a progress bar (`s1_cache.Meter`). `runs`: an `engine.TargetRuns` kept by a caller that
         scores again and again (a training callback). `staged`: S1 first (full and retain), the
         retain model released, then S2 (full and the evaluated model): two models in memory at a
-        time, not three (`s1_cache.cached_s1`)."""
+        time, not three (`s1_cache.cached_s1`). `loaded(spec, model)`: called with each of the three
+        models as it is loaded (a check that needs the weights, before they are used)."""
         from uds_core.engine import UdsModels
         from uds_core.prompts import prepare_examples
         from uds_core.s1_cache import CacheUse, CachedUds, cached_s1, cached_uds
@@ -231,21 +233,26 @@ class EvalSession:
         full_spec = self.spec_of("full")
         # the full model's tokenizer encodes for all three (SPEC 2.6)
         examples = prepare_examples(records, self.tokenizer(full_spec))
-        full, retain_spec = self.model(full_spec), self.spec_of("retain")
+        model = self.model if loaded is None else (lambda spec: _seen(spec, self.model(spec), loaded))
+        full, retain_spec = model(full_spec), self.spec_of("retain")
         fps = {"full": self.fingerprint(full_spec), "retain": self.fingerprint(retain_spec)}
         cache = CacheUse(self.placement.dtype, self.placement.device, enabled=use_cache, fingerprints=fps)
         model_spec = None if unlearned is not None else self.spec_of("model")
         if not staged:
-            models = UdsModels(full, self.model(retain_spec), unlearned if unlearned is not None
-                               else self.model(model_spec))
+            models = UdsModels(full, model(retain_spec), unlearned if unlearned is not None else model(model_spec))
             run = cached_uds(models, examples, settings, cache, tau=tau, meter=meter, runs=runs)
             return run, list(examples.items), list(examples.skipped)
-        s1, state, _ = cached_s1(full, self.model(retain_spec), examples, settings, cache, meter=meter)
+        s1, state, _ = cached_s1(full, model(retain_spec), examples, settings, cache, meter=meter)
         if retain_spec not in (full_spec, model_spec):
             self.release(retain_spec)
-        models = UdsModels(full, None, unlearned if unlearned is not None else self.model(model_spec))
+        models = UdsModels(full, None, unlearned if unlearned is not None else model(model_spec))
         run = cached_uds(models, examples, settings, cache, tau=tau, s1=s1, meter=_Continue(meter), runs=runs)
         return CachedUds(run.result, state, run.key), list(examples.items), list(examples.skipped)
+
+
+def _seen(spec: str, model: torch.nn.Module, loaded: Callable[[str, torch.nn.Module], None]) -> torch.nn.Module:
+    loaded(spec, model)
+    return model
 
 
 class _Continue:

@@ -9,7 +9,7 @@ from pathlib import Path
 import uds
 from checkpoints.specs import file_name
 from uds_core import engine, s1_cache
-from uds_core.compat import check_compatible_configs
+from uds_core.compat import check_compatible, check_compatible_configs
 from uds_core.engine import EngineSettings
 from uds_core.errors import UdsInputError
 from uds_core.fingerprint import tokenizer_hash
@@ -82,13 +82,25 @@ def run(args: argparse.Namespace) -> int:
     report_annotation(session, "uds score")
     specs = {role: session.spec_of(SESSION_ROLE[role]) for role in ROLES}
     full_tok = session.tokenizer(specs["full"])   # encodes for all three (SPEC 2.6)
-    # checked from configs and tokenizers, before any weights load
-    check_compatible_configs({f"{role} ({s})": (session.config(s), session.tokenizer(s, fallback=full_tok))
-                              for role, s in specs.items()})
-    # S1 holds full and retain, S2 full and the unlearned model: two at a time (`staged`)
-    check_fits("uds score", count_parameters(session.config(specs["full"])), placement.dtype, 2, device)
+    labels = {role: f"{role} ({s})" for role, s in specs.items()}
+    # checked from configs and tokenizers before any weights load; an adapter, whose fit to its base
+    # shows only when it is merged, is checked as it loads
+    adapters = {role for role, s in specs.items() if session.resolve(s).kind == "adapter"}
+    if "full" not in adapters:
+        check_compatible_configs({labels[role]: (session.config(s), session.tokenizer(s, fallback=full_tok))
+                                  for role, s in specs.items() if role not in adapters})
+        # S1 holds full and retain, S2 full and the unlearned model: two at a time (`staged`)
+        check_fits("uds score", count_parameters(session.config(specs["full"])), placement.dtype, 2, device)
+
+    def loaded(spec: str, model) -> None:
+        for role in ROLES:
+            if specs[role] == spec and role != "full" and (adapters & {role, "full"}):
+                check_compatible({labels["full"]: (session.model(specs["full"]), full_tok),
+                                  labels[role]: (model, session.tokenizer(spec, fallback=full_tok))})
+
     with track(total=None, desc="uds score", unit="pass") as bar:
-        run, _, _ = session.score_uds(settings, args.tau, use_cache=not args.no_s1_cache, meter=bar, staged=True)
+        run, _, _ = session.score_uds(settings, args.tau, use_cache=not args.no_s1_cache, meter=bar, staged=True,
+                                      loaded=loaded)
     key = run.key
     fps = {role: session.fingerprint(s) for role, s in specs.items()}
     out = Path(args.out) if args.out else Path("uds_out") / file_name(args.unlearned)
