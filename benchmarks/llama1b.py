@@ -23,6 +23,7 @@ recipe digests.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -306,6 +307,56 @@ def run_parity(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 # ---------------------------------------------------------------------------------------------
+# Where the time goes
+
+
+PHASES = (("capture_target", "uds_core.capture", "capture_target"), ("capture_source", "uds_core.capture", "capture_source"),
+          ("suffix_blocks", "uds_core.suffix", "_run_block"), ("lm_head", "uds_core.suffix", "site_scores"),
+          ("loading", "checkpoints.specs", "load_model"), ("fingerprint", "uds_core.fingerprint", "model_fingerprint"))
+
+
+def run_profile(args: argparse.Namespace, argv: list[str]) -> int:
+    """`uds score` in this process on the first N annotated items, S1 cache off, with the wall
+    time of each engine phase (exclusive: a phase's time excludes the phases inside it)."""
+    import importlib
+
+    import torch
+
+    from measure_profile import PhaseClock
+    from unittest import mock
+    from uds.cli import main
+    from checkpoints.specs import default_tofu_annotated
+
+    torch.set_num_threads(args.threads)
+    meta = provenance(argv)
+    clock = PhaseClock()
+
+    def timed(name, fn):
+        def wrapper(*a, **kw):
+            with clock.phase(name):
+                return fn(*a, **kw)
+        return wrapper
+
+    with tempfile.TemporaryDirectory(prefix="llama1b-profile-") as tmp, contextlib.ExitStack() as stack:
+        data = Path(tmp) / "data.json"
+        data.write_text(json.dumps(json.loads(default_tofu_annotated().read_text())[:args.n_examples]))
+        for name, module, attr in PHASES:
+            mod = importlib.import_module(module)
+            stack.enter_context(mock.patch.object(mod, attr, timed(name, getattr(mod, attr))))
+        clock.reset()
+        t0 = time.time()
+        code = main(["score", "--unlearned", spec("unlearned"), "--dtype", args.dtype, "--batch-size",
+                     str(args.batch_size), "--no-s1-cache", "--data", str(data), "--out", str(Path(tmp) / "out")])
+        wall = time.time() - t0
+    snap = clock.snapshot()
+    doc = {**meta, "what": f"uds score phases on the first {args.n_examples} annotated items, {args.dtype}",
+           "exit_status": code, "wall_s": round(wall, 1), "dtype": args.dtype, "n_examples": args.n_examples,
+           "batch_size": args.batch_size, "seconds": snap["seconds"], "peak_rss_gb": round(peak_rss_gb(), 3)}
+    write(args.out or OUT / f"profile_{args.dtype}.json", doc)
+    return code
+
+
+# ---------------------------------------------------------------------------------------------
 # The other commands at this shape: a PEFT adapter, NF4
 
 
@@ -538,6 +589,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     pa.add_argument("--reference-repo", help=f"a checkout of the reference (default: ${REFERENCE_ENV})")
     pa.add_argument("--reference-commit", help="its commit, when the checkout is not a git work tree")
     pa.add_argument("--out", type=Path)
+    pr = sub.add_parser("profile", help="uds score's engine phases on the first N items")
+    pr.add_argument("--n-examples", type=int, default=32)
+    pr.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
+    pr.add_argument("--batch-size", type=int, default=8)
+    pr.add_argument("--threads", type=int, default=1)
+    pr.add_argument("--out", type=Path)
     sm = sub.add_parser("scale", help="the same uds score at SmolLM2-135M's shape")
     sm.add_argument("--batch-size", type=int, default=8)
     sm.add_argument("--out", type=Path)
@@ -556,7 +613,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    return {"metrics": run_metrics, "score": run_score, "parity": run_parity, "alignment": run_alignment, "commands": run_commands, "scale": run_scale, "chat-ids": run_chat_ids}[args.cmd](args, argv)
+    return {"metrics": run_metrics, "score": run_score, "parity": run_parity, "alignment": run_alignment, "commands": run_commands, "scale": run_scale, "chat-ids": run_chat_ids, "profile": run_profile}[args.cmd](args, argv)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1
 PY=${PY:-.venv/bin/python}
 LOCK=${LOCK:-/tmp/uds-bigmem.lock}
-STEPS=${STEPS:-"score_bfloat16 parity score_float32 scale commands metrics"}
+STEPS=${STEPS:-"score_bfloat16 parity score_float32 scale commands profile metrics"}
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
 
 step() {   # name, output file, command...
@@ -30,6 +30,7 @@ for s in $STEPS; do
     score_float32) step score_float32 docs/llama1b/score_float32.json $PY benchmarks/llama1b.py score --dtype float32 ;;
     score_bfloat16) step score_bfloat16 docs/llama1b/score_bfloat16.json $PY benchmarks/llama1b.py score --dtype bfloat16 ;;
     scale) step scale docs/llama1b/scale_smollm2.json $PY benchmarks/llama1b.py scale ;;
+    profile) step profile docs/llama1b/profile_float32.json $PY benchmarks/llama1b.py profile --dtype float32 ;;
     commands) step commands docs/llama1b/commands.json $PY benchmarks/llama1b.py commands ;;
     metrics) step metrics docs/llama1b/metrics_bfloat16.json $PY benchmarks/llama1b.py metrics --dtype bfloat16 ;;
     *) log "unknown step $s" ;;
