@@ -142,3 +142,15 @@ def commands_table(folder: Path) -> str:
         f"| the unlearned model in NF4 (meta-eval's quantisation; float32 on CPU), S2 with S1 from the cache "
         f"| {n} | UDS {_g(q['uds'], 4)} ({q['n_scored']} scored) | load {q['load_s']:.0f} s, score {q['score_s']:.0f} s "
         f"| {q['peak_rss_gb']:.2f} GB |\n")
+
+
+def profile_table(folder: Path) -> str:
+    doc = _load(folder, "profile_float32.json")
+    head = "| phase | seconds | share |\n|---|---|---|\n"
+    if doc is None:
+        return head + f"| not measured yet: `{COMMAND} profile --dtype float32` | | |\n"
+    secs = doc["seconds"]
+    total = sum(secs.values()) or 1.0
+    rows = [f"| {name} | {v:.1f} | {100 * v / total:.0f}% |\n" for name, v in sorted(secs.items(), key=lambda kv: -kv[1])]
+    return head + "".join(rows) + (f"| **total**, {doc['n_examples']} items, {doc['dtype']}, batch {doc['batch_size']} "
+                                   f"| **{doc['wall_s']:.0f}** | |\n")

@@ -60,7 +60,8 @@ LLAMA1B_BLOCKS: list[Block] = [
     *(Block("docs/llama1b.md", f"llama1b-{name}", "docs/llama1b", render, LLAMA1B_COMMAND)
       for name, render in (("score", llama1b.score_table), ("parity", llama1b.parity_table),
                            ("bf16", llama1b.bf16_table), ("metrics", llama1b.metrics_table),
-                           ("commands", llama1b.commands_table), ("scale", llama1b.scale_table)))]
+                           ("commands", llama1b.commands_table), ("scale", llama1b.scale_table),
+                           ("profile", llama1b.profile_table)))]
 
 BLOCKS: list[Block] = [
     Block("docs/probe.md", "probe-ladder-test", "docs/probe/ladder_test.json", probe.ladder_table),
