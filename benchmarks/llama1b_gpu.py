@@ -53,20 +53,26 @@ def _release() -> None:
     release_memory()
 
 
-def score(args: argparse.Namespace, dtype: str, out: Path, data: Path | None = None,
-          parity: str = "spec") -> dict:
-    """`uds score` in this process: wall seconds, CUDA peak, UDS and per-example values."""
+def _timed_cli(cmd: list[str], device: str) -> tuple[int, float, float | None]:
+    """A `uds` command in this process: (exit status, wall seconds, CUDA peak GB), memory released after."""
     from uds.cli import main
 
-    cmd = ["score", "--unlearned", f"tiny:{args.preset}/{args.unlearned}", "--device", args.device,
-           "--dtype", dtype, "--batch-size", str(args.batch_size), "--no-s1-cache", "--parity", parity,
-           "--out", str(out)] + (["--data", str(data)] if data else [])
-    _cuda_peak_reset(args.device)
+    _cuda_peak_reset(device)
     t0 = time.time()
     code = main(cmd)
     wall = time.time() - t0
-    peak = _cuda_peak_gb(args.device)
+    peak = _cuda_peak_gb(device)
     _release()
+    return code, wall, peak
+
+
+def score(args: argparse.Namespace, dtype: str, out: Path, data: Path | None = None,
+          parity: str = "spec") -> dict:
+    """`uds score` in this process: wall seconds, CUDA peak, UDS and per-example values."""
+    cmd = ["score", "--unlearned", f"tiny:{args.preset}/{args.unlearned}", "--device", args.device,
+           "--dtype", dtype, "--batch-size", str(args.batch_size), "--no-s1-cache", "--parity", parity,
+           "--out", str(out)] + (["--data", str(data)] if data else [])
+    code, wall, peak = _timed_cli(cmd, args.device)
     if code != 0:
         raise SystemExit(f"uds {' '.join(cmd)} exited {code}")
     summary = json.loads((out / "summary.json").read_text())
@@ -77,17 +83,10 @@ def score(args: argparse.Namespace, dtype: str, out: Path, data: Path | None = N
 
 
 def metrics(args: argparse.Namespace, out: Path) -> dict:
-    from uds.cli import main
-
     cmd = ["metrics", "--model", f"tiny:{args.preset}/{args.unlearned}", "--metrics", args.metrics,
            "--device", args.device, "--dtype", "bfloat16", "--batch-size", str(args.metrics_batch_size),
            "--out", str(out)]
-    _cuda_peak_reset(args.device)
-    t0 = time.time()
-    code = main(cmd)
-    wall = time.time() - t0
-    peak = _cuda_peak_gb(args.device)
-    _release()
+    code, wall, peak = _timed_cli(cmd, args.device)
     values = {p.name: json.loads(p.read_text()) for p in sorted(out.glob("*.json"))}
     return {"command": "uds " + " ".join(cmd[:-2]), "exit_status": code, "wall_s": round(wall, 2),
             "cuda_peak_gb": peak, "outputs": values}

@@ -95,15 +95,19 @@ def parity_table(folder: Path) -> str:
                    f"| {doc['reference']['wall_s']:.0f} s | {ours} | {doc['speedup_wall']:.1f}x | {goal} |\n")
 
 
+def _phase_rows(seconds: dict[str, float], digits: int) -> str:
+    """One row a phase, longest first, with its share of their sum (the clock's rest is "other")."""
+    total = sum(seconds.values()) or 1.0
+    return "".join(f"| {'other' if name == 'metric_formulas' else name} | {v:.{digits}f} | {100 * v / total:.0f}% |\n"
+                   for name, v in sorted(seconds.items(), key=lambda kv: -kv[1]))
+
+
 def metrics_table(folder: Path) -> str:
     doc = _load(folder, "metrics_bfloat16.json")
     head = "| phase | seconds | share |\n|---|---|---|\n"
     if doc is None:
         return head + f"| not measured yet: `{COMMAND} metrics --dtype bfloat16` | | |\n"
-    secs = doc["phases"]["seconds"]
-    total = sum(secs.values()) or 1.0
-    rows = [f"| {name} | {v:.0f} | {100 * v / total:.0f}% |\n" for name, v in sorted(secs.items(), key=lambda kv: -kv[1])]
-    return head + "".join(rows) + (f"| **total** (`{doc['uds_command']}`, exit {doc['exit_status']}) | "
+    return head + _phase_rows(doc["phases"]["seconds"], 0) + (f"| **total** (`{doc['uds_command']}`, exit {doc['exit_status']}) | "
                                    f"**{doc['wall_s']:.0f}** ({doc['wall_s'] / 3600:.2f} h), peak RSS "
                                    f"{doc['peak_rss_gb']:.2f} GB | |\n")
 
@@ -149,9 +153,5 @@ def profile_table(folder: Path) -> str:
     head = "| phase | seconds | share |\n|---|---|---|\n"
     if doc is None:
         return head + f"| not measured yet: `{COMMAND} profile --dtype float32` | | |\n"
-    secs = doc["seconds"]
-    total = sum(secs.values()) or 1.0
-    rows = [f"| {'other' if name == 'metric_formulas' else name} | {v:.1f} | {100 * v / total:.0f}% |\n"
-            for name, v in sorted(secs.items(), key=lambda kv: -kv[1])]
-    return head + "".join(rows) + (f"| **total**, {doc['n_examples']} items, {doc['dtype']}, batch {doc['batch_size']} "
+    return head + _phase_rows(doc["seconds"], 1) + (f"| **total**, {doc['n_examples']} items, {doc['dtype']}, batch {doc['batch_size']} "
                                    f"| **{doc['wall_s']:.0f}** | |\n")
