@@ -10,7 +10,7 @@ want=$(sha256sum pyproject.toml | cut -c1-16)
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -c "import torch" 2>/dev/null || .venv/bin/python -m pip install -q torch==2.13.0
-  .venv/bin/python -m pip install -q -e ".[test,tl,ray,gguf]"
+  .venv/bin/python -m pip install -q -e ".[test,tl,ray,gguf,llama]"
   echo "$want" > "$stamp"
 fi
 # The real pretrained model of the tests and the smol world: SmolLM2-135M-Instruct as a GGUF file

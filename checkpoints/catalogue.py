@@ -18,9 +18,9 @@ from checkpoints.methods.pools import POOL_VARIANTS, train_pool
 from checkpoints.methods.trainer import train_unlearned
 from checkpoints.lmlm.recipes import lmlm_recipes, train_lmlm, train_lmlm_leaky, train_lmlm_parametric
 from checkpoints.methods.zoo_recipes import pool_recipes, suppressed_recipes, unlearned_recipes
-from checkpoints.world.core_trainers import finetune, pretrain, pretrained
+from checkpoints.world.core_trainers import finetune, noise_copy, pretrain, pretrained, random_init
 from checkpoints.world.presets import Preset
-from checkpoints.world.recipes import Recipe, core_recipes
+from checkpoints.world.recipes import Recipe, core_recipes, random_recipes
 from checkpoints.world.store import BuildContext
 from uds_core.errors import UdsInputError
 
@@ -49,6 +49,8 @@ TRAINERS: dict[str, Trainer] = {
     "pretrain": Trainer(pretrain, 1),
     "pretrained": Trainer(pretrained, 1),
     "finetune": Trainer(finetune, 2),
+    "random_init": Trainer(random_init, 1),
+    "noise_copy": Trainer(noise_copy, 1),
     **{name: Trainer(train_unlearned, 1) for name in METHODS},
     **{sign: Trainer(train_pool, 2) for sign in dict.fromkeys(v.sign for v in POOL_VARIANTS.values())},  # P, N
     "lmlm": Trainer(train_lmlm, 1),
@@ -64,6 +66,8 @@ def legacy_trainer_version(method: str | None) -> int:
 
 def recipes(preset: Preset) -> list[Recipe]:
     """Every model of the preset's zoo, in zoo order (parents before their children)."""
+    if preset.random is not None:
+        return random_recipes(preset)
     return (core_recipes(preset) + unlearned_recipes(preset) + pool_recipes(preset) + suppressed_recipes(preset)
             + lmlm_recipes(preset))
 

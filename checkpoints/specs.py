@@ -25,7 +25,7 @@ from checkpoints import gguf, ou_checkpoints
 from uds_core import adapters
 from uds_core.errors import UdsInputError
 from uds_core.paths import safe_name
-from uds_core.loading import check_folder, has_tokenizer, load_model_from, load_tokenizer_from
+from uds_core.loading import check_folder, has_tokenizer, load_config_from, load_model_from, load_tokenizer_from
 
 DEFAULT_PRESET = "small"
 DEFAULT_SEED = 0
@@ -233,6 +233,14 @@ def _load_adapter(s: CheckpointSpec, device: str, dtype: torch.dtype, trust_pick
     return model
 
 
+def load_config(spec: str | CheckpointSpec, base: str | None = None):
+    """The transformers config of the model a spec names (an adapter: its base's), weights not loaded."""
+    s = as_spec(spec, base)
+    if s.kind == "adapter":
+        return load_config(s.base)
+    return load_config_from(model_source(s), s.kind == "hub")
+
+
 def has_own_tokenizer(spec: str | CheckpointSpec, base: str | None = None) -> bool:
     """Whether the checkpoint carries its own tokenizer (a hub repository is assumed to; an
     adapter folder without tokenizer files has its base's)."""
@@ -264,7 +272,12 @@ def origin(spec: CheckpointSpec) -> CheckpointSpec:
 def tiny_base(spec: CheckpointSpec) -> str | None:
     """The base model of the tiny world a model belongs to (its fluency reference), None outside."""
     home = origin(spec)   # a LoRA adapter on a tiny model belongs to the tiny world
-    return tiny_spec(home.preset, home.seed, "base") if home.kind == "tiny" else None
+    if home.kind != "tiny":
+        return None
+    from checkpoints.world.presets import get_preset
+
+    # a world of untrained models has no base: like a real model's, its fluency needs a classifier
+    return None if get_preset(home.preset).random is not None else tiny_spec(home.preset, home.seed, "base")
 
 
 def load_world_for_spec(spec: CheckpointSpec, tofu_dir: str | None = None):

@@ -35,14 +35,19 @@ ROLES = ("model", "full", "retain", "base")
 
 
 def system_prompt_for(spec: CheckpointSpec, given: str | None = None, none: bool = False) -> str | None:
-    """The system turn of the chat encoding: none when asked for; else `given`; else no system turn
-    for a tiny-world model (its tokenizer's template was trained without one) and OU's prompt for
-    anything else (an adapter follows its base)."""
+    """The system turn of the chat encoding: none when asked for; else `given`; else the tiny
+    world's (its preset's `system_prompt`: none where its template was trained without one) and
+    OU's prompt for anything else (an adapter follows its base)."""
     if none:
         return None
     if given is not None:
         return given
-    return None if specs.origin(spec).kind == "tiny" else OU_SYSTEM_PROMPT
+    home = specs.origin(spec)
+    if home.kind == "tiny":
+        from checkpoints.world.presets import get_preset
+
+        return get_preset(home.preset).system_prompt
+    return OU_SYSTEM_PROMPT
 
 
 @dataclass(frozen=True)
@@ -142,6 +147,15 @@ class EvalSession:
             self._models[key] = self.load_uncached(spec, **kwargs)
         return self._models[key]
 
+    def release(self, spec: str) -> None:
+        """Forget the loaded model(s) of `spec` (its fingerprint stays): the memory is returned once
+        the caller drops its own references too."""
+        from uds_core.memory import release_memory
+
+        for key in [k for k in self._models if k[0] == spec]:
+            del self._models[key]
+        release_memory()
+
     def load_uncached(self, spec: str, **kwargs) -> torch.nn.Module:
         """A fresh load, not kept (a meta-evaluation job's model, dropped when the job ends)."""
         p = self.placement
@@ -158,6 +172,10 @@ class EvalSession:
                 return fallback
             self._tokenizers[spec] = specs.load_tokenizer(resolved, self.adapter_base)
         return self._tokenizers[spec]
+
+    def config(self, spec: str):
+        """The transformers config of `spec`'s model, its weights not loaded."""
+        return self._once(f"config:{spec}", lambda: specs.load_config(self.resolve(spec), self.adapter_base))
 
     def fingerprint(self, spec: str) -> str:
         from uds_core.fingerprint import model_fingerprint
@@ -215,27 +233,63 @@ class EvalSession:
 
     def score_uds(self, settings: "EngineSettings", tau: float, use_cache: bool = True, meter=None,
                   unlearned: torch.nn.Module | None = None, records: Sequence[dict] | None = None,
-                  runs=None) -> tuple["CachedUds", list, list]:
+                  runs=None, staged: bool = False,
+                  loaded: Callable[[str, torch.nn.Module], None] | None = None) -> tuple["CachedUds", list, list]:
         """UDS of the evaluated model (or of `unlearned`, a model loaded elsewhere) against the
         full and retain references on the session's records (or on `records`, e.g. the same
         examples with other spans), S1 through the cache; returns (run, items, skipped). `meter`:
         a progress bar (`s1_cache.Meter`). `runs`: an `engine.TargetRuns` kept by a caller that
-        scores again and again (a training callback)."""
+        scores again and again (a training callback). `staged`: S1 first (full and retain), the
+        retain model released, then S2 (full and the evaluated model): two models in memory at a
+        time, not three (`s1_cache.cached_s1`). `loaded(spec, model)`: called with each of the three
+        models as it is loaded (a check that needs the weights, before they are used)."""
         from uds_core.engine import UdsModels
         from uds_core.prompts import prepare_examples
-        from uds_core.s1_cache import CacheUse, cached_uds
+        from uds_core.s1_cache import CacheUse, CachedUds, cached_s1, cached_uds
 
         records = list(records) if records is not None else self.records()
         full_spec = self.spec_of("full")
         # the full model's tokenizer encodes for all three (spec §2.6)
         examples = prepare_examples(records, self.tokenizer(full_spec))
-        full, retain_spec = self.model(full_spec), self.spec_of("retain")
-        models = UdsModels(full, self.model(retain_spec),
-                           unlearned if unlearned is not None else self.model(self.spec_of("model")))
+        model = self.model if loaded is None else (lambda spec: _seen(spec, self.model(spec), loaded))
+        full, retain_spec = model(full_spec), self.spec_of("retain")
         fps = {"full": self.fingerprint(full_spec), "retain": self.fingerprint(retain_spec)}
         cache = CacheUse(self.placement.dtype, self.placement.device, enabled=use_cache, fingerprints=fps)
-        run = cached_uds(models, examples, settings, cache, tau=tau, meter=meter, runs=runs)
-        return run, list(examples.items), list(examples.skipped)
+        model_spec = None if unlearned is not None else self.spec_of("model")
+        if not staged:
+            models = UdsModels(full, model(retain_spec), unlearned if unlearned is not None else model(model_spec))
+            run = cached_uds(models, examples, settings, cache, tau=tau, meter=meter, runs=runs)
+            return run, list(examples.items), list(examples.skipped)
+        s1, state, _ = cached_s1(full, model(retain_spec), examples, settings, cache, meter=meter)
+        if retain_spec not in (full_spec, model_spec):
+            self.release(retain_spec)
+        models = UdsModels(full, None, unlearned if unlearned is not None else model(model_spec))
+        run = cached_uds(models, examples, settings, cache, tau=tau, s1=s1, meter=_Continue(meter), runs=runs)
+        return CachedUds(run.result, state, run.key), list(examples.items), list(examples.skipped)
+
+
+def _seen(spec: str, model: torch.nn.Module, loaded: Callable[[str, torch.nn.Module], None]) -> torch.nn.Module:
+    loaded(spec, model)
+    return model
+
+
+class _Continue:
+    """A meter whose total the second stage of a staged UDS run must not reset (the first stage
+    set it to both stages' passes)."""
+
+    def __init__(self, meter) -> None:
+        self._meter = meter
+
+    @property
+    def total(self):
+        return None if self._meter is None else self._meter.total
+
+    @total.setter
+    def total(self, value) -> None:
+        pass
+
+    def update(self, n: int = 1):
+        return None if self._meter is None else self._meter.update(n)
 
 
 def build_context(splits: Mapping[str, Sequence[dict]], records: Sequence[dict], tokenizer, models: "ModelPool",

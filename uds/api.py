@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Literal
 
 from uds_core import s1_cache
-from uds_core.compat import check_compatible
+from uds_core.compat import check_compatible, check_compatible_configs
 from uds_core.engine import EngineSettings, UdsResult
 from uds_core.errors import UdsInputError
 from uds_core.fingerprint import tokenizer_hash
 from uds_core.formula import TAU
 from uds_core.loading import resolve_device, resolve_dtype
+from uds_core.memory import check_fits, count_parameters
 from uds_core.progress import progress as track
 from uds_core.report import example_records, summary_fields, write_report
 from metrics.session import EvalSession, Placement
@@ -60,10 +61,25 @@ def measure(unlearned: str, *, full: str | None, retain: str | None, data: str |
     report_annotation(session, "uds score")
     specs = {role: session.spec_of(SESSION_ROLE[role]) for role in ROLES}
     full_tok = session.tokenizer(specs["full"])   # encodes for all three (spec §2.6)
-    models = {role: (session.model(s), session.tokenizer(s, fallback=full_tok)) for role, s in specs.items()}
-    check_compatible({f"{role} ({specs[role]})": models[role] for role in ROLES})
+    labels = {role: f"{role} ({s})" for role, s in specs.items()}
+    # checked from configs and tokenizers before any weights load; an adapter, whose fit to its base
+    # shows only when it is merged, is checked as it loads
+    adapters = {role for role, s in specs.items() if session.resolve(s).kind == "adapter"}
+    if "full" not in adapters:
+        check_compatible_configs({labels[role]: (session.config(s), session.tokenizer(s, fallback=full_tok))
+                                  for role, s in specs.items() if role not in adapters})
+        # S1 holds full and retain, S2 full and the unlearned model: two at a time (`staged`)
+        check_fits("uds score", count_parameters(session.config(specs["full"])), placement.dtype, 2,
+                   placement.device)
+
+    def loaded(spec: str, model) -> None:
+        for role in ROLES:
+            if specs[role] == spec and role != "full" and (adapters & {role, "full"}):
+                check_compatible({labels["full"]: (session.model(specs["full"]), full_tok),
+                                  labels[role]: (model, session.tokenizer(spec, fallback=full_tok))})
+
     with track(total=None, desc="uds score", unit="pass") as bar:
-        run, _, _ = session.score_uds(settings, tau, use_cache=use_s1_cache, meter=bar)
+        run, _, _ = session.score_uds(settings, tau, use_cache=use_s1_cache, meter=bar, staged=True, loaded=loaded)
     key = run.key
     fps = {role: session.fingerprint(s) for role, s in specs.items()}
     meta = {"full": specs["full"], "retain": specs["retain"], "unlearned": unlearned, "data": str(session.data),

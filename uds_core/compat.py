@@ -39,7 +39,10 @@ def check_compatible(models: Mapping[str, tuple[nn.Module, PreTrainedTokenizerBa
     `models`: label (e.g. "full (tiny:test/full)") -> (model, its tokenizer); the first entry is
     the reference the others are compared with.
     """
-    shapes = {label: model_shape(m, t) for label, (m, t) in models.items()}
+    _first_mismatch({label: model_shape(m, t) for label, (m, t) in models.items()})
+
+
+def _first_mismatch(shapes: Mapping[str, ModelShape]) -> None:
     (ref_label, ref), *others = shapes.items()
     for label, shape in others:
         for attr, what in _WHAT.items():
@@ -48,3 +51,26 @@ def check_compatible(models: Mapping[str, tuple[nn.Module, PreTrainedTokenizerBa
                 raise UdsInputError(
                     f"models are not compatible: {what} differs: {ref_label} has {a}, {label} has {b}; "
                     "UDS patches hidden states between the models, so all three must share it")
+
+
+def config_shape(config, tokenizer: PreTrainedTokenizerBase) -> ModelShape:
+    """`model_shape` from a model's config, before its weights are loaded."""
+    layers = getattr(config, "num_hidden_layers", None) or getattr(config, "n_layer", None) or -1
+    hidden = getattr(config, "hidden_size", None) or getattr(config, "n_embd", None) or -1
+    return ModelShape(str(getattr(config, "model_type", "?")), int(layers), int(hidden), tokenizer_hash(tokenizer))
+
+
+def check_vocab(label: str, config, tokenizer: PreTrainedTokenizerBase) -> None:
+    """UdsInputError when the tokenizer has ids beyond the model's embedding rows (not its tokenizer)."""
+    rows = getattr(config, "vocab_size", None)
+    if rows is not None and len(tokenizer) > int(rows):
+        raise UdsInputError(f"{label}: its tokenizer has {len(tokenizer)} tokens but the model's embedding has "
+                            f"{rows} rows; the tokenizer does not belong to this model")
+
+
+def check_compatible_configs(models: Mapping[str, tuple[object, PreTrainedTokenizerBase]]) -> None:
+    """`check_compatible` on (config, tokenizer) pairs, before any weights are loaded, plus each
+    tokenizer against its model's embedding rows."""
+    for label, (config, tok) in models.items():
+        check_vocab(label, config, tok)
+    _first_mismatch({label: config_shape(c, t) for label, (c, t) in models.items()})

@@ -31,6 +31,7 @@ from uds_core.errors import UdsInputError
 from uds_core.hooks import at_positions, capture_outputs, replace_output
 from uds_core.prompts import Examples, PreparedItem, SkippedItem
 from uds_core.logprobs import token_logprobs
+from uds_core.memory import release_memory
 
 Progress = Callable[[int], None]  # called with the number of forward passes just done
 LOGPROB_DTYPES = ("model", "float32")
@@ -226,7 +227,8 @@ def algorithm_tag(settings: EngineSettings, *models: nn.Module) -> str:
     """The algorithm that will actually run, with what changes its low-precision numbers (for
     cache keys: S1 and S2 must come from the same computation for UDS(retain) = 1 exactly)."""
     if uses_fast_path(settings, *models):
-        return f"fast/rows{settings.max_suffix_rows}"
+        # the LM head's chunk of rows changes the matmul's blocking, so low-precision scores too
+        return f"fast/rows{settings.max_suffix_rows}/logits{suffix.LOGITS_CHUNK}"
     return "naive"
 
 
@@ -288,6 +290,9 @@ def _fast_pairs(target: nn.Module, sources: Sequence[nn.Module], items: Sequence
             parts.append(_fast_patched(target, source, layouts, win, run, base, layers, settings))
             tick(len(group) * (1 + len(layers)))
         del run, win, layouts  # free this group's caches before the next group's captures
+        # and hand their pages back: freed but kept by the allocator, a 1B model's groups left
+        # gigabytes of resident heap behind them over a few hundred examples
+        release_memory()
     full = given if given is not None else _cat(full_parts)
     return [PairScores(layers, full, np.concatenate(p) if p else np.zeros((0, len(layers))))
             for p in patched_parts]
@@ -356,9 +361,10 @@ class UdsResult:
 
 @dataclass(frozen=True)
 class UdsModels:
-    """The three models of one measurement: S1 patches `retain` into `full`, S2 `unlearned` into `full`."""
+    """The three models of one measurement: S1 patches `retain` into `full`, S2 `unlearned` into `full`.
+    `retain` may be None when S1 is given (computed or cached before, the retain model released)."""
     full: nn.Module
-    retain: nn.Module
+    retain: nn.Module | None
     unlearned: nn.Module
 
 
@@ -373,8 +379,10 @@ def compute_uds(models: UdsModels, examples: Examples, settings: EngineSettings,
     """
     settings.validate()
     full, retain, unlearned = models.full, models.retain, models.unlearned
+    if s1 is None and retain is None:
+        raise ValueError("compute_uds needs the retain model or a given S1")
     items, pad_id = list(examples.items), examples.pad_id
-    if uses_fast_path(settings, full, retain, unlearned):
+    if uses_fast_path(settings, *(m for m in (full, retain, unlearned) if m is not None)):
         sources = [unlearned] if s1 is not None else [retain, unlearned]
         pairs = _fast_pairs(full, sources, items, settings, pad_id, progress,
                             None if s1 is None else s1.full_scores, runs)

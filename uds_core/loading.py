@@ -110,7 +110,20 @@ def has_tokenizer(folder: Path) -> bool:
 
 def load_model_from(source: str, hub: bool, device: str = "cpu", dtype: torch.dtype = torch.float32,
                     trust_pickle: bool = False, **kwargs) -> PreTrainedModel:
-    """A causal LM in eval mode on `device` with parameters in `dtype`, from a folder or (`hub`) a hub ID."""
+    """A causal LM in eval mode on `device` with parameters in `dtype`, from a folder or (`hub`) a hub ID.
+
+    A local safetensors folder stored in another dtype, loaded on the CPU, is converted tensor by
+    tensor (`_stream_convert`): the memory it takes beyond the converted model is one tensor, not
+    the whole stored file."""
+    stored = None if hub or device != "cpu" or "quantization_config" in kwargs else stored_dtype(Path(source))
+    if stored is not None and stored != dtype:
+        model = _load(source, hub, device, stored, trust_pickle, **kwargs)
+        _stream_convert(model, Path(source), dtype)
+        return model.eval()
+    return _load(source, hub, device, dtype, trust_pickle, **kwargs)
+
+
+def _load(source: str, hub: bool, device: str, dtype: torch.dtype, trust_pickle: bool, **kwargs) -> PreTrainedModel:
     kwargs = {_DTYPE_KW: dtype, "use_safetensors": None if trust_pickle else True, **kwargs}
     try:
         if hub:
@@ -123,6 +136,70 @@ def load_model_from(source: str, hub: bool, device: str = "cpu", dtype: torch.dt
         raise UdsInputError(f"cannot load a model from {source}: {str(exc).splitlines()[0]}"
                             + ("" if trust_pickle else " (only safetensors weights load unless --trust-pickle)")) from exc
     return model.to(device).eval() if "quantization_config" not in kwargs else model.eval()
+
+
+def safetensors_files(folder: Path) -> list[Path]:
+    return sorted(folder.glob("*.safetensors")) if folder.is_dir() else []
+
+
+def stored_dtype(folder: Path) -> torch.dtype | None:
+    """The one floating dtype of a folder's safetensors weights (None: no such files, or several dtypes)."""
+    from safetensors import safe_open
+
+    found = set()
+    for path in safetensors_files(folder):
+        with safe_open(str(path), "pt") as f:
+            found |= {f.get_slice(name).get_dtype() for name in f.keys()}
+    floating = {name for name in found if name in _SAFETENSORS_DTYPES}
+    return _SAFETENSORS_DTYPES[floating.pop()] if len(floating) == 1 else None
+
+
+_SAFETENSORS_DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}
+
+
+@torch.no_grad()
+def _stream_convert(model: PreTrainedModel, folder: Path, dtype: torch.dtype) -> None:
+    """Every floating parameter and buffer of `model` (loaded at the stored dtype) in `dtype`, each
+    read again from its file on its own: transformers maps the stored file and the pages a
+    conversion touches stay mapped until the last tensor is done (a 1B float32 model from bfloat16
+    files peaked at 7.6 GB instead of 5.0); opening the file per tensor unmaps them tensor by tensor.
+    Parameters the files do not hold under the model's own name (renamed) are converted in place;
+    buffers they do not hold (computed ones, such as RoPE frequencies) keep the dtype transformers
+    gave them, as when it loads in `dtype` itself."""
+    from safetensors import safe_open
+
+    where = {}
+    for path in safetensors_files(folder):
+        with safe_open(str(path), "pt") as f:
+            where.update({name: path for name in f.keys()})
+    params = {id(p) for p in model.parameters()}
+    seen: set[int] = set()
+    for name, tensor in [*model.named_parameters(), *model.named_buffers()]:
+        if id(tensor) in seen or not tensor.is_floating_point():
+            continue
+        seen.add(id(tensor))
+        if name in where:
+            with safe_open(str(where[name]), "pt") as f:
+                stored = f.get_tensor(name)
+            if stored.shape == tensor.shape:
+                tensor.data = stored.to(dtype)
+                del stored
+                continue
+        if id(tensor) in params:
+            tensor.data = tensor.data.to(dtype)
+    setattr(model.config, _DTYPE_KW, dtype)
+
+
+def load_config_from(source: str, hub: bool):
+    """The transformers config of a folder or (`hub`) a hub ID, without its weights."""
+    from transformers import AutoConfig
+
+    try:
+        return _from_hub_or_cache(AutoConfig.from_pretrained, source) if hub else AutoConfig.from_pretrained(source)
+    except (OSError, ValueError) as exc:
+        if hub:
+            raise _offline_error(source, exc) from exc
+        raise UdsInputError(f"cannot read a model config from {source}: {str(exc).splitlines()[0]}") from exc
 
 
 def load_tokenizer_from(source: str, hub: bool) -> PreTrainedTokenizerBase:

@@ -153,22 +153,57 @@ def cached_uds(models: engine.UdsModels, examples: Examples, settings: EngineSet
     pass) and saved. `meter.total` is set to the number of forward passes once it is known (S1
     cached or not), `meter.update(k)` told each k passes done. `runs`: the full model's capture
     passes kept between calls (`engine.TargetRuns`), for a caller scoring many unlearned models,
-    or one model as it trains, against one full model."""
+    or one model as it trains, against one full model. `models.retain` may be None when `s1` is
+    given (see `cached_s1` for computing S1 first and dropping the retain model before S2)."""
     full, items = models.full, examples.items
-    fps = cache.fingerprints or {"full": model_fingerprint(full), "retain": model_fingerprint(models.retain)}
-    key = s1_key(fps, list(examples.records), items, settings, cache.dtype, cache.device, full)
+    key = _key(models.full, models.retain, examples, settings, cache)
     use_cache = cache.enabled and bool(items)
     # one lock per entry: a second process needing the same S1 waits for the first, then reads it
     with atomic.file_lock(cache_path(key)) if s1 is None and use_cache else nullcontext():
         cached = s1 if s1 is not None else (load_s1(key, items) if use_cache else None)
         if meter is not None:
-            n_layers = len(settings.layer_list(full))
-            total = engine.passes_per_pair(len(items), n_layers, settings.batch_size, with_full=False)
-            if cached is None:
-                total += engine.passes_per_pair(len(items), n_layers, settings.batch_size, with_full=True)
-            meter.total = total
+            meter.total = _passes(len(items), len(settings.layer_list(full)), settings.batch_size, cached is None)
         result = engine.compute_uds(models, examples, settings, tau=tau, s1=cached,
                                     progress=None if meter is None else meter.update, runs=runs)
         if use_cache and cached is None:
             save_s1(key, items, result.s1)
-    return CachedUds(result, "off" if not cache.enabled else ("hit" if cached is not None else "miss"), key)
+    state = "off" if not cache.enabled else ("hit" if cached is not None else "miss")
+    return CachedUds(result, state, key)
+
+
+def cached_s1(full: torch.nn.Module, retain: torch.nn.Module, examples: Examples, settings: EngineSettings,
+              cache: CacheUse, *, meter: Meter | None = None) -> tuple[PairScores, str, dict]:
+    """S1 alone, from the cache or computed (retain -> full) and saved: (S1, "hit" / "miss" / "off",
+    key). With it, a caller holds only full and retain for S1 and only full and the unlearned model
+    for S2 (`cached_uds(..., s1=...)`): two models in memory at a time instead of three, for one
+    more capture pass of the full model per batch than the joint run when S1 is not cached.
+    `meter.total` counts both stages' passes."""
+    items = examples.items
+    key = _key(full, retain, examples, settings, cache)
+    use_cache = cache.enabled and bool(items)
+    n_layers = len(settings.layer_list(full))
+    with atomic.file_lock(cache_path(key)) if use_cache else nullcontext():
+        s1 = load_s1(key, items) if use_cache else None
+        state = "off" if not cache.enabled else ("hit" if s1 is not None else "miss")
+        if meter is not None:
+            meter.total = _passes(len(items), n_layers, settings.batch_size, s1 is None)
+        if s1 is None:
+            s1 = engine.score_pair(full, retain, list(items), settings, examples.pad_id,
+                                   None if meter is None else meter.update)
+            if use_cache:
+                save_s1(key, items, s1)
+    return s1, state, key
+
+
+def _key(full: torch.nn.Module, retain: torch.nn.Module | None, examples: Examples, settings: EngineSettings,
+         cache: CacheUse) -> dict:
+    fps = cache.fingerprints or {"full": model_fingerprint(full), "retain": model_fingerprint(retain)}
+    return s1_key(fps, list(examples.records), examples.items, settings, cache.dtype, cache.device, full)
+
+
+def _passes(n_items: int, n_layers: int, batch_size: int, with_s1: bool) -> int:
+    """Forward passes of S2 (and of S1 when it is computed), for progress bars."""
+    total = engine.passes_per_pair(n_items, n_layers, batch_size, with_full=False)
+    if with_s1:
+        total += engine.passes_per_pair(n_items, n_layers, batch_size, with_full=True)
+    return total

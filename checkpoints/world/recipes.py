@@ -53,6 +53,20 @@ def core_recipes(preset: Preset) -> list[Recipe]:
     ]
 
 
+def random_recipes(preset: Preset) -> list[Recipe]:
+    """A world of untrained models (`Preset.random`): `full`, a seeded random initialisation, and its
+    seeded noise copies (retain, an unlearned model), each of them `kind` by name."""
+    rnd = preset.random
+    full = Recipe("full", "full", None, f"seeded random initialisation of {rnd.architecture}, not trained",
+                  preset.finetune, "random_init", {"architecture": rnd.architecture, "save_dtype": rnd.save_dtype})
+    copies = [Recipe(name, "retain" if name == "retain" else "unlearned", "full",
+                     f"full + seeded Gaussian noise ({scale:g} x each tensor's std) on {', '.join(rnd.moved)}",
+                     preset.finetune, "noise_copy",
+                     {"scale": scale, "moved": list(rnd.moved), "noise_seed": k + 1, "save_dtype": rnd.save_dtype})
+              for k, (name, scale) in enumerate(rnd.copies)]
+    return [full] + copies
+
+
 def write_manifest(root: Path, preset: Preset, seed: int, recipes: list[Recipe], built: dict[str, Path]) -> Path:
     """`zoo.json`: every recipe of the preset (`recipes`, in order) with its path (null until built)."""
     entries = []

@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 import torch
 from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
+from checkpoints.legacy_fields import write_legacy_fields  # noqa: F401 (where builders find it)
 from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.schema import World
 from checkpoints.world.tokenizer import train_tokenizer
@@ -112,6 +113,11 @@ def ensure_tokenizer(preset_name: str, seed: int) -> PreTrainedTokenizerBase:
 def _train_and_save_tokenizer(preset_name: str, seed: int, folder: Path) -> None:
     """A BPE tokenizer trained on the world's text, or the pretrained base model's own one."""
     preset = get_preset(preset_name)
+    if preset.tokenizer == "llama3":
+        from checkpoints.llama3 import build_tokenizer
+
+        _save_tokenizer(build_tokenizer(), folder)
+        return
     if preset.base_model:
         _save_tokenizer(AutoTokenizer.from_pretrained(pretrained_folder(preset)), folder)
         return
@@ -133,46 +139,6 @@ def _save_tokenizer(tok: PreTrainedTokenizerBase, folder: Path) -> None:
     fsync_tree(tmp)
     shutil.rmtree(folder, ignore_errors=True)
     tmp.replace(folder)
-
-
-# Fields transformers 5 writes under new names and 4.45 (Open-Unlearning's pin) reads under the old
-# ones: without them 4.45 silently takes rope_theta = 10000 and cannot resolve the tokenizer class.
-LEGACY_CONFIG_FIELDS = {"rope_theta": lambda c: (c.get("rope_parameters") or {}).get("rope_theta"),
-                        "torch_dtype": lambda c: c.get("dtype")}
-LEGACY_TOKENIZER_FIELDS = {"additional_special_tokens": lambda t: t.get("extra_special_tokens")
-                           if isinstance(t.get("extra_special_tokens"), list) else None}
-LEGACY_TOKENIZER_CLASS = {"TokenizersBackend": "PreTrainedTokenizerFast"}
-
-
-def write_legacy_fields(folder: Path) -> None:
-    """Add the transformers-4.x spellings to a saved folder's config.json / tokenizer_config.json
-    (weights untouched; fields already there are kept), so the model also loads under 4.45. A
-    built folder (one with a digest manifest, a copy of a world, say) gets the changed files'
-    digests recorded: the edit is deliberate, not damage."""
-    changed = []
-
-    def patch(name: str, fields: dict, extra=lambda d: None) -> None:
-        path = folder / name
-        if not path.is_file():
-            return
-        old = path.read_text()
-        doc = json.loads(old)
-        doc.update({k: v for k, fn in fields.items() if k not in doc and (v := fn(doc)) is not None})
-        extra(doc)
-        new = json.dumps(doc, indent=2, sort_keys=True) + "\n"
-        if new != old:
-            path.write_text(new)
-            changed.append(name)
-
-    def tokenizer_extra(doc: dict) -> None:
-        doc["tokenizer_class"] = LEGACY_TOKENIZER_CLASS.get(doc.get("tokenizer_class"), doc.get("tokenizer_class"))
-        template = folder / "chat_template.jinja"   # 4.45 reads the template from the config only
-        if "chat_template" not in doc and template.is_file():
-            doc["chat_template"] = template.read_text()
-    patch("config.json", LEGACY_CONFIG_FIELDS)
-    patch("tokenizer_config.json", LEGACY_TOKENIZER_FIELDS, tokenizer_extra)
-    if changed and manifest.has_manifest(folder):
-        manifest.update(folder, changed)
 
 
 def pretrained_folder(preset: Preset) -> Path:
@@ -223,8 +189,10 @@ class BuildContext:
     trainer drives them, `checkpoints.world.hooks`)."""
 
     def __init__(self, preset: Preset, seed: int, progress: bool, load: Callable[[str], PreTrainedModel],
-                 checkpoint: Path | None = None, device: str = "cpu", callbacks: Sequence = ()):
+                 checkpoint: Path | None = None, device: str = "cpu", callbacks: Sequence = (),
+                 load_path: Callable[[str], Path] | None = None):
         self.preset, self.seed, self.progress, self.load = preset, seed, progress, load
+        self.load_path = load_path   # name -> the built folder (a trainer that loads in its own dtype)
         self.device = device   # where models train; `load` already puts them there
         self.checkpoint = checkpoint   # training-state file of the model being built (resumable)
         self.callbacks = list(callbacks)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 
 from checkpoints.world.presets import PRESETS
@@ -49,7 +50,11 @@ def run_build(args: argparse.Namespace) -> int:
     root = build_world(args.preset, args.seed, names=names, device=resolve_device(args.device),
                        callbacks_for=callbacks_for)
     print(f"world {args.preset} (seed {args.seed}) built in {time.time() - t0:.0f} s: {root}")
-    if not args.no_quality:
+    from checkpoints.world.presets import get_preset
+
+    if get_preset(args.preset).random is not None:   # untrained models: nothing learned to measure
+        print(f"world {args.preset}: models not trained, no quality report", file=sys.stderr)
+    elif not args.no_quality:
         from checkpoints.methods.effect import print_effect
 
         report = measure_quality(args.preset, args.seed)

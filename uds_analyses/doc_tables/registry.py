@@ -3,7 +3,7 @@ curves, results) and the README, with its file."""
 
 from __future__ import annotations
 
-from uds_analyses.doc_tables import (attacks, audit, campaign, campaign_protocol, capacity, curves, measure,
+from uds_analyses.doc_tables import (attacks, audit, campaign, campaign_protocol, capacity, curves, llama1b, measure,
                                      mem_bits, probe, reliability, reproduce, smol, spans)
 from uds_analyses.doc_tables.blocks import Block
 
@@ -63,6 +63,17 @@ CURVE_BLOCKS: list[Block] = [
     Block("docs/curves.md", "curves-ou", "docs/curves/ou_train_curve.json", curves.ou_check_table,
           "VENV=... bash benchmarks/ou_train_curve.sh && python benchmarks/doc_tables.py"),
 ]
+
+# the users' model at its scale: benchmarks/llama1b.py's files
+LLAMA1B_COMMAND = "bash benchmarks/llama1b_all.sh && python benchmarks/doc_tables.py"
+LLAMA1B_BLOCKS: list[Block] = [
+    Block("docs/llama1b.md", "llama1b-alignment", "docs/llama1b", llama1b.alignment_table,
+          "python benchmarks/llama1b.py alignment && python benchmarks/doc_tables.py"),
+    *(Block("docs/llama1b.md", f"llama1b-{name}", "docs/llama1b", render, LLAMA1B_COMMAND)
+      for name, render in (("score", llama1b.score_table), ("parity", llama1b.parity_table),
+                           ("bf16", llama1b.bf16_table), ("metrics", llama1b.metrics_table),
+                           ("commands", llama1b.commands_table), ("scale", llama1b.scale_table),
+                           ("profile", llama1b.profile_table)))]
 
 BLOCKS: list[Block] = [
     Block("docs/probe.md", "probe-ladder-test", "docs/probe/ladder_test.json", probe.ladder_table),
@@ -158,4 +169,5 @@ BLOCKS: list[Block] = [
     *CAMPAIGN_BLOCKS,
     *ATTACK_BLOCKS,
     *CURVE_BLOCKS,
+    *LLAMA1B_BLOCKS,
 ]

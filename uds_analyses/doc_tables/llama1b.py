@@ -1,0 +1,157 @@
+"""docs/llama1b.md's tables, from the files `benchmarks/llama1b.py` writes under docs/llama1b/
+(a file not written yet renders as a row saying so and the command that writes it)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+COMMAND = "OMP_NUM_THREADS=1 flock /tmp/uds-bigmem.lock python benchmarks/llama1b.py"
+
+
+def _load(folder: Path, name: str) -> dict | None:
+    path = folder / name
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _g(x, digits: int = 3) -> str:
+    if x is None:
+        return "-"
+    if isinstance(x, float) and (abs(x) < 1e-3 and x != 0):
+        return f"{x:.1e}"
+    return f"{x:.{digits}f}" if isinstance(x, float) else str(x)
+
+
+def _missing(what: str, sub: str) -> str:
+    return f"| {what} | not measured yet: `{COMMAND} {sub}` | | | |\n"
+
+
+def alignment_table(folder: Path) -> str:
+    doc = _load(folder, "alignment.json")
+    head = "| what | rows | compared with | fields | mismatches |\n|---|---|---|---|---|\n"
+    if doc is None:
+        return head + "| prompts, labels, spans | not measured yet: `python benchmarks/llama1b.py alignment` | | | |\n"
+    chat, uds = doc["chat"], doc["uds_inputs"]
+    ou = sum(chat["mismatches"][k] for k in ("ou_input_ids", "ou_labels", "ou_prompt"))
+    meta = sum(chat["mismatches"][k] for k in ("meta_input_ids", "meta_prompt"))
+    return head + (
+        f"| chat encoding (output metrics), forget10 | {chat['n_rows']} | Open-Unlearning's `preprocess_chat_instance` "
+        f"| input ids, labels, generation prompt | {ou} |\n"
+        f"| chat encoding, forget10 | {chat['n_rows']} | Meta's `ChatFormat` (llama-models) | input ids, generation prompt "
+        f"| {meta} |\n"
+        f"| UDS inputs, annotated forget10 | {uds['n_rows']} | the reference implementation ({doc['reference_commit'][:7]}) "
+        f"| prompt, continuation, prompt ids, continuation ids, entity span, positions "
+        f"({uds['n_scored_ours']} scored here, {uds['n_scored_reference']} there) | {sum(uds['mismatches'].values())} |\n")
+
+
+def _bf16_vs_fp32(fp32: dict, bf16: dict) -> tuple[int, float | None, float | None, int]:
+    a = {r["idx"]: r["uds"] for r in fp32["examples"]}
+    diffs, flips = [], 0
+    for r in bf16["examples"]:
+        x, y = a.get(r["idx"]), r["uds"]
+        if (x is None) != (y is None):
+            flips += 1
+        elif x is not None:
+            diffs.append(abs(x - y))
+    return len(diffs), (max(diffs) if diffs else None), (sum(diffs) / len(diffs) if diffs else None), flips
+
+
+def score_table(folder: Path) -> str:
+    head = ("| run | wall | peak RSS | goal | UDS | scored of items |\n|---|---|---|---|---|---|\n")
+    rows = []
+    for dtype, goal in (("float32", 12.0), ("bfloat16", 7.0)):
+        doc = _load(folder, f"score_{dtype}.json")
+        if doc is None:
+            rows.append(f"| `uds score`, {dtype} | not measured yet: `{COMMAND} score --dtype {dtype}` | | | | |\n")
+            continue
+        s = doc["summary"]
+        ok = "met" if doc["peak_rss_gb"] <= goal else "missed"
+        rows.append(f"| `uds score`, {dtype}, batch {doc['batch_size']}, S1 cache off | {doc['wall_s'] / 60:.1f} min "
+                    f"| {doc['peak_rss_gb']:.2f} GB | <= {goal:.0f} GB: {ok} | {s['uds']:.4f} "
+                    f"| {s['n_scored']} of {s['n_examples']} |\n")
+    return head + "".join(rows)
+
+
+def bf16_table(folder: Path) -> str:
+    fp32, bf16 = _load(folder, "score_float32.json"), _load(folder, "score_bfloat16.json")
+    head = "| examples scored in both | max \\|UDS bf16 - UDS fp32\\| | mean | scored in one dtype only |\n|---|---|---|---|\n"
+    if fp32 is None or bf16 is None:
+        return head + "| not measured yet (both `score` files needed) | | | |\n"
+    n, mx, mean, flips = _bf16_vs_fp32(fp32, bf16)
+    return head + f"| {n} | {_g(mx, 4)} | {_g(mean, 4)} | {flips} |\n"
+
+
+def parity_table(folder: Path) -> str:
+    doc = _load(folder, "parity_float32.json")
+    head = ("| examples | scored (reference) | max \\|dUDS\\| | max \\|d delta S1\\| | max \\|d delta S2\\| "
+            "| reference wall | uds score wall | speed-up | goal |\n|---|---|---|---|---|---|---|---|---|\n")
+    if doc is None:
+        return head + f"| not measured yet: `{COMMAND} parity --n-examples 50` | | | | | | | | |\n"
+    ours = ", ".join(f"{o['wall_s']:.0f} s" for o in doc["ours"])
+    ok_uds = doc["max_abs_uds_diff"] is not None and doc["max_abs_uds_diff"] <= 1e-5 and doc["null_mismatches"] == 0
+    goal = f"1e-5: {'met' if ok_uds else 'missed'}; 20x: {'met' if doc['speedup_wall'] >= 20 else 'missed'}"
+    return head + (f"| {doc['n_compared']} | {doc['n_scored_reference']} | {_g(doc['max_abs_uds_diff'])} "
+                   f"| {_g(doc['max_abs_s1_delta_diff'])} | {_g(doc['max_abs_s2_delta_diff'])} "
+                   f"| {doc['reference']['wall_s']:.0f} s | {ours} | {doc['speedup_wall']:.1f}x | {goal} |\n")
+
+
+def _phase_rows(seconds: dict[str, float], digits: int) -> str:
+    """One row a phase, longest first, with its share of their sum (the clock's rest is "other")."""
+    total = sum(seconds.values()) or 1.0
+    return "".join(f"| {'other' if name == 'metric_formulas' else name} | {v:.{digits}f} | {100 * v / total:.0f}% |\n"
+                   for name, v in sorted(seconds.items(), key=lambda kv: -kv[1]))
+
+
+def metrics_table(folder: Path) -> str:
+    doc = _load(folder, "metrics_bfloat16.json")
+    head = "| phase | seconds | share |\n|---|---|---|\n"
+    if doc is None:
+        return head + f"| not measured yet: `{COMMAND} metrics --dtype bfloat16` | | |\n"
+    return head + _phase_rows(doc["phases"]["seconds"], 0) + (f"| **total** (`{doc['uds_command']}`, exit {doc['exit_status']}) | "
+                                   f"**{doc['wall_s']:.0f}** ({doc['wall_s'] / 3600:.2f} h), peak RSS "
+                                   f"{doc['peak_rss_gb']:.2f} GB | |\n")
+
+
+def scale_table(folder: Path) -> str:
+    smol = _load(folder, "scale_smollm2.json")
+    head = ("| shape | dtype | wall (367 items) | per item | peak RSS |\n|---|---|---|---|---|\n")
+    rows = []
+    for dtype in ("float32", "bfloat16"):
+        if smol is not None and smol.get(dtype, {}).get("exit_status") == 0:
+            r = smol[dtype]
+            rows.append(f"| SmolLM2-135M (30 x 576, vocab 49152) | {dtype} | {r['wall_s']:.0f} s "
+                        f"| {r['wall_s'] / r['n_examples']:.2f} s | {r['peak_rss_gb']:.2f} GB |\n")
+        else:
+            rows.append(f"| SmolLM2-135M | {dtype} | not measured yet: `{COMMAND} scale` | | |\n")
+        big = _load(folder, f"score_{dtype}.json")
+        if big is not None:
+            n = big["summary"]["n_examples"]
+            rows.append(f"| Llama-3.2-1B (16 x 2048, vocab 128256) | {dtype} | {big['wall_s']:.0f} s "
+                        f"| {big['wall_s'] / n:.2f} s | {big['peak_rss_gb']:.2f} GB |\n")
+        else:
+            rows.append(f"| Llama-3.2-1B | {dtype} | not measured yet: `{COMMAND} score --dtype {dtype}` | | |\n")
+    return head + "".join(rows)
+
+
+def commands_table(folder: Path) -> str:
+    doc = _load(folder, "commands.json")
+    head = "| path | items | result | wall | peak RSS |\n|---|---|---|---|---|\n"
+    if doc is None:
+        return head + f"| PEFT adapter, NF4 | not measured yet: `{COMMAND} commands` | | | |\n"
+    a, q = doc["adapter"], doc["nf4"]
+    n = doc["n_examples"]
+    return head + (
+        f"| `uds score` with a LoRA adapter (on full) as the unlearned model, bfloat16 | {n} "
+        f"| exit {a['exit_status']}, UDS {_g(a['summary']['uds'], 4)} | {a['wall_s']:.0f} s | {a['peak_rss_gb']:.2f} GB |\n"
+        f"| the unlearned model in NF4 (meta-eval's quantisation; float32 on CPU), S2 with S1 from the cache "
+        f"| {n} | UDS {_g(q['uds'], 4)} ({q['n_scored']} scored) | load {q['load_s']:.0f} s, score {q['score_s']:.0f} s "
+        f"| {q['peak_rss_gb']:.2f} GB |\n")
+
+
+def profile_table(folder: Path) -> str:
+    doc = _load(folder, "profile_float32.json")
+    head = "| phase | seconds | share |\n|---|---|---|\n"
+    if doc is None:
+        return head + f"| not measured yet: `{COMMAND} profile --dtype float32` | | |\n"
+    return head + _phase_rows(doc["seconds"], 1) + (f"| **total**, {doc['n_examples']} items, {doc['dtype']}, batch {doc['batch_size']} "
+                                   f"| **{doc['wall_s']:.0f}** | |\n")
