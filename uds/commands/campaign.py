@@ -37,7 +37,15 @@ def register(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--batch-size", type=int, default=32, help="metric batch size (fixed by the first run)")
         q.add_argument("--max-new-tokens", type=int, default=128, help="generation length (fixed by the first run)")
         q.add_argument("--relearn-lr", type=float, default=None, help="relearning learning rate (default 2e-4)")
+    for q in (run, status):
+        q.add_argument("--plan", choices=("meta-eval", "world"), default="meta-eval",
+                       help="meta-eval (default): every member in every setting of the meta-evaluation; world: a "
+                            "world's builds, knowledge checks, `uds score` of every model, `uds metrics` of a few and "
+                            "the engine and precision comparisons (uds/world_campaign)")
     status.add_argument("--json", action="store_true", help="print the status as one JSON object (for scripts)")
+    run.add_argument("--bigmem-lock", metavar="FILE", default=None,
+                     help="world plan: hold an exclusive flock on FILE while a unit that needs more memory than "
+                          "the rest runs (the float32 comparisons, the metric runs)")
     run.add_argument("--commit", action="store_true", help="git-commit each unit's file as soon as it is written")
     run.add_argument("--keep", default="", metavar="KINDS",
                      help=f"comma-separated kinds whose weights are kept after measuring ({', '.join(KEEP_KINDS)})")
@@ -47,6 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.plan == "world":
+        return world_main(args)
     campaign = make_campaign(args)
     if args.verb == "status":
         st = campaign.status() | {"started": campaign.files.protocol.is_file()}
@@ -65,6 +75,27 @@ def main(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     if args.max_units is not None and args.max_units < 1:
         raise UdsInputError(f"--max-units must be at least 1, got {args.max_units}")
+    campaign.run(args.max_units)
+    return 0
+
+
+def world_main(args: argparse.Namespace) -> int:
+    from uds.world_campaign.driver import WorldCampaign
+
+    if args.verb == "run" and args.max_units is not None and args.max_units < 1:
+        raise UdsInputError(f"--max-units must be at least 1, got {args.max_units}")
+    commit = getattr(args, "commit", False)
+    campaign = WorldCampaign(args.zoo, Path(args.dir), publish=git_publish(Path(args.dir)) if commit else
+                             (lambda paths, msg: None), bigmem_lock=getattr(args, "bigmem_lock", None))
+    if args.verb == "status":
+        campaign.check_protocol(write=False)
+        st = campaign.status()
+        if args.json:
+            print(json.dumps(st, indent=1))
+        else:
+            print(f"campaign {st['zoo']}: {st['units']}/{st['units_total']} units done; ETA {st['eta_seconds'] / 3600:.1f} h"
+                  + (f"; next {st['next']}" if st["next"] else ""))
+        return 0
     campaign.run(args.max_units)
     return 0
 
