@@ -5,7 +5,8 @@ forget questions (greedy chat answers, entity string matched), `score` runs `uds
 `metrics` runs `uds metrics --metrics all` on it, `exactness` scores it with the fast engine and
 with the straightforward per-layer path side by side (float32), `precision` scores it in float32
 beside the committed bfloat16 score. Builds and knowledge checks come first (they decide whether
-the recipe holds), then the scores of every model, then the costly comparisons and metric runs.
+the recipe holds: full and retain first), then the scores of every model, then the costly
+comparisons and metric runs.
 Units marked `big` need more memory than the campaign's steady state: the driver runs them under
 the big-memory lock when it is given one.
 """
@@ -37,8 +38,9 @@ def plan_units(models: list[tuple[str, str, str | None]]) -> list[Unit]:
     """The units of a zoo given as (name, kind, method) in zoo order (base, full, retain, the
     unlearned models)."""
     unlearned = [(n, m) for n, k, m in models if k == "unlearned"]
-    units = [Unit("knowledge", "base")]
-    for name in ["full", "retain"] + [n for n, _ in unlearned]:
+    units = [Unit("build", "full"), Unit("build", "retain"), Unit("knowledge", "full"), Unit("knowledge", "retain"),
+             Unit("knowledge", "base")]
+    for name, _ in unlearned:
         units += [Unit("build", name), Unit("knowledge", name)]
     units += [Unit("score", name) for name in ["full", "retain"] + [n for n, _ in unlearned]]
     probe = next((n for n, m in unlearned if m == "npo"), unlearned[0][0] if unlearned else "full")
@@ -49,8 +51,9 @@ def plan_units(models: list[tuple[str, str, str | None]]) -> list[Unit]:
 
 
 def protocol(zoo: str, preset, seed: int, units: list[Unit], digests: dict[str, str]) -> dict:
-    """What fixes a campaign: the world, its recipes, the units and the scoring settings."""
+    """What fixes a campaign: the world, its recipes, the units (as a set: their order may change
+    between runs) and the scoring settings."""
     return {"zoo": zoo, "preset": preset.name, "seed": seed,
             "lora": preset.lora.to_dict() if preset.lora else None, "train_dtype": preset.train_dtype,
-            "recipes": digests, "units": [u.id for u in units],
+            "recipes": digests, "units": sorted(u.id for u in units),
             "settings": {"score_dtype": SCORE_DTYPE, "exactness_examples": EXACTNESS_EXAMPLES}}

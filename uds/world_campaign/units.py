@@ -54,14 +54,14 @@ def build(zoo: str, name: str, scratch: Path) -> dict:
 def knowledge(zoo: str, name: str, scratch: Path) -> dict:
     """Greedy chat answers to the forget questions (and TOFU's paraphrases of them), each scored
     by whether it contains the annotated entity (`meta_eval.knowledge`'s check), answers kept."""
-    from checkpoints.world.build import lora_world_model
+    from checkpoints.specs import load_stacked, resolve_spec
     from checkpoints.world.matching import entity_hit
     from checkpoints.world.quality import greedy_answers
     from checkpoints.world.store import ensure_tokenizer, load_world
     from uds_core.loading import DTYPES
 
     preset, seed = world_of(zoo)
-    model = lora_world_model(preset, seed, name, DTYPES[SCORE_DTYPE], progress=True).eval()
+    model = load_stacked(resolve_spec(spec_of(zoo, name)), {}, dtype=DTYPES[SCORE_DTYPE])
     tok = ensure_tokenizer(preset.name, seed)
     out: dict = {"max_new_tokens": CHECK_TOKENS, "dtype": SCORE_DTYPE,
                  "matching": "entity string in the greedy chat answer (case and punctuation folded)"}
