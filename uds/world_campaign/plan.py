@@ -38,7 +38,7 @@ def plan_units(models: list[tuple[str, str, str | None]]) -> list[Unit]:
     """The units of a zoo given as (name, kind, method) in zoo order (base, full, retain, the
     unlearned models)."""
     unlearned = [(n, m) for n, k, m in models if k == "unlearned"]
-    units = [Unit("build", "full"), Unit("build", "retain"), Unit("knowledge", "full"), Unit("knowledge", "retain"),
+    units = [Unit("build", "full"), Unit("knowledge", "full"), Unit("build", "retain"), Unit("knowledge", "retain"),
              Unit("knowledge", "base")]
     for name, _ in unlearned:
         units += [Unit("build", name), Unit("knowledge", name)]
