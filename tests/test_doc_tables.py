@@ -37,6 +37,7 @@ def test_names_unique_and_docs_covered():
     assert len({(b.doc, b.name) for b in BLOCKS}) == len(BLOCKS)
     assert {b.doc for b in BLOCKS} == {"docs/probe.md", "docs/audit.md", "docs/mem_bits.md", "docs/smol.md", "docs/performance.md",
                                        "docs/smol_meta_eval.md", "docs/reliability.md", "docs/spans.md", "docs/curves.md",
+                                       "docs/qwen.md",
                                        "README.md"}
 
 

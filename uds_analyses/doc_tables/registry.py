@@ -4,7 +4,7 @@ README, with its file."""
 from __future__ import annotations
 
 from uds_analyses.doc_tables import (audit, campaign, campaign_protocol, capacity, curves, measure, mem_bits, probe,
-                                     reliability, smol, spans)
+                                     qwen, reliability, smol, spans)
 from uds_analyses.doc_tables.blocks import Block
 
 # the long-passage probe (issue 28): per-level, per-position and per-start tables of each source,
@@ -51,6 +51,16 @@ CURVE_BLOCKS: list[Block] = [
     Block("docs/curves.md", "curves-ou", "docs/curves/ou_train_curve.json", curves.ou_check_table,
           "VENV=... bash benchmarks/ou_train_curve.sh && python benchmarks/doc_tables.py"),
 ]
+
+# the qwen world (issue 61): one snapshot of its campaign folder, taken by benchmarks/qwen_snapshot.py
+QWEN_SNAPSHOT = "docs/qwen/snapshot.json"
+QWEN_COMMAND = "python benchmarks/qwen_snapshot.py && python benchmarks/doc_tables.py"
+QWEN_BLOCKS: list[Block] = [
+    Block("docs/qwen.md", f"qwen-{name}", QWEN_SNAPSHOT, render, QWEN_COMMAND)
+    for name, render in (("status", qwen.status_block), ("build", qwen.build_block), ("knowledge", qwen.knowledge_block),
+                         ("uds", qwen.uds_block), ("order", qwen.order_block), ("layers", qwen.layers_block),
+                         ("first-ke", qwen.first_ke_block), ("exactness", qwen.exactness_block),
+                         ("metrics", qwen.metrics_block), ("cost", qwen.cost_block))]
 
 BLOCKS: list[Block] = [
     Block("docs/probe.md", "probe-ladder-test", "docs/probe/ladder_test.json", probe.ladder_table),
@@ -143,4 +153,5 @@ BLOCKS: list[Block] = [
     Block("README.md", "probe-ladder-small-readme", "docs/probe/ladder_small.json", probe.ladder_table),
     *CAMPAIGN_BLOCKS,
     *CURVE_BLOCKS,
+    *QWEN_BLOCKS,
 ]
