@@ -50,7 +50,8 @@ class WorldCampaign:
         zoo_recipes = [r for r in recipes(self.preset) if r.kind in ("full", "retain", "unlearned")]
         self.digests = {r.name: recipe_digest(self.preset, r) for r in zoo_recipes}
         self.units = plan_units([(r.name, r.kind, r.method) for r in zoo_recipes])
-        self.protocol = protocol(zoo, self.preset, self.seed, self.units, self.digests)
+        # as the file holds it (tuples become lists), so that a rerun compares like with like
+        self.protocol = json.loads(json.dumps(protocol(zoo, self.preset, self.seed, self.units, self.digests)))
 
     # --- files -----------------------------------------------------------------------------
     def path(self, unit: Unit) -> Path:
