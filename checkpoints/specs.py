@@ -211,10 +211,9 @@ def load_stacked(spec: CheckpointSpec, bases: dict, device: str = "cpu", dtype: 
     from checkpoints.world.build import ensure_model, lineage
     from checkpoints.world.lora import load_base, stacked_model
     from checkpoints.world.presets import get_preset
-    from checkpoints.world.store import pretrained_folder
 
     preset = get_preset(spec.preset)
-    folder = pretrained_folder(preset)
+    folder = ensure_model(preset.name, spec.seed, "base")   # a pretrained base's own folder, or the world's
     key = (str(folder), dtype, device, tuple(sorted(kwargs.items())))
     if key not in bases:
         bases[key] = load_base(folder, dtype, **kwargs).to(device)

@@ -123,3 +123,13 @@ def test_exactness_and_precision_rows(folders):
     assert "| 2.00e-07 | 3.00e-06 | naive / fast = 20.0 (fast 10 s, naive 200 s) |" in text
     # bf16 per example 0.3, 0.3 against float32 0.3, 0.32: largest 0.02; model 0.3 vs 0.31
     assert "model UDS 0.3000 vs 0.3100: 1.00e-02; largest per-example 2.00e-02" in text
+
+
+def test_layer_figure_needs_the_full_models_score(folders, tmp_path):
+    from uds_analyses.doc_tables.qwen import plot_layers
+
+    snap = json.loads(_snap(folders).read_text())
+    assert snap["scores"]["npo_x"]["mean_s2"] == [0.0, 0.1, 0.2]
+    assert plot_layers(snap, tmp_path / "layers.png") == tmp_path / "layers.png"
+    assert (tmp_path / "layers.png").read_bytes()[:4] == b"\x89PNG"
+    assert plot_layers({**snap, "profile": None}, tmp_path / "none.png") is None

@@ -76,7 +76,7 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
     model = TRAINERS[r.method].fn(ctx, r) if r.method in TRAINERS else _unknown_method(r)
     tmp = folder.with_name(f".{r.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    if preset.lora is not None:
+    if hasattr(model, "peft_config"):   # a LoRA world's adapter (its base, trained here or not, is a full model)
         save_trained_adapter(model, tmp, parent_spec(preset, seed, r))
     else:
         model.save_pretrained(tmp)
@@ -94,8 +94,9 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
 
 
 def parent_spec(preset: Preset, seed: int, r: Recipe) -> str:
-    """The model spec a LoRA world's adapter goes on: the base's own spec, or its parent model's."""
-    return preset.base_model if r.parent == "base" else tiny_spec(preset.name, seed, r.parent)
+    """The model spec a LoRA world's adapter goes on: a pretrained base's own spec, or its parent
+    model's in the world."""
+    return preset.base_model if r.parent == "base" and preset.base_model else tiny_spec(preset.name, seed, r.parent)
 
 
 def lora_world_model(preset: Preset, seed: int, name: str, dtype, progress: bool = True, device: str = "cpu"):
@@ -103,7 +104,7 @@ def lora_world_model(preset: Preset, seed: int, name: str, dtype, progress: bool
     a PeftModel of the base with `name`'s adapter chain, frozen (`checkpoints.world.lora.stack`)."""
     from checkpoints.world.lora import load_base, stack
 
-    base = load_base(pretrained_folder(preset), dtype).to(device)
+    base = load_base(ensure_model(preset.name, seed, "base", progress, device), dtype).to(device)
     if name == "base":
         return base
     chain = [ensure_model(preset.name, seed, n, progress, device) for n in lineage(preset, name)]

@@ -111,6 +111,14 @@ PRESETS: dict[str, Preset] = {
         grid=GridSize(lr_index=(2,), n_values=1, lr_scale=2.0),
         pool=PoolSize((1.5,), (1.0,)),
         lmlm=LmlmSetting(TrainConfig(lr=3e-3, epochs=24, batch_size=32), ("direct", "cloze"), 0)),
+    # `test` with every model but the base a LoRA adapter (the LoRA worlds' machinery in the default suite)
+    "test-lora": Preset(
+        "test-lora", "synthetic", ModelShape(64, 4, 4, 2, 256), 1000,
+        base=TrainConfig(lr=3e-3, epochs=10, batch_size=16),
+        finetune=TrainConfig(lr=1e-2, epochs=12, batch_size=16),
+        world=dict(n_train_authors=30, n_holdout_authors=6, n_public=80, n_other=6),
+        unlearn_batch=8, grid=GridSize(lr_index=(2,), n_values=1, epochs=(5,), lr_scale=10.0, methods=("npo",)),
+        pool=PoolSize(continued=()), lora=LoraSettings(r=8, alpha=16)),
     "small": Preset(
         "small", "synthetic", ModelShape(128, 8, 4, 4, 512), 2000,
         base=TrainConfig(lr=2e-3, epochs=8, batch_size=64),

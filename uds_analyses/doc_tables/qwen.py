@@ -48,6 +48,8 @@ def _score_entry(summary: dict, examples: list[dict], unit: dict | None = None) 
     out = {k: summary.get(k) for k in ("uds", "ci95", "n_scored", "n_examples", "n_skipped", "layers", "dtype",
                                         "elapsed_s", "skipped_reasons")}
     out["per_example"] = {str(r["idx"]): r["uds"] for r in examples}
+    scored = [r["s2_delta"] for r in examples if r.get("skipped_reason") is None]
+    out["mean_s2"] = [round(float(v), 6) for v in np.array(scored, dtype=float).mean(axis=0)] if scored else []
     if unit is not None:
         out |= {"seconds": unit["seconds"], "peak_rss_bytes": unit["peak_rss_bytes"]}
     return out
@@ -290,3 +292,32 @@ def metrics_block(path: Path) -> str:
         return f"`uds metrics --metrics all`: {PENDING}.\n"
     rows = [[f"`{n}`"] + [fixed(s["metrics"][n]["values"].get(k)) for k in RESULT_KEYS] for n in _order(s["metrics"])]
     return table(["model"] + list(RESULT_KEYS), rows)
+
+
+def plot_layers(snap: dict, path: Path) -> Path | None:
+    """Mean Δ_S1 (retain into full) and each unlearned model's mean Δ_S2 per layer against relative
+    depth, Qwen beside SmolLM2 (None when Qwen's full model is not scored yet)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    if not snap.get("profile") or not snap["profile"]["n"]:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=False)
+    for ax, (title, profile, scores) in zip(axes, (
+            ("Qwen2.5-Coder-1.5B, LoRA (28 layers)", snap["profile"], snap["scores"]),
+            ("SmolLM2-135M, full fine-tuning (30 layers)", snap["smol"]["profile"], snap["smol"]["scores"]))):
+        depth = np.linspace(0, 1, len(profile["mean_s1"]))
+        ax.plot(depth, profile["mean_s1"], color="black", lw=2, label="S1: retain into full")
+        for name in sorted(scores, key=lambda n: METHOD_ORDER.index(method_of(n)) if method_of(n) in METHOD_ORDER else 9):
+            if method_of(name) in METHOD_ORDER and scores[name].get("mean_s2"):
+                ax.plot(depth, scores[name]["mean_s2"], lw=1.2, label=f"S2: {method_of(name)}")
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("relative depth (layer / last layer)")
+        ax.set_ylabel("mean drop of the entity log-prob (nats)")
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
