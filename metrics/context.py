@@ -21,6 +21,7 @@ from transformers import PreTrainedTokenizerBase
 
 from metrics import encoding, forward, hidden
 from uds_core.parity import OPEN_UNLEARNING, REFERENCE, SPEC
+from uds_core.defaults import FISHER_FRACTIONS
 from metrics.representation import FisherMask, fisher_mask, linear_cka
 from metrics.stats import TokenStats
 from metrics.utility import mean_token_prob
@@ -270,10 +271,27 @@ class EvalContext:
             self.models.get(role), self._scored_items(), opts, model_dtype=s.reference, fast=s.fast))
 
     def fisher_masks(self, fraction: float) -> list[FisherMask]:
+        """The masks of `fraction`, made with those of every registered fraction in one pass over
+        the anchors' Fishers, which are then let go: the masks are all any metric reads of them,
+        and three full diagonal Fishers (full, retain, the model) are three copies of the model's
+        block weights, gigabytes at 1B parameters. (The evaluated model's own is kept: it may be
+        one of the anchors.)"""
         ref = self.settings.reference
-        key = WorkKey("fmask", (self.models.spec("full"), self.models.spec("retain")), (fraction, ref))
-        return self.work.memo(key, lambda: [fisher_mask(r, f, fraction, model_dtype=ref)
-                                            for r, f in zip(self.fisher("retain"), self.fisher("full"))])
+        anchors = (self.models.spec("full"), self.models.spec("retain"))
+        fractions = tuple(sorted(set(FISHER_FRACTIONS) | {fraction}))
+
+        def make() -> dict[float, list[FisherMask]]:
+            pairs = list(zip(self.fisher("retain"), self.fisher("full")))
+            masks = {p: [fisher_mask(r, f, p, model_dtype=ref) for r, f in pairs] for p in fractions}
+            del pairs
+            for spec in set(anchors) - {self.models.spec("model")}:
+                self.work.discard(WorkKey("fisher", (spec,), (ref,)))
+            return masks
+        found = self.work.peek(WorkKey("fmasks", anchors, (ref,)))
+        if found is not None and fraction not in found:   # an unregistered fraction asked after the others
+            found[fraction] = [fisher_mask(r, f, fraction, model_dtype=ref)
+                               for r, f in zip(self.fisher("retain"), self.fisher("full"))]
+        return self.work.memo(WorkKey("fmasks", anchors, (ref,)), make)[fraction]
 
     # --- fluency -------------------------------------------------------------------------------
     def base_item_probs(self, role: str) -> list[float | None]:

@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import re
+
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Sequence
@@ -149,12 +151,24 @@ def fisher_diagonal(model: torch.nn.Module, items: Sequence[PreparedItem], opts:
     return per_block_mean(acc, len(items))
 
 
+ADAPTER_PARAMETER = re.compile(r"(^|\.)lora_")   # peft's low-rank matrices (lora_A, lora_B, lora_embedding_*, ...)
+
+
+def checkpoint_parameters(block: torch.nn.Module) -> list[torch.nn.Parameter]:
+    """The block's parameters as its checkpoint holds them, in registration order: the low-rank
+    matrices of an unmerged LoRA adapter are left out. The gradient of the loss with respect to a
+    base weight W under an unmerged adapter is its gradient with respect to the merged weight
+    W + s·BA (the layer's output depends on both only through their sum), so the Fisher over
+    these is the merged model's."""
+    return [p for name, p in block.named_parameters() if not ADAPTER_PARAMETER.search(name)]
+
+
 @contextmanager
 def block_gradients(model: torch.nn.Module) -> Iterator[list[list[torch.nn.Parameter]]]:
     """Gradients on, for the decoder blocks' parameters only (where Fisher reads them); yields
     those parameters per block in registration order and restores every parameter's
     `requires_grad` flag on exit."""
-    params = [list(b.parameters()) for b in decoder_layers(model)]
+    params = [checkpoint_parameters(b) for b in decoder_layers(model)]
     saved = {p: p.requires_grad for p in model.parameters()}
     for p in model.parameters():
         p.requires_grad_(False)

@@ -83,6 +83,7 @@ class EvalSession:
         self._tokenizers: dict[str, object] = {}
         self._fingerprints: dict[str, str] = {}
         self._memo: dict[str, object] = {}
+        self._bases: dict[tuple, torch.nn.Module] = {}   # a LoRA world's shared base (specs.load_stacked)
         self.spec = self.resolve(model)   # a wrong path or name fails first, before data or models
         self.tiny = specs.origin(self.spec).kind == "tiny"
         self.split = splits.get_split(split) if split else None
@@ -160,6 +161,9 @@ class EvalSession:
         """A fresh load, not kept (a meta-evaluation job's model, dropped when the job ends)."""
         p = self.placement
         extra = {"attn_implementation": p.attn_implementation} if p.attn_implementation else {}
+        resolved = self.resolve(spec)
+        if specs.is_lora_world(resolved) and not kwargs:   # one base in memory for every model of the run
+            return specs.load_stacked(resolved, self._bases, device=p.device, dtype=p.dtype, **extra)
         return specs.load_model(self.resolve(spec), device=p.device, dtype=p.dtype, trust_pickle=p.trust_pickle,
                                 base=self.adapter_base, **extra, **kwargs)
 

@@ -50,6 +50,10 @@ class WorkCache:
         """The value of `key` if it was computed, else None (nothing is computed)."""
         return self._entries.get(key)
 
+    def discard(self, key: WorkKey) -> None:
+        """Forget one entry (kept in the store, if it was given one); nothing when it is not held."""
+        self._entries.pop(key, None)
+
     def drop_model(self, spec: str) -> int:
         """Forget every entry computed from the checkpoint `spec`; returns how many were dropped."""
         gone = [k for k in self._entries if spec in k.specs]

@@ -2,8 +2,8 @@
 
 `lora_unlearn` wraps a causal LM with a peft `LoraConfig` and runs the one unlearning loop
 (`trainer.unlearn`) on the wrapped model: the method's loss and data are the full fine-tuning
-ones, but only the low-rank matrices receive gradients (the reference of NPO-like methods is a
-frozen copy taken before training, so it is the base model itself). `save_adapter` writes what
+ones, but only the low-rank matrices receive gradients (the reference of NPO-like methods is the
+model with its adapter switched off, so it is the base model itself). `save_adapter` writes what
 people publish: the adapter folder, whose `base_model_name_or_path` names the model it goes on.
 Methods that hook a decoder block (RMU) need the plain module paths of `uds_core.arch` and are not
 supported through the wrapper.
@@ -12,7 +12,6 @@ supported through the wrapper.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
 
@@ -21,21 +20,11 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from checkpoints.methods.data import UnlearnSets
 from checkpoints.methods.trainer import unlearn
+from checkpoints.world.lora import LoraSettings
 from checkpoints.world.train import Loop, TrainConfig
 from uds_core.errors import UdsInputError
 
 HOOKED_METHODS = ("rmu",)   # losses that read a block's output through uds_core.arch module paths
-
-
-@dataclass(frozen=True)
-class LoraSettings:
-    """Rank, scaling (alpha / r), dropout and target linears of the adapter; `seed` fixes the
-    random initialisation of the A matrices (B starts at zero, so training starts at the base)."""
-    r: int = 8
-    alpha: int = 16
-    dropout: float = 0.0
-    targets: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-    seed: int = 0
 
 
 def lora_unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, sets: UnlearnSets, method: str,
@@ -45,14 +34,12 @@ def lora_unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, sets: Unl
 
     `model` is wrapped in place (its own weights stay frozen and unchanged); `sets`, `loop` as
     `trainer.unlearn` takes them."""
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
 
     if method in HOOKED_METHODS:
         raise UdsInputError(f"method {method!r} hooks a decoder block and is not supported with LoRA")
     torch.manual_seed(lora.seed)
-    config = LoraConfig(task_type="CAUSAL_LM", r=lora.r, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
-                        target_modules=list(lora.targets), bias="none")
-    peft_model = get_peft_model(model, config)
+    peft_model = get_peft_model(model, lora.peft_config())
     losses = unlearn(peft_model, tok, sets, method, cfg, hparams, loop)
     return peft_model.eval(), losses
 

@@ -31,13 +31,25 @@ def frozen_copy(model: PreTrainedModel) -> PreTrainedModel:
     return ref
 
 
+def reference_of(model: PreTrainedModel):
+    """The frozen starting model of a method that needs one: a PEFT model training an adapter is
+    its own reference with that adapter switched off (no second copy); any other model, a copy."""
+    from peft import PeftModel
+
+    from checkpoints.world.lora import TRAINED, WithoutTrainedAdapter
+
+    if isinstance(model, PeftModel) and TRAINED in model.peft_config:
+        return WithoutTrainedAdapter(model)
+    return frozen_copy(model)
+
+
 def unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, sets: UnlearnSets, method: str, cfg: TrainConfig,
             hparams: Mapping[str, float] | None = None, loop: Loop | None = None,
             callbacks: Sequence = ()) -> list[float]:
     """Unlearn `sets.forget` from `model` in place with `method`; returns the loss of every step.
 
     AltPO's alternates, when `sets` has none, are sampled from `model` itself before training.
-    The reference, where the method needs one, is a frozen copy of `model` as it is on entry.
+    The reference, where the method needs one, is `model` as it is on entry (`reference_of`).
     `loop`: progress label (default: the method), checkpoint file, hooks (see `train`). `callbacks`:
     Hugging Face `TrainerCallback`s (e.g. `uds.callbacks.UdsCallback`), driven by the loop as a
     Trainer drives them, with `tok` as their tokenizer; none: the loop is unchanged.
@@ -47,7 +59,7 @@ def unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, sets: UnlearnS
     alternates = sets.alternates
     if "alt" in m.views and alternates is None:
         alternates, _ = alternate_answers(model, tok, list(sets.forget), seed=cfg.seed)
-    ref = frozen_copy(model) if m.needs_ref else None
+    ref = reference_of(model) if m.needs_ref else None
     data = PairedData(tok, list(sets.forget), list(sets.retain), m.views, seed=cfg.seed, idk=sets.idk,
                       alternates=alternates, forms=sets.forms)
     pad = pad_token_id(tok)
@@ -60,8 +72,9 @@ def unlearn(model: PreTrainedModel, tok: PreTrainedTokenizerBase, sets: UnlearnS
 
 
 def train_unlearned(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
-    """Builder trainer: start from `r.parent` (full), unlearn the world's forget split."""
-    model = ctx.load(r.parent)
+    """Builder trainer: start from `r.parent` (full), unlearn the world's forget split (into a
+    fresh LoRA adapter on it in a LoRA world)."""
+    model = ctx.trainable(ctx.load(r.parent))
     alternates = None
     if "alt" in get_method(r.method).views:
         path = ctx.root / "alternates" / f"{r.parent}-seed{r.train.seed}.json"

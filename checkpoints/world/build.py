@@ -23,8 +23,11 @@ from checkpoints.catalogue import TRAINERS, find_recipe, recipes
 from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.recipe_digest import RECIPE_SCHEME, recipe_content, recipe_digest
 from checkpoints.world.recipes import Recipe, write_manifest
+from checkpoints.world.lora import save_trained_adapter
+from checkpoints.world.names import tiny_spec
 from checkpoints.world.store import (BuildContext, build_lock, ensure_tokenizer, ensure_world_data, model_dir,
-                                     stored_digest, write_legacy_fields)
+                                     pretrained_folder, stored_digest, write_legacy_fields)
+from uds_core.loading import DTYPES
 from uds_core import atomic, manifest
 from uds_core.progress import is_quiet, progress as track
 from uds_core.errors import UdsInputError
@@ -43,6 +46,8 @@ def ensure_model(preset_name: str, seed: int, name: str, progress: bool = True, 
     preset = get_preset(preset_name)
     folder = model_dir(preset_name, seed, name)
     r = find_recipe(preset, name)
+    if preset.lora is not None and r.method == "pretrained":
+        return pretrained_folder(preset)   # a LoRA world's adapters go on the base itself: no copy of it
     digest = recipe_digest(preset, r, seed=seed)
     if _is_current(folder, digest, quiet=True):
         return folder
@@ -62,6 +67,8 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
             stale.unlink()
 
     def load(name: str) -> PreTrainedModel:
+        if preset.lora is not None:   # the base with the chain of adapters of `name`, frozen
+            return lora_world_model(preset, seed, name, DTYPES[preset.train_dtype], progress, device)
         return LlamaForCausalLM.from_pretrained(ensure_model(preset.name, seed, name, progress, device)).to(device)
 
     callbacks = callbacks_for(r) if callbacks_for is not None else ()
@@ -71,7 +78,10 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
     model = TRAINERS[r.method].fn(ctx, r) if r.method in TRAINERS else _unknown_method(r)
     tmp = folder.with_name(f".{r.name}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
+    if hasattr(model, "peft_config"):   # a LoRA world's adapter (its base, trained here or not, is a full model)
+        save_trained_adapter(model, tmp, parent_spec(preset, seed, r))
+    else:
+        model.save_pretrained(tmp)
     ctx.tok.save_pretrained(tmp)
     write_legacy_fields(tmp)   # also loadable by transformers 4.45 (Open-Unlearning's pin)
     meta = r.to_dict() | {"seed": seed, "preset": preset.name, "digest": digest, "digest_scheme": RECIPE_SCHEME,
@@ -86,9 +96,36 @@ def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: P
     return folder
 
 
+def parent_spec(preset: Preset, seed: int, r: Recipe) -> str:
+    """The model spec a LoRA world's adapter goes on: a pretrained base's own spec, or its parent
+    model's in the world."""
+    return preset.base_model if r.parent == "base" and preset.base_model else tiny_spec(preset.name, seed, r.parent)
+
+
+def lora_world_model(preset: Preset, seed: int, name: str, dtype, progress: bool = True, device: str = "cpu"):
+    """Model `name` of a LoRA world for training on it: the base in `dtype` (`name` == "base"), else
+    a PeftModel of the base with `name`'s adapter chain, frozen (`checkpoints.world.lora.stack`)."""
+    from checkpoints.world.lora import load_base, stack
+
+    base = load_base(ensure_model(preset.name, seed, "base", progress, device), dtype).to(device)
+    if name == "base":
+        return base
+    chain = [ensure_model(preset.name, seed, n, progress, device) for n in lineage(preset, name)]
+    return stack(base, chain)
+
+
+def lineage(preset: Preset, name: str) -> list[str]:
+    """The models from the base (excluded) up to `name`: ["full", "npo_..."] for an unlearned one."""
+    r = find_recipe(preset, name)
+    return ([] if r.parent in (None, "base") else lineage(preset, r.parent)) + [name]
+
+
 def is_built(preset: Preset, seed: int, r: Recipe) -> bool:
     """Whether the model of recipe `r` is built, by this recipe (not a stale one). Its files are
-    checked when it is used (`ensure_model`), not here: listings and counts stay cheap."""
+    checked when it is used (`ensure_model`), not here: listings and counts stay cheap. A LoRA
+    world's base is the pretrained model itself, never built."""
+    if preset.lora is not None and r.method == "pretrained":
+        return True
     return _stored_or_none(model_dir(preset.name, seed, r.name)) == recipe_digest(preset, r, seed=seed)
 
 

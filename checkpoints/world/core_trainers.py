@@ -27,7 +27,7 @@ def pretrained(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
 
 
 def finetune(ctx: BuildContext, r: Recipe) -> PreTrainedModel:
-    model = ctx.load(r.parent)
+    model = ctx.trainable(ctx.load(r.parent))   # a fresh LoRA adapter on the base in a LoRA world
     items = ctx.world.retain + (ctx.world.forget if r.kind == "full" else [])
     data = finetune_examples(ctx.tok, ctx.world, items, ctx.preset.forms, ctx.preset.rehearse_utility)
     train(model, data, r.train, ctx.collate, loop=ctx.loop(r.name))

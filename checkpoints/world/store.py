@@ -200,6 +200,15 @@ class BuildContext:
         self.world = load_world(preset.name, seed)
         self.tok = ensure_tokenizer(preset.name, seed)
 
+    def trainable(self, model):
+        """`model` as the trainer trains it: in a LoRA world with a fresh adapter on top (the only
+        trainable weights, `checkpoints.world.lora`); elsewhere the model itself."""
+        if self.preset.lora is None:
+            return model
+        from checkpoints.world.lora import with_trainable_adapter
+
+        return with_trainable_adapter(model, self.preset.lora)
+
     def collate(self, examples):
         return collate(examples, self.tok.pad_token_id)
 

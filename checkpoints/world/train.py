@@ -75,11 +75,21 @@ def _data_generator(data: Sequence) -> torch.Generator | None:
     return rng if isinstance(rng, torch.Generator) else None
 
 
+def trained_state(model: PreTrainedModel) -> dict[str, torch.Tensor]:
+    """What training changes in `model`: its whole state dict, or, when some parameters are
+    frozen (a LoRA adapter on a base), only the entries of the trainable ones (a frozen 1.5B base
+    would otherwise be written again after every epoch)."""
+    state = model.state_dict()
+    params = dict(model.named_parameters())
+    trainable = {n for n, p in params.items() if p.requires_grad}
+    return state if len(trainable) == len(params) else {k: v for k, v in state.items() if k in trainable}
+
+
 def save_train_state(path: Path, epoch: int, model: PreTrainedModel, opt, sched, losses: list[float],
                      data: Sequence) -> None:
     """Atomically write everything the loop needs to continue after `epoch` (1-based, done)."""
     gen = _data_generator(data)
-    state = {"epoch": epoch, "model": model.state_dict(), "opt": opt.state_dict(), "sched": sched.state_dict(),
+    state = {"epoch": epoch, "model": trained_state(model), "opt": opt.state_dict(), "sched": sched.state_dict(),
              "losses": losses, "torch_rng": torch.get_rng_state(),
              "data_rng": gen.get_state() if gen is not None else None}
     tmp = path.with_name(path.name + ".tmp")
@@ -90,7 +100,10 @@ def save_train_state(path: Path, epoch: int, model: PreTrainedModel, opt, sched,
 def load_train_state(path: Path, model: PreTrainedModel, opt, sched, data: Sequence) -> tuple[int, list[float]]:
     """Restore a `save_train_state` file in place; returns (epochs done, losses so far)."""
     state = torch.load(path, map_location="cpu", weights_only=True)
-    model.load_state_dict(state["model"])
+    expected = trained_state(model).keys()
+    if not expected <= state["model"].keys():
+        raise RuntimeError(f"{path} was saved for another model; delete it to start over")
+    model.load_state_dict({k: state["model"][k] for k in expected}, strict=False)
     opt.load_state_dict(state["opt"])
     sched.load_state_dict(state["sched"])
     torch.set_rng_state(state["torch_rng"])

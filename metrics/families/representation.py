@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 from metrics.result import MetricResult
 from metrics.spec import ERASURE, FULL, MODEL, RETAIN, MetricSpec, Use, register
+from uds_core.defaults import FISHER_FRACTIONS
 
 if TYPE_CHECKING:
     from metrics.context import EvalContext
 
-FISHER_FRACTIONS = (1e-4, 1e-3, 1e-2)     # the share of parameters each Fisher mask keeps (spec §4.5)
 
 
 def _cka(c: EvalContext) -> MetricResult:

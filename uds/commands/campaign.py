@@ -11,6 +11,9 @@ machine) to continue. `uds campaign status` counts what is done without loading 
 models, full, retain, the suppressed pool with its P parents and the N controls, each measured as
 built and attacked (`uds attack`'s attacks); `uds attack --from-campaign DIR` assembles its result.
 A folder fixed under campaign version 1 (recipe digests of scheme 1) is read but not continued.
+
+`--plan world` runs a world campaign (`uds.world_campaign`): a large world's builds, knowledge
+checks, `uds score` of every model and `uds metrics` of a few, one unit at a time.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from uds_core.errors import UdsInputError
 
 DEFAULT_ZOO = "tiny:smol"
 KEEP_KINDS = ("pool", "unlearned", "suppressed")
-PLANS = ("meta-eval", "attack")
+PLANS = ("meta-eval", "attack", "world")
 STALE_LOCK_S = 300.0   # git holds index.lock for about a second per commit; one this old outlived its process
 
 
@@ -46,8 +49,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         q.add_argument("--max-new-tokens", type=int, default=128, help="generation length (fixed by the first run)")
         q.add_argument("--relearn-lr", type=float, default=None, help="relearning learning rate (default 2e-4)")
         q.add_argument("--plan", choices=PLANS, default="meta-eval",
-                       help="meta-eval (the meta-evaluation's zoo and settings) or attack (the attack campaign)")
+                       help="meta-eval (default): every member in every setting of the meta-evaluation; attack: the "
+                            "attack campaign; world: a world's builds, knowledge checks, `uds score` of every model, "
+                            "`uds metrics` of a few and the engine and precision comparisons (uds/world_campaign)")
     status.add_argument("--json", action="store_true", help="print the status as one JSON object (for scripts)")
+    run.add_argument("--bigmem-lock", metavar="FILE", default=None,
+                     help="world plan: hold an exclusive flock on FILE while a unit that needs more memory than "
+                          "the rest runs (the float32 comparisons, the metric runs)")
     run.add_argument("--commit", action="store_true", help="git-commit each unit's file as soon as it is written")
     fix.add_argument("--commit", action="store_true", help="git-commit protocol.json")
     run.add_argument("--keep", default="", metavar="KINDS",
@@ -58,6 +66,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.plan == "world":
+        return world_main(args)
     campaign = make_campaign(args)
     if args.verb == "protocol":
         doc = json.loads(campaign.files.protocol.read_text())
@@ -87,6 +97,32 @@ def main(args: argparse.Namespace) -> int:
     torch.set_num_threads(args.threads)
     if args.max_units is not None and args.max_units < 1:
         raise UdsInputError(f"--max-units must be at least 1, got {args.max_units}")
+    campaign.run(args.max_units)
+    return 0
+
+
+def world_main(args: argparse.Namespace) -> int:
+    from uds.world_campaign.driver import WorldCampaign
+
+    if args.verb == "run" and args.max_units is not None and args.max_units < 1:
+        raise UdsInputError(f"--max-units must be at least 1, got {args.max_units}")
+    commit = getattr(args, "commit", False)
+    campaign = WorldCampaign(args.zoo, Path(args.dir), publish=git_publish(Path(args.dir)) if commit else
+                             (lambda paths, msg: None), bigmem_lock=getattr(args, "bigmem_lock", None))
+    if args.verb == "protocol":
+        campaign.check_protocol(write=True)
+        print(f"{campaign.root / 'protocol.json'}: {len(campaign.units)} units; start it with `uds campaign run "
+              f"--zoo {args.zoo} --plan world --dir {args.dir} --commit`")
+        return 0
+    if args.verb == "status":
+        campaign.check_protocol(write=False)
+        st = campaign.status()
+        if args.json:
+            print(json.dumps(st, indent=1))
+        else:
+            print(f"campaign {st['zoo']}: {st['units']}/{st['units_total']} units done; ETA {st['eta_seconds'] / 3600:.1f} h"
+                  + (f"; next {st['next']}" if st["next"] else ""))
+        return 0
     campaign.run(args.max_units)
     return 0
 

@@ -4,7 +4,7 @@ curves, results) and the README, with its file."""
 from __future__ import annotations
 
 from uds_analyses.doc_tables import (attacks, audit, campaign, campaign_protocol, capacity, curves, llama1b, measure,
-                                     mem_bits, probe, reliability, reproduce, smol, spans)
+                                     mem_bits, probe, qwen, reliability, reproduce, smol, spans)
 from uds_analyses.doc_tables.blocks import Block
 
 # the long-passage probe: per-level, per-position and per-start tables of each source,
@@ -74,6 +74,16 @@ LLAMA1B_BLOCKS: list[Block] = [
                            ("bf16", llama1b.bf16_table), ("metrics", llama1b.metrics_table),
                            ("commands", llama1b.commands_table), ("scale", llama1b.scale_table),
                            ("profile", llama1b.profile_table)))]
+
+# the qwen world: one snapshot of its campaign folder, taken by benchmarks/qwen_snapshot.py
+QWEN_SNAPSHOT = "docs/qwen/snapshot.json"
+QWEN_COMMAND = "python benchmarks/qwen_snapshot.py && python benchmarks/doc_tables.py"
+QWEN_BLOCKS: list[Block] = [
+    Block("docs/qwen.md", f"qwen-{name}", QWEN_SNAPSHOT, render, QWEN_COMMAND)
+    for name, render in (("status", qwen.status_block), ("build", qwen.build_block), ("knowledge", qwen.knowledge_block),
+                         ("uds", qwen.uds_block), ("order", qwen.order_block), ("layers", qwen.layers_block),
+                         ("first-ke", qwen.first_ke_block), ("exactness", qwen.exactness_block),
+                         ("metrics", qwen.metrics_block), ("cost", qwen.cost_block))]
 
 BLOCKS: list[Block] = [
     Block("docs/probe.md", "probe-ladder-test", "docs/probe/ladder_test.json", probe.ladder_table),
@@ -170,4 +180,5 @@ BLOCKS: list[Block] = [
     *ATTACK_BLOCKS,
     *CURVE_BLOCKS,
     *LLAMA1B_BLOCKS,
+    *QWEN_BLOCKS,
 ]

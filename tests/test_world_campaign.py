@@ -1,0 +1,115 @@
+"""The world campaign's driver (uds/world_campaign): its plan and protocol, and its run loop with the
+unit processes replaced by a stand-in (no model is loaded): each finished unit sealed, published
+and skipped on the next run; a failed unit leaves no file; a second run accepts its own protocol
+and refuses another one."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from uds.world_campaign import driver
+from uds.world_campaign.driver import WorldCampaign
+from uds_core.errors import UdsInputError
+from uds_core.sealed import read_sealed
+
+ZOO = "tiny:qwen"
+
+
+def test_plan_builds_and_checks_full_first_and_measures_every_model():
+    c = WorldCampaign(ZOO, Path("unused"))
+    ids = [u.id for u in c.units]
+    assert ids[:5] == ["build/full", "knowledge/full", "build/retain", "knowledge/retain", "knowledge/base"]
+    unlearned = [n for n in c.digests if n not in ("full", "retain")]
+    assert len(unlearned) == 4 and {n.split("_")[0] for n in unlearned} == {"graddiff", "npo", "simnpo", "idknll"}
+    for name in ["full", "retain"] + unlearned:
+        assert f"build/{name}" in ids and f"score/{name}" in ids and f"knowledge/{name}" in ids
+    assert ids.index("score/full") > max(ids.index(f"build/{n}") for n in unlearned)
+    assert sorted(u.id for u in c.units if u.big) == sorted(
+        [u for u in ids if u.startswith(("exactness/", "precision/", "metrics/"))])
+    assert sum(u.startswith("metrics/") for u in ids) == 4
+
+
+@pytest.fixture
+def fake_units(monkeypatch):
+    """run_child replaced: writes a result for the unit named in the command (or fails for the
+    units in `fail`) and reports a peak of 1 GB."""
+    calls, fail = [], set()
+
+    def run_child(cmd):
+        kind, model = cmd[3], cmd[4]
+        calls.append(f"{kind}/{model}")
+        if f"{kind}/{model}" in fail:
+            return 1, 0
+        Path(cmd[cmd.index("--out") + 1]).write_text(json.dumps({"answer": f"{kind} of {model}"}))
+        return 0, 10**9
+    monkeypatch.setattr(driver, "run_child", run_child)
+    return calls, fail
+
+
+def test_units_are_sealed_published_and_not_run_again(tmp_path, fake_units):
+    calls, _ = fake_units
+    published = []
+    c = WorldCampaign(ZOO, tmp_path, publish=lambda paths, msg: published.append((paths, msg)), log=lambda s: None)
+    assert c.run(max_units=2) == 2
+    assert calls == ["build/full", "knowledge/full"]
+    doc, problem = read_sealed(tmp_path / "build" / "full.json")
+    assert problem is None and doc["result"] == {"answer": "build of full"}
+    assert doc["recipes"] == {"full": c.digests["full"]} and doc["peak_rss_bytes"] == 10**9
+    assert {"commit", "dirty"} <= set(doc["code"])
+    assert [m for _, m in published] == ["campaign tiny:qwen: protocol", "campaign tiny:qwen: build/full (1/25)",
+                                        "campaign tiny:qwen: knowledge/full (2/25)"]
+    again = WorldCampaign(ZOO, tmp_path, log=lambda s: None)   # a second run: its own protocol, the next unit
+    assert again.run(max_units=1) == 1 and calls[-1] == "build/retain"
+    assert again.status()["units"] == 3
+
+
+def test_a_failed_unit_writes_nothing_and_stops(tmp_path, fake_units):
+    calls, fail = fake_units
+    fail.add("build/full")
+    c = WorldCampaign(ZOO, tmp_path, log=lambda s: None)
+    with pytest.raises(UdsInputError, match="unit build/full failed"):
+        c.run()
+    assert not (tmp_path / "build").exists() and calls == ["build/full"]
+
+
+def test_a_unit_file_of_another_recipe_or_damaged_is_not_done(tmp_path, fake_units):
+    c = WorldCampaign(ZOO, tmp_path, log=lambda s: None)
+    c.run(max_units=1)
+    path = tmp_path / "build" / "full.json"
+    text = path.read_text()
+    path.write_text(text.replace('"answer": "build of full"', '"answer": "edited"'))
+    assert not c.done(c.units[0])
+    doc = json.loads(text)
+    doc["recipes"] = {"full": "another"}
+    from uds_core.sealed import seal
+
+    path.write_text(json.dumps(seal({k: v for k, v in doc.items() if k != "digest"})))
+    assert not c.done(c.units[0])
+
+
+def test_another_protocol_is_refused(tmp_path, fake_units):
+    c = WorldCampaign(ZOO, tmp_path, log=lambda s: None)
+    c.check_protocol(write=True)
+    other = WorldCampaign(ZOO, tmp_path, log=lambda s: None)
+    other.protocol = {**other.protocol, "train_dtype": "float32"}
+    with pytest.raises(UdsInputError, match="another protocol .*train_dtype"):
+        other.check_protocol(write=False)
+
+
+def test_cli_status_and_bad_zoo(tmp_path, uds):
+    proc = uds("campaign", "status", "--plan", "world", "--zoo", ZOO, "--dir", str(tmp_path / "c"))
+    assert proc.returncode == 0 and "0/25 units done" in proc.stdout and "next build/full" in proc.stdout
+    proc = uds("campaign", "status", "--plan", "world", "--zoo", "full", "--dir", str(tmp_path / "c"))
+    assert proc.returncode == 2 and "tiny-world zoo" in proc.stderr
+
+
+def test_run_child_reports_the_peak_of_its_process_tree():
+    """The peak a unit reports includes what its own children used (units run `uds score` as one)."""
+    code = ("import subprocess, sys; subprocess.run([sys.executable, '-c', "
+            "'b = bytearray(300 * 1024 * 1024); b[::4096] = b\"x\" * len(b[::4096])'])")
+    rc, peak = driver.run_child([sys.executable, "-c", code])
+    assert rc == 0 and peak > 300 * 1024 * 1024

@@ -1,0 +1,209 @@
+"""Running a world campaign: each missing unit in order, as a child process, sealed, committed.
+
+The campaign folder holds `protocol.json` (fixed by the first run; a later run under another
+protocol stops) and one sealed file per finished unit, `<kind>/<model>.json`: the unit's result,
+the recipe digests of the models it used, the code commit it ran on (and whether the checkout had
+uncommitted changes), its seconds and the peak resident memory of its process, the machine. A
+unit is done when its file is whole and was made for the recipes of the protocol. A stop (a
+signal, a crash, another machine) loses at most the unit in flight; the next run continues from
+the files.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable
+
+from uds.world_campaign.plan import Unit, plan_units, protocol
+from uds_core import atomic
+from uds_core.errors import UdsInputError
+from uds_core.sealed import read_sealed, seal
+
+Publish = Callable[[list[Path], str], None]
+
+
+class WorldCampaign:
+    def __init__(self, zoo: str, root: Path, publish: Publish = lambda paths, msg: None,
+                 bigmem_lock: str | None = None, log: Callable[[str], None] = lambda s: print(s, file=sys.stderr,
+                                                                                                flush=True)):
+        from checkpoints.catalogue import recipes
+        from checkpoints.specs import parse_tiny_zoo
+        from checkpoints.world.recipe_digest import recipe_digest
+        from checkpoints.world.presets import get_preset
+
+        world = parse_tiny_zoo(zoo)
+        if world is None:
+            raise UdsInputError(f"--zoo {zoo}: a world campaign takes a tiny-world zoo (tiny:<preset>[-<seed>])")
+        self.zoo, self.root, self.publish, self.bigmem_lock, self.log = zoo, Path(root), publish, bigmem_lock, log
+        self.preset, self.seed = get_preset(world[0]), world[1]
+        zoo_recipes = [r for r in recipes(self.preset) if r.kind in ("full", "retain", "unlearned")]
+        self.digests = {r.name: recipe_digest(self.preset, r, seed=self.seed) for r in zoo_recipes}
+        self.units = plan_units([(r.name, r.kind, r.method) for r in zoo_recipes])
+        # as the file holds it (tuples become lists), so that a rerun compares like with like
+        self.protocol = json.loads(json.dumps(protocol(zoo, self.preset, self.seed, self.units, self.digests)))
+
+    # --- files -----------------------------------------------------------------------------
+    def path(self, unit: Unit) -> Path:
+        return self.root / unit.kind / f"{unit.model}.json"
+
+    def used_digests(self, unit: Unit) -> dict[str, str]:
+        """The recipe digests of the models a unit's result depends on."""
+        names = {unit.model} | ({"full", "retain"} if unit.kind in ("score", "exactness", "precision", "metrics")
+                                else set())
+        return {n: self.digests[n] for n in sorted(names) if n in self.digests}
+
+    def result(self, unit: Unit) -> dict | None:
+        """The unit's committed document when it is whole and of the protocol's recipes."""
+        doc, _ = read_sealed(self.path(unit))
+        return doc if doc is not None and doc.get("recipes") == self.used_digests(unit) else None
+
+    def done(self, unit: Unit) -> bool:
+        return self.result(unit) is not None
+
+    def check_protocol(self, write: bool) -> None:
+        path = self.root / "protocol.json"
+        doc, problem = read_sealed(path)
+        if doc is None and path.exists():
+            raise UdsInputError(f"{path} is damaged ({problem}); restore it from git")
+        if doc is None:
+            if write:
+                atomic.write_json(path, seal(self.protocol), indent=1, sort_keys=True)
+                self.publish([path], f"campaign {self.zoo}: protocol")
+            return
+        body = {k: v for k, v in doc.items() if k != "digest"}
+        if body != self.protocol:
+            diff = sorted(k for k in set(body) | set(self.protocol) if body.get(k) != self.protocol.get(k))
+            raise UdsInputError(f"the campaign in {self.root} was fixed under another protocol (differs in: "
+                                f"{', '.join(diff)}); start a new campaign folder, or restore the code that made it")
+
+    # --- status ----------------------------------------------------------------------------
+    def status(self) -> dict:
+        done = [u for u in self.units if self.done(u)]
+        seconds = {}
+        for u in done:
+            seconds.setdefault(u.kind, []).append(self.result(u)["seconds"])
+        todo = [u for u in self.units if u not in done]
+        guess = {k: sorted(v)[len(v) // 2] for k, v in seconds.items()}
+        eta = sum(guess.get(u.kind, 3600.0) for u in todo)
+        return {"zoo": self.zoo, "units": len(done), "units_total": len(self.units),
+                "next": todo[0].id if todo else None, "median_seconds": guess, "eta_seconds": round(eta),
+                "todo": [u.id for u in todo]}
+
+    # --- running ---------------------------------------------------------------------------
+    def run(self, max_units: int | None = None) -> int:
+        self.check_protocol(write=True)
+        ran = 0
+        previous = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            st = self.status()
+            self.log(f"campaign {self.zoo}: {st['units']}/{st['units_total']} units done")
+            for unit in self.units:
+                if max_units is not None and ran >= max_units:
+                    break
+                if self.done(unit):
+                    continue
+                self.run_unit(unit)
+                ran += 1
+        except Stopped:
+            self.log(f"campaign {self.zoo}: stopped by a signal after {ran} unit(s); run the same command to continue")
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+        st = self.status()
+        self.log(f"campaign {self.zoo}: {st['units']}/{st['units_total']} units done"
+                 + (f"; next {st['next']}" if st["next"] else "; complete"))
+        return ran
+
+    def run_unit(self, unit: Unit) -> None:
+        scratch = Path(tempfile.mkdtemp(prefix=f"uds-campaign-{unit.kind}-"))
+        out = scratch / "result.json"
+        cmd = [sys.executable, "-m", "uds.world_campaign.units", unit.kind, unit.model, "--zoo", self.zoo,
+               "--out", str(out), "--scratch", str(scratch / "work")]
+        code = code_state()
+        self.log(f"campaign {self.zoo}: {unit.id} starting (code {code['commit'][:12]}{' + changes' if code['dirty'] else ''})")
+        t0 = time.time()
+        try:
+            with self.lock_if(unit.big):
+                rc, peak = run_child(cmd)
+            if rc != 0:
+                raise UdsInputError(f"campaign {self.zoo}: unit {unit.id} failed (exit {rc}); its output is above. "
+                                    "Fix the cause and run the same command to continue")
+            result = json.loads(out.read_text())
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        doc = {"unit": unit.id, "kind": unit.kind, "model": unit.model, "zoo": self.zoo,
+               "recipes": self.used_digests(unit), "code": code, "seconds": round(time.time() - t0, 1),
+               "peak_rss_bytes": peak, "machine": machine(), "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "result": result}
+        path = atomic.write_json(self.path(unit), seal(doc), indent=1, sort_keys=True, allow_nan=True)
+        st = self.status()
+        self.log(f"campaign {self.zoo}: {unit.id} done in {doc['seconds']:.0f} s, peak {peak / 1e9:.2f} GB "
+                 f"({st['units']}/{st['units_total']}; ETA {st['eta_seconds'] / 3600:.1f} h)")
+        self.publish([path], f"campaign {self.zoo}: {unit.id} ({st['units']}/{st['units_total']})")
+
+    @contextmanager
+    def lock_if(self, big: bool):
+        """Hold the big-memory lock (a file other jobs of the machine flock too) around a big unit."""
+        if not (big and self.bigmem_lock):
+            yield
+            return
+        with open(self.bigmem_lock, "a") as fh:
+            self.log(f"campaign {self.zoo}: waiting for the big-memory lock {self.bigmem_lock}")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+class Stopped(BaseException):
+    """A signal asked the campaign to stop (after the child in flight is ended)."""
+
+
+_CHILD: subprocess.Popen | None = None
+
+
+def _stop(signum, frame) -> None:
+    if _CHILD is not None and _CHILD.poll() is None:
+        _CHILD.terminate()
+    raise Stopped(signal.Signals(signum).name)
+
+
+def run_child(cmd: list[str]) -> tuple[int, int]:
+    """(exit status, peak resident bytes) of `cmd` run with one torch thread, its output on ours."""
+    global _CHILD
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    _CHILD = subprocess.Popen(cmd, env=env)
+    try:
+        _, status, usage = os.wait4(_CHILD.pid, 0)
+    finally:
+        child, _CHILD = _CHILD, None
+    child.returncode = os.waitstatus_to_exitcode(status)
+    return child.returncode, int(usage.ru_maxrss) * 1024
+
+
+def code_state() -> dict:
+    """The commit the checkout is at and whether it has uncommitted changes to tracked files."""
+    head = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True)
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True)
+    return {"commit": head.stdout.strip() or "unknown", "dirty": bool(dirty.stdout.strip())}
+
+
+def machine() -> dict:
+    import torch
+
+    from meta_eval.campaign import cpu_name
+
+    return {"cpu": cpu_name(), "platform": platform.platform(), "torch": torch.__version__, "threads": 1,
+            "cores": os.cpu_count()}
