@@ -12,7 +12,6 @@ if TYPE_CHECKING:
     from metrics.context import EvalContext
 
 
-
 def _cka(c: EvalContext) -> MetricResult:
     from metrics.representation import cka_score     # torch: imported when a metric runs, not when it registers
 
