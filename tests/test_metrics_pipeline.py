@@ -144,8 +144,13 @@ def test_registry_declares_everything():
 
 @pytest.fixture
 def patched_cli(zoo, tmp_path, monkeypatch):
-    import checkpoints.specs as specs
+    import dataclasses
 
+    import checkpoints.specs as specs
+    from checkpoints.world import presets
+
+    # `tiny:t/...` names a preset: the test world's settings (no LoRA, no system turn) under that name
+    monkeypatch.setitem(presets.PRESETS, "t", dataclasses.replace(presets.get_preset("test"), name="t"))
     splits = tiny_splits()
     data = tmp_path / "uds_data.json"
     data.write_text(json.dumps(splits["forget"]))
