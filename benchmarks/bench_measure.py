@@ -40,7 +40,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from measure_profile import OTHER, PhaseClock, instrument  # noqa: E402
+from measure_profile import OTHER, PhaseClock, instrument
 
 SETTINGS = ("orig", "nf4", "relearn")
 PATHS = ("old", "new")

@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests import browser  # noqa: E402
-from tests.report_fixtures import qa_records, write_score_run  # noqa: E402
-from uds.cli import main  # noqa: E402
+from tests import browser
+from tests.report_fixtures import qa_records, write_score_run
+from uds.cli import main
 
 READY = "return window.UDSreport && UDSreport.ready && !!document.querySelector('#lb-table tbody tr')"
 

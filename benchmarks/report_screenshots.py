@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests import browser  # noqa: E402
+from tests import browser
 
 
 def settle(driver, css: str) -> None:

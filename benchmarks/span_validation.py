@@ -17,7 +17,6 @@ Spearman's rho over the unlearned models. Then `python benchmarks/doc_tables.py`
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 

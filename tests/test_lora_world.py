@@ -6,7 +6,6 @@ Fisher of an unmerged adapter model is the merged model's, and a narrowed copy l
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 

@@ -25,7 +25,8 @@ def _order(result: UdsResult, order: Sequence[Any] | None) -> list[tuple[str, in
     if order is None:
         return rows
     rank = {str(idx): n for n, idx in enumerate(order)}
-    idx_of = lambda r: (result.items if r[0] == "item" else result.skipped)[r[1]].idx
+    def idx_of(r):
+        return (result.items if r[0] == "item" else result.skipped)[r[1]].idx
     return sorted(rows, key=lambda r: rank.get(str(idx_of(r)), len(rank)))
 
 

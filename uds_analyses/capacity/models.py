@@ -194,8 +194,9 @@ def train_to_plateau(model: LlamaForCausalLM, x: torch.Tensor, budget: TrainBudg
     g = torch.Generator().manual_seed(seed)   # batches drawn on the CPU: the same rows on any device
     x_dev = x.to(dev)
     batch = min(budget.batch_size, x.shape[0])
-    branch = (lambda s: log.branches.append((s, cooled_bits(model, opt, x, budget, s, seed, mem_of)))
-              if budget.cooldown > 0 else lambda s: None)
+    def branch(s):
+        if budget.cooldown > 0:
+            log.branches.append((s, cooled_bits(model, opt, x, budget, s, seed, mem_of)))
     log = TrainLog()
     model.train()
     for step in range(1, budget.max_steps + 1):
