@@ -16,6 +16,7 @@ numbers (float32: within 1e-5; tests/test_engine_fast.py):
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, field
 from typing import Callable, Sequence
@@ -278,7 +279,8 @@ def _fast_pairs(target: nn.Module, sources: Sequence[nn.Module], items: Sequence
     patched_parts: list[list[np.ndarray]] = [[] for _ in sources]
     for start, group in _batch_groups(items, settings, len(layers)):
         layouts = [capture.capture_layout(chunk, pad_id, target, model_device(target)) for chunk in group]
-        make = lambda: _capture_group(target, group, layouts, layers, settings.component)  # noqa: E731
+        # partial, not a closure: bound to this group's layouts, which are deleted at the end of the loop body
+        make = functools.partial(_capture_group, target, group, layouts, layers, settings.component)
         run, win = runs.get(key, start, make) if runs is not None else make()
         if given is None:
             base = suffix.baseline_scores(target, run, win, settings.logprob_dtype)
