@@ -93,7 +93,8 @@ def threshold_rule(source: str, threshold: float | None) -> dict | None:
 def meta_evaluate(members: Sequence[Member], values: Values, keys: Sequence[str], form: str = "symmetric",
                   use_filters: bool = True, parity: str = SPEC) -> dict:
     """The meta_eval.json document: faithfulness, robustness and overall per key, the keys ranked
-    as summary.md prints them (`ranking`), plus the benchmark rows that supplied utility_rel (aggregated under `parity`)."""
+    as summary.md prints them (`ranking`), plus the benchmark rows that supplied utility_rel
+    (aggregated under `parity`)."""
     rows = benchmark_records(members, values, parity)
     utility_rel = {r["model"]: r.get("utility_rel") for r in rows}
     unlearned = [m.name for m in members if m.kind == UNLEARNED]

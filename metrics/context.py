@@ -216,7 +216,8 @@ class EvalContext:
         if greedy_loop_problem(self.models.get(role)) is not None:
             return [asked]
         planned = sorted({(sp, k) for role, sp, k in self.gen_plan if self.models.specs.get(role) == spec})
-        rest = [s for s in planned if s != asked and self.work.peek(WorkKey("gen", (spec,), (*s, self.mask_id))) is None]
+        rest = [s for s in planned if s != asked and
+                self.work.peek(WorkKey("gen", (spec,), (*s, self.mask_id))) is None]
         return [asked] + rest
 
     def _generate(self, role: str, spec: str, sets: list[tuple[str, str]]) -> list[list[generation.Generation]]:

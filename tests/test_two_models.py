@@ -108,7 +108,8 @@ def test_random_world_recipes_and_noise_copies(tmp_path):
     assert [(r.name, r.kind, r.parent, r.method) for r in zoo] == [
         ("full", "full", None, "random_init"), ("retain", "retain", "full", "noise_copy"),
         ("unlearned", "unlearned", "full", "noise_copy")]
-    assert TRAINERS["noise_copy"].code_module == TRAINERS["random_init"].code_module == "checkpoints.world.core_trainers"
+    assert (TRAINERS["noise_copy"].code_module == TRAINERS["random_init"].code_module
+            == "checkpoints.world.core_trainers")
     parent = tiny_model("llama", layers=2, hidden=32).to(torch.bfloat16)
     parent.save_pretrained(tmp_path / "full")
 

@@ -90,7 +90,8 @@ def legacy_fast_problem(model: nn.Module) -> str | None:
     try:
         rotary_embedding(model)
     except AttributeError:
-        return f"transformers {transformers.__version__} (< 5) has no model-level rotary embedding for {model_family(model)!r}"
+        return (f"transformers {transformers.__version__} (< 5) has no model-level rotary embedding "
+                f"for {model_family(model)!r}")
     return None
 
 

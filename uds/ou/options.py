@@ -28,8 +28,10 @@ OU_KEYS = frozenset({"tokenizer", "template_args", "data", "collators", "handler
 class AnchorOptions:
     """Keys every plug-in YAML has: the anchors, the annotated data and the batch size."""
     full_model: str = "full"        # checkpoint spec of the full anchor (default: OU's TOFU full model)
-    retain_model: str | None = None  # checkpoint spec of the retain anchor (default: forget_split's, retain90's for forget10)
-    data_path: str | None = None    # annotated forget file (default: forget_split's rows of the one that goes with full_model)
+    # checkpoint spec of the retain anchor (default: forget_split's, retain90's for forget10)
+    retain_model: str | None = None
+    # annotated forget file (default: forget_split's rows of the one that goes with full_model)
+    data_path: str | None = None
     forget_split: str | None = None  # OU's eval.tofu.forget_split (the YAML interpolates it); None: forget10
     batch_size: int = 8
 

@@ -141,7 +141,8 @@ class TrainLog:
     curve: list[tuple[int, float]] = field(default_factory=list)   # (step, memorised bits of the set)
     lrs: list[float] = field(default_factory=list)   # LR each optimizer step ran at
     branches: list[tuple[int, float]] = field(default_factory=list)   # (budget, memorised bits after its cooldown)
-    nll: torch.Tensor | None = None   # per-sequence NLL (nats) of the final weights: training always ends on an evaluation
+    # per-sequence NLL (nats) of the final weights: training always ends on an evaluation
+    nll: torch.Tensor | None = None
 
 
 def _train_step(model: LlamaForCausalLM, opt: torch.optim.Optimizer, x_dev: torch.Tensor, batch: int,
