@@ -172,14 +172,14 @@ class EvalSession:
         (the full model's encodes for all three models of UDS, spec §2.6)."""
         if spec not in self._tokenizers:
             resolved = self.resolve(spec)
-            if fallback is not None and not specs.has_own_tokenizer(resolved, self.adapter_base):
+            if fallback is not None and not specs.has_own_tokenizer(resolved, base=self.adapter_base):
                 return fallback
-            self._tokenizers[spec] = specs.load_tokenizer(resolved, self.adapter_base)
+            self._tokenizers[spec] = specs.load_tokenizer(resolved, base=self.adapter_base)
         return self._tokenizers[spec]
 
     def config(self, spec: str):
         """The transformers config of `spec`'s model, its weights not loaded."""
-        return self._once(f"config:{spec}", lambda: specs.load_config(self.resolve(spec), self.adapter_base))
+        return self._once(f"config:{spec}", lambda: specs.load_config(self.resolve(spec), base=self.adapter_base))
 
     def fingerprint(self, spec: str) -> str:
         from uds_core.fingerprint import model_fingerprint
