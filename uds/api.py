@@ -26,11 +26,12 @@ from uds_core.memory import check_fits, count_parameters
 from uds_core.progress import progress as track
 from uds_core.report import example_records, summary_fields, write_report
 from metrics.session import EvalSession, Placement
+from metrics.spec import FULL, MODEL, RETAIN
 from uds.split_args import report_annotation
 from uds.version import __version__
 
 ROLES = ("full", "retain", "unlearned")
-SESSION_ROLE = {"full": "full", "retain": "retain", "unlearned": "model"}
+SESSION_ROLE = {"full": FULL, "retain": RETAIN, "unlearned": MODEL}   # the command line's words -> the session's roles
 Parity = Literal["spec", "reference"]
 
 
