@@ -26,7 +26,7 @@ Values = Mapping[tuple[str, str], Mapping[str, float | None]]
 FILTER_SOURCE: dict[str, str] = {f"s_mia_{a}": f"mia_{a}" for a in ATTACKS}
 
 
-def benchmark_records(members: Sequence[Member], values: Values, parity: str = SPEC) -> list[dict]:
+def benchmark_records(members: Sequence[Member], values: Values, parity: ParityMode = SPEC) -> list[dict]:
     """Benchmark rows (spec §6.1) of the unlearned, full and retain models. The tiny world has one
     full model, so its utility is U_full of every epoch group; the references get no epoch group
     (as in `uds leaderboard`, an epoch-less full record stands for every group)."""

@@ -12,11 +12,12 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from checkpoints.splits import SPLITS
+from uds_core.arch import Component
 from uds_core.engine import EngineSettings
 from uds_core.defaults import MAX_NEW_TOKENS
 from uds_core.errors import UdsInputError
 from uds_core.formula import TAU
-from uds_core.parity import MODES, SPEC
+from uds_core.parity import MODES, SPEC, ParityMode
 
 # what the generated YAML files write for forget_split: Hydra interpolates OU's own eval config
 # (`forget_split=forget01` on OU's command line sets eval.tofu.forget_split)
@@ -59,7 +60,7 @@ class AnchorOptions:
 class UdsOptions(AnchorOptions):
     """Keys of `eval/tofu_metrics/uds.yaml` (docs/design.md, Open-Unlearning plug-in)."""
     tau: float = TAU
-    component: str = "block"
+    component: Component = "block"
     s1_cache: bool = True
 
     def validate(self, handler: str) -> None:
@@ -73,7 +74,7 @@ class UdsOptions(AnchorOptions):
 class MetricOptions(AnchorOptions):
     """Keys of `eval/tofu_metrics/uds_<key>.yaml`: the anchor keys plus the registry metric's."""
     key: str = ""                   # registry metric key (metrics/registry.py)
-    parity: str = SPEC              # spec | reference | open-unlearning (docs/parity.md)
+    parity: ParityMode = SPEC       # docs/parity.md
     max_new_tokens: int = MAX_NEW_TOKENS
     system_prompt: str | None = None   # None: template_args.system_prompt of OU's model config; "": none
     tofu_dir: str | None = None     # TOFU JSON files (real anchors; default $UDS_TOFU_DIR)
