@@ -42,4 +42,5 @@ class BuildWithData(build_py):
 
 
 setup(cmdclass={"build_py": BuildWithData},
-      package_data={"uds.ou": ["configs/**/*.yaml"], "checkpoints": ["gguf_packages/*.txt"], "uds.site": ["assets/*.html", "assets/*.js", "assets/*.css"]})
+      package_data={"uds.ou": ["configs/**/*.yaml"], "checkpoints": ["gguf_packages/*.txt"],
+                    "uds.site": ["assets/*.html", "assets/*.js", "assets/*.css"]})

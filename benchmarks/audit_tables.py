@@ -29,7 +29,8 @@ def variant_table(summary: dict) -> list[str]:
         art = f"{d['artifact_rate']:.3f}" if new else "n/a (old run)"
         med = d["mediated_artifact_rate"] if new else d["artifact_rate"]
         chance = f"{d['chance']:.3f}" if "chance" in d else "n/a (old run)"
-        lines.append(f"| {v} | {d['n_prompts']} | {chance} | {d['full_em']:.3f} | {d['del_on_em']:.3f} | {d['del_off_em']:.3f} | "
+        lines.append(f"| {v} | {d['n_prompts']} | {chance} | "
+                     f"{d['full_em']:.3f} | {d['del_on_em']:.3f} | {d['del_off_em']:.3f} | "
                      f"{d['leakage']:.3f} | {d['retrieval_mediated']:.3f} | {art} | {med:.3f} | "
                      f"{d['near_miss_evidence']:.3f} |")
     return lines + [""]

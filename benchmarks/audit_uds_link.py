@@ -43,7 +43,8 @@ def del_off_correct(spec: str, preset: str, seed: int, styles: list[str], golds:
     hits = np.zeros(len(golds))
     for f in facts:
         if f.gold != golds[f.fact_id]:
-            raise RuntimeError(f"audit fact {f.fact_id} is {f.gold!r}, forget example {f.fact_id} is {golds[f.fact_id]!r}")
+            raise RuntimeError(f"audit fact {f.fact_id} is {f.gold!r}, "
+                               f"forget example {f.fact_id} is {golds[f.fact_id]!r}")
         hits[f.fact_id] += f.scores["DEL-OFF"].contains
     return list(hits / len(styles))
 

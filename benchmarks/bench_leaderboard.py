@@ -25,9 +25,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests import browser  # noqa: E402
-from tests.report_fixtures import write_results_json, write_score_run  # noqa: E402
-from uds.cli import main  # noqa: E402
+from tests import browser
+from tests.report_fixtures import write_results_json, write_score_run
+from uds.cli import main
 
 READY = "return window.UDSreport && UDSreport.ready && !!document.querySelector('#lb-table tbody tr')"
 
@@ -69,7 +69,8 @@ def one_page(driver, url: str, out: dict[str, list[float]]) -> int:
     cells = driver.execute_script("return document.querySelectorAll('#lb-table tbody td').length")
     for key in SORT_KEYS:
         for _ in range(2):                                    # high to low, then low to high
-            out["sort, all groups"].append(timed(driver, "document.querySelector(arguments[0]).click();", f"th[data-key='{key}']"))
+            out["sort, all groups"].append(timed(driver, "document.querySelector(arguments[0]).click();",
+                                                 f"th[data-key='{key}']"))
     for text in ("npo", "lr1", "zzz", ""):
         out["filter text"].append(timed(driver, """const box = document.querySelector('#lb-filter');
             box.value = arguments[0]; box.dispatchEvent(new Event('input'));""", text))

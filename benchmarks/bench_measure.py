@@ -40,7 +40,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from measure_profile import OTHER, PhaseClock, instrument  # noqa: E402
+from measure_profile import OTHER, PhaseClock, instrument
 
 SETTINGS = ("orig", "nf4", "relearn")
 PATHS = ("old", "new")
@@ -317,7 +317,8 @@ def print_table(out: dict) -> None:
             print(f"| {ph} | {o:.1f} | {n:.1f} | {o / n if n else float('nan'):.2f} | {f:.1f} | "
                   f"{n / f if f else float('nan'):.2f} |")
     s = out["summary"]
-    print(f"\nunlearned model, settings {', '.join(s['settings'])}: old {s['old_seconds']} s, new {s['new_seconds']} s, "
+    print(f"\nunlearned model, settings {', '.join(s['settings'])}: old "
+          f"{s['old_seconds']} s, new {s['new_seconds']} s, "
           f"speedup {s['speedup']}x, new / floor {s['new_x_floor']}")
     for label, c in out["checks"]["jobs"].items():
         print(f"{label}: max |value diff| {c['max_abs_value_diff']:.2e}, generations identical "

@@ -212,7 +212,8 @@ def run_ours(args: argparse.Namespace, parity: str, out: Path) -> dict:
     per-key seconds (timings.json of `_ours`)."""
     out.mkdir(parents=True, exist_ok=True)
     wall, cpu = timed_process(ours_command(args, parity, out), REPO,
-                              one_thread_env(UDS_HOME=str(args.src_home), PYTHONPATH=str(REPO)), out.with_suffix(".stdout"))
+                              one_thread_env(UDS_HOME=str(args.src_home), PYTHONPATH=str(REPO)),
+                              out.with_suffix(".stdout"))
     t = json.loads((out / "timings.json").read_text())
     return {"parity": parity, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "eval_s": t["eval_s"],
             "eval_cpu_s": t["eval_cpu_s"], "load_s": t["load_s"],
@@ -288,7 +289,8 @@ def compare_values(ou: dict[str, float], ours: dict[str, float], tolerance: floa
             for k in SHARED_KEYS}
     diffs = [r["abs_diff"] for r in rows.values() if r["abs_diff"] is not None]
     return {"per_key": rows, "max_abs_diff": max(diffs) if diffs else None,
-            "beyond_tolerance": sorted(k for k, r in rows.items() if r["abs_diff"] is None or r["abs_diff"] > tolerance)}
+            "beyond_tolerance": sorted(k for k, r in rows.items() if r["abs_diff"] is None or
+                                       r["abs_diff"] > tolerance)}
 
 
 # --- summary ------------------------------------------------------------------------------------
@@ -354,7 +356,8 @@ def main(argv: list[str] | None = None) -> int:
     paths = ou_paths(args.work)
     scratch = args.work / "ours"
     meta = {
-        "what": "Open-Unlearning's src/eval.py (default TOFU suite) vs `uds metrics` on the shared keys, one thread each",
+        "what": "Open-Unlearning's src/eval.py (default TOFU suite) vs `uds metrics` "
+                "on the shared keys, one thread each",
         "command": " ".join(["python", "benchmarks/bench_ou_eval.py"] + argv),
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
         "machine": machine(), "threads": 1, "setup_s": setup_s,

@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests import browser  # noqa: E402
-from tests.report_fixtures import qa_records, write_score_run  # noqa: E402
-from uds.cli import main  # noqa: E402
+from tests import browser
+from tests.report_fixtures import qa_records, write_score_run
+from uds.cli import main
 
 READY = "return window.UDSreport && UDSreport.ready && !!document.querySelector('#lb-table tbody tr')"
 
@@ -49,7 +49,8 @@ def measure(index: Path, repeats: int) -> None:
             browser.wait_until(d, READY)
             # navigation start -> the leaderboard drawn (the DOMContentLoaded handler draws it)
             loads.append(d.execute_script(
-                "const n = performance.getEntriesByType('navigation')[0]; return n.domContentLoadedEventEnd - n.startTime"))
+                "const n = performance.getEntriesByType('navigation')[0]; "
+                "return n.domContentLoadedEventEnd - n.startTime"))
             d.set_script_timeout(30)
             n_rows = d.execute_script("return document.querySelectorAll('#lb-table tbody tr').length")
             for key in ("uds", "uds", "name"):
@@ -71,7 +72,8 @@ def measure(index: Path, repeats: int) -> None:
     print(f"leaderboard rows drawn: {n_rows}")
     print(f"load (navigation start to leaderboard drawn): median {statistics.median(loads):.0f} ms, "
           f"max {max(loads):.0f} ms over {repeats} loads")
-    print(f"sort (click on a column header to the next frame after the redraw): median {statistics.median(sorts):.1f} ms, "
+    print("sort (click on a column header to the next frame after the redraw): "
+          f"median {statistics.median(sorts):.1f} ms, "
           f"max {max(sorts):.1f} ms over {len(sorts)} sorts")
     print(f"open a model (its examples file loaded and drawn): median {statistics.median(opens):.0f} ms, "
           f"max {max(opens):.0f} ms")

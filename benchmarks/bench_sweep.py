@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from meta_eval.tasks import DONE, TaskRecord  # noqa: E402
+from meta_eval.tasks import DONE, TaskRecord
 
 
 @dataclass(frozen=True)

@@ -41,9 +41,9 @@ import torch.nn as nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from uds_core import capture, engine, suffix  # noqa: E402
-from uds_core.engine import EngineSettings, TargetRuns, UdsModels, UdsResult, compute_uds  # noqa: E402
-from uds_core.prompts import Examples, PreparedItem, prepare_items  # noqa: E402
+from uds_core import capture, engine, suffix
+from uds_core.engine import EngineSettings, TargetRuns, UdsModels, UdsResult, compute_uds
+from uds_core.prompts import Examples, PreparedItem, prepare_items
 
 ALGORITHMS = ("naive", "fast")
 RUN_KINDS = ("full", "s2_only", "s2_kept")   # the three timed runs of a round, in run_rounds' tuple order

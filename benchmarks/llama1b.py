@@ -84,7 +84,8 @@ def _torch_threads() -> int:
 
 def write(path: Path, doc: dict, compact: bool = False) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(doc, sort_keys=True, separators=(",", ":")) if compact else json.dumps(doc, indent=1, sort_keys=True)
+    text = (json.dumps(doc, sort_keys=True, separators=(",", ":")) if compact
+            else json.dumps(doc, indent=1, sort_keys=True))
     path.write_text(text + "\n")
     print(f"wrote {path}")
     return path
@@ -286,7 +287,8 @@ def run_parity(args: argparse.Namespace, argv: list[str]) -> int:
     ours_wall = float(np.mean([o["wall_s"] for o in ours]))
     doc = {**meta, "what": "UDS parity and speed against the reference implementation, float32",
            "reference_commit": _git_head(repo) or args.reference_commit, "n_examples": args.n_examples,
-           "batch_size": args.batch_size, "n_scored_reference": sum(r["uds"] is not None for r in reference["examples"]),
+           "batch_size": args.batch_size,
+           "n_scored_reference": sum(r["uds"] is not None for r in reference["examples"]),
            "n_compared": len(reference["examples"]), "n_uds_compared": len(d_uds),
            "null_mismatches": null_differ, "max_abs_uds_diff": max(d_uds) if d_uds else None,
            "max_abs_s1_delta_diff": float(max(d_s1)), "max_abs_s2_delta_diff": float(max(d_s2)),
@@ -294,7 +296,8 @@ def run_parity(args: argparse.Namespace, argv: list[str]) -> int:
                          "compute_s": round(reference["seconds"], 1), "load_s": round(reference["load_seconds"], 1),
                          "avg_uds": reference["avg_uds"], "skipped": reference["skipped"],
                          "torch_threads": reference["torch_threads"]},
-           "ours": [{k: o[k] for k in ("command", "wall_s", "peak_rss_gb", "exit_status")} | {"uds": o["summary"]["uds"]}
+           "ours": [{k: o[k] for k in ("command", "wall_s", "peak_rss_gb", "exit_status")} |
+                    {"uds": o["summary"]["uds"]}
                     for o in ours],
            "speedup_wall": round(ref_wall / ours_wall, 2),
            "per_example": [{"idx": r["idx"], "uds_reference": r["uds"], "uds_ours": by_idx[r["idx"]]["uds"]}
@@ -310,7 +313,8 @@ def run_parity(args: argparse.Namespace, argv: list[str]) -> int:
 # Where the time goes
 
 
-PHASES = (("capture_target", "uds_core.capture", "capture_target"), ("capture_source", "uds_core.capture", "capture_source"),
+PHASES = (("capture_target", "uds_core.capture", "capture_target"),
+          ("capture_source", "uds_core.capture", "capture_source"),
           ("suffix_blocks", "uds_core.suffix", "_run_block"), ("lm_head", "uds_core.suffix", "site_scores"),
           ("loading", "checkpoints.specs", "load_model"), ("fingerprint", "uds_core.fingerprint", "model_fingerprint"))
 
@@ -526,7 +530,8 @@ def run_alignment(args: argparse.Namespace, argv: list[str]) -> int:
                         "--tokenizer", str(folder), "--data", str(annotated), "--out", str(out)], check=True)
         rows = json.loads(out.read_text())["rows"]
     commit = _git_head(repo) or args.reference_commit
-    write(OUT / "reference_spans.json", {"reference_commit": commit, "tokenizer": f"llama-models=={llama3.wheel_version()}",
+    write(OUT / "reference_spans.json", {"reference_commit": commit,
+                                         "tokenizer": f"llama-models=={llama3.wheel_version()}",
                                          "data": annotated.name, "rows": rows}, compact=True)
     records = json.loads(annotated.read_text())
     forget10 = read_records(default_tofu_dir() / "forget10.json")
@@ -613,7 +618,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
-    return {"metrics": run_metrics, "score": run_score, "parity": run_parity, "alignment": run_alignment, "commands": run_commands, "scale": run_scale, "chat-ids": run_chat_ids, "profile": run_profile}[args.cmd](args, argv)
+    return {"metrics": run_metrics, "score": run_score, "parity": run_parity, "alignment": run_alignment,
+            "commands": run_commands, "scale": run_scale, "chat-ids": run_chat_ids,
+            "profile": run_profile}[args.cmd](args, argv)
 
 
 if __name__ == "__main__":

@@ -127,7 +127,8 @@ def uds_rows(tok, records: Sequence[dict], reference_rows: Sequence[dict]) -> di
         fields = {"prompt": item.prompt == r["prompt"], "reference": item.reference == r["reference"],
                   "prompt_ids": list(item.prompt_ids) == r["prompt_ids"],
                   "ref_ids": list(item.ref_ids) == r["ref_ids"], "eval_span": list(item.span) == r["eval_span"],
-                  "positions": (item.eval_positions.start, item.eval_positions.stop) == (r["eval_start"], r["eval_end"])}
+                  "positions": (item.eval_positions.start, item.eval_positions.stop) ==
+                      (r["eval_start"], r["eval_end"])}
         for name, ok in fields.items():
             if not ok:
                 bad[name].append(rec["idx"])

@@ -24,7 +24,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--world", type=Path, required=True)
     p.add_argument("--tofu", type=Path, required=True)
-    p.add_argument("--ou", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "vendor" / "open-unlearning")
+    p.add_argument("--ou", type=Path,
+                   default=Path(__file__).resolve().parents[2] / "shared" / "vendor" / "open-unlearning")
     p.add_argument("--expected", type=Path, required=True)
     p.add_argument("--out", type=Path, required=True)
     args = p.parse_args()
@@ -38,7 +39,8 @@ def main() -> int:
     folder = args.world / "models" / "full"
     tok = AutoTokenizer.from_pretrained(folder)
     cfg = AutoConfig.from_pretrained(folder)
-    template = yaml.safe_load((args.ou / "configs" / "model" / "Llama-3.2-1B-Instruct.yaml").read_text())["template_args"]
+    template = yaml.safe_load((args.ou / "configs" / "model" /
+                               "Llama-3.2-1B-Instruct.yaml").read_text())["template_args"]
     if tok.pad_token_id is None:   # OU's get_tokenizer
         tok.pad_token = tok.eos_token
     expected = json.loads(args.expected.read_text())["rows"]
@@ -56,7 +58,8 @@ def main() -> int:
            "special_ids": {t: tok.convert_tokens_to_ids(t) for t in ("<|begin_of_text|>", "<|eot_id|>",
                                                                        "<|start_header_id|>", "<|end_header_id|>")},
            "bos_eos_pad": [tok.bos_token_id, tok.eos_token_id, tok.pad_token_id],
-           "rope_scaling": cfg.rope_scaling, "rope_theta": cfg.rope_theta, "tie_word_embeddings": cfg.tie_word_embeddings,
+           "rope_scaling": cfg.rope_scaling, "rope_theta": cfg.rope_theta,
+           "tie_word_embeddings": cfg.tie_word_embeddings,
            "shape": [cfg.num_hidden_layers, cfg.hidden_size, cfg.num_attention_heads, cfg.num_key_value_heads,
                      cfg.intermediate_size, cfg.vocab_size],
            "forget10_rows": len(expected), "chat_mismatches": bad}

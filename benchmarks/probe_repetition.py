@@ -76,7 +76,8 @@ def kind_fields(rows: list[dict], n_forget: int) -> dict:
     entities after them): verbatim hits and rows per repetition count."""
     split: dict[str, dict[str, dict[str, int]]] = {"forget": {}, "other": {}}
     for r in rows:
-        cell = split["forget" if int(r["doc_id"][3:]) < n_forget else "other"].setdefault(r["group"], {"hits": 0, "n": 0})
+        cell = split["forget" if int(r["doc_id"][3:]) < n_forget else "other"].setdefault(r["group"],
+                                                                                          {"hits": 0, "n": 0})
         cell["hits"] += bool(r["verbatim"])
         cell["n"] += 1
     return {"n_forget_bios": n_forget, "by_kind": split}
@@ -117,7 +118,8 @@ def run(args: argparse.Namespace) -> None:
            "n_rows": {c: sum(r["group"] == str(c) for r in rows) for c in COUNTS},
            "train_examples": len(data), "train_steps": len(losses), "final_loss": losses[-1],
            "train_seconds": round(train_s, 1), "probe_seconds": round(probe_s, 1),
-           "settings": {"lr": args.lr, "epochs": args.epochs, "batch_size": args.batch_size, "samples": args.samples, "seed": args.seed,
+           "settings": {"lr": args.lr, "epochs": args.epochs, "batch_size": args.batch_size,
+                        "samples": args.samples, "seed": args.seed,
                         "per": args.per, "min_lcs": s.min_lcs, "temperature": s.temperature}}
     (out / "results.json").write_text(json.dumps(doc, indent=1))
     with (out / "rows.jsonl").open("w") as fh:

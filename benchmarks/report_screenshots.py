@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests import browser  # noqa: E402
+from tests import browser
 
 
 def settle(driver, css: str) -> None:
@@ -78,8 +78,10 @@ def main() -> int:
                   ("example", f"#/example/{ids[0]}/{a.example}", "#ex-layers")] if ids[0] is not None else []
         pages += [("compare", f"#/compare/{ids[0]}/{ids[1]}", "#cmp-chart")] if ids[1] is not None else []
         pages += [("model_empty", f"#/model/{empty}", "#model-empty")] if empty is not None else []
-        has = d.execute_script("return [UDSreport.data.meta.length, UDSreport.data.probes.length, UDSreport.data.audits.length]")
-        filtered = d.execute_script("const i = UDSreport.data.meta.findIndex(m => m.filters === true); return i < 0 ? null : i;")
+        has = d.execute_script("return [UDSreport.data.meta.length, "
+                               "UDSreport.data.probes.length, UDSreport.data.audits.length]")
+        filtered = d.execute_script("const i = UDSreport.data.meta.findIndex(m => m.filters === true); "
+                                    "return i < 0 ? null : i;")
         pages += [p for p, n in zip([("meta", "#/meta", "#meta-table tbody tr"), ("probe", "#/probe", "#probe-table-0"),
                                      ("audit", "#/audit", "#audit-table-0")], has) if n]
         if has[0] and filtered is not None:
@@ -96,7 +98,8 @@ def main() -> int:
                 d.execute_script("document.querySelectorAll('details').forEach(x => x.open = true);"
                                  "document.querySelector('#model-runs-box').scrollIntoView()")
             if name == "meta_detail":       # one metric's P/N histogram and robustness scatters
-                d.execute_script("const r = document.querySelector('#meta-table tr[data-key=\"' + arguments[0] + '\"]');"
+                d.execute_script("const r = "
+                                 "document.querySelector('#meta-table tr[data-key=\"' + arguments[0] + '\"]');"
                                  "if (r) r.click(); document.querySelector('#meta-detail').scrollIntoView()", a.metric)
             time.sleep(0.2)
             save(d, a.out / f"{name}.png")

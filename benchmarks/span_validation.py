@@ -5,7 +5,8 @@
     UDS_HOME=... python benchmarks/span_validation.py uds --world test|small|smol [--out docs/spans/uds_<world>.json]
 
 `splits`: TOFU's forget01/05/10 derived from full.json (checkpoints/splits.py): rows, annotated
-rows, retain rows and the Open-Unlearning retain anchor of each. `agreement`: span agreement (exact match, token F1) with the 367 hand-annotated TOFU forget10
+rows, retain rows and the Open-Unlearning retain anchor of each. `agreement`: span agreement (exact
+match, token F1) with the 367 hand-annotated TOFU forget10
 records, by the full method and by its plain-QA fallback alone (perturbed answers ignored), and with
 the generated spans of the `test` and `small` worlds' forget sets (their data is built if missing,
 no model). `uds`: UDS of every built model of a tiny world (the world's full, retain and unlearned
@@ -17,7 +18,6 @@ Spearman's rho over the unlearned models. Then `python benchmarks/doc_tables.py`
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
@@ -134,7 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("stage", choices=("splits", "agreement", "uds"))
     ap.add_argument("--world", default="test", help="uds: tiny-world preset (test, small, smol)")
-    ap.add_argument("--models", default=None, help="uds: comma-separated unlearned model names (default: every built one)")
+    ap.add_argument("--models", default=None,
+                    help="uds: comma-separated unlearned model names (default: every built one)")
     ap.add_argument("--out", type=Path, default=None)
     a = ap.parse_args(argv)
     if a.stage == "splits":

@@ -30,7 +30,8 @@ def main() -> None:
     t0 = time.time()
     root = build_world(args.preset, args.seed, progress=True, names=["base", "full", "retain"])
     build_s = time.time() - t0
-    load = lambda n: LlamaForCausalLM.from_pretrained(root / "models" / n).eval()
+    def load(n):
+        return LlamaForCausalLM.from_pretrained(root / "models" / n).eval()
     full, retain = load("full"), load("retain")
     tok = AutoTokenizer.from_pretrained(root / "models" / "full")
     examples = prepare_examples(load_annotated(root / "data" / "uds_data.json"), tok)

@@ -188,7 +188,7 @@ def as_spec(spec: str | CheckpointSpec, base: str | None = None) -> CheckpointSp
     return spec if isinstance(spec, CheckpointSpec) else resolve_spec(spec, base)
 
 
-def load_model(spec: str | CheckpointSpec, device: str = "cpu", dtype: torch.dtype = torch.float32,
+def load_model(spec: str | CheckpointSpec, *, device: str = "cpu", dtype: torch.dtype = torch.float32,
                trust_pickle: bool = False, base: str | None = None, **kwargs) -> PreTrainedModel:
     """The causal LM a spec names, in eval mode on `device` with parameters in `dtype`; an adapter
     is merged into its base (`base` overrides the adapter config's)."""
@@ -211,7 +211,7 @@ def is_lora_world(spec: CheckpointSpec) -> bool:
     return get_preset(spec.preset).lora is not None
 
 
-def load_stacked(spec: CheckpointSpec, bases: dict, device: str = "cpu", dtype: torch.dtype = torch.float32,
+def load_stacked(spec: CheckpointSpec, bases: dict, *, device: str = "cpu", dtype: torch.dtype = torch.float32,
                  **kwargs) -> PreTrainedModel:
     """A LoRA world's model as its base with its adapter chain active and unmerged
     (`checkpoints.world.lora.stacked_model`), over the base weights of `bases` (a dict the caller
@@ -243,8 +243,8 @@ def _load_adapter(s: CheckpointSpec, device: str, dtype: torch.dtype, trust_pick
     adapters.check_adapter_folder(folder, trust_pickle)
     quantised = "quantization_config" in kwargs
     try:
-        base = load_model(s.base, "cpu" if quantised else device, torch.float32, trust_pickle,
-                          **({} if quantised else kwargs))
+        base = load_model(s.base, device="cpu" if quantised else device, dtype=torch.float32,
+                          trust_pickle=trust_pickle, **({} if quantised else kwargs))
     except UdsInputError as exc:
         raise _base_error(s.raw, exc) from exc
     merged = adapters.merge_adapter(base, folder, s.base.raw)
@@ -257,7 +257,7 @@ def _load_adapter(s: CheckpointSpec, device: str, dtype: torch.dtype, trust_pick
     return model
 
 
-def load_config(spec: str | CheckpointSpec, base: str | None = None):
+def load_config(spec: str | CheckpointSpec, *, base: str | None = None):
     """The transformers config of the model a spec names (an adapter: its base's), weights not loaded."""
     s = as_spec(spec, base)
     if s.kind == "adapter":
@@ -268,7 +268,7 @@ def load_config(spec: str | CheckpointSpec, base: str | None = None):
     return load_config_from(source, s.kind == "hub")
 
 
-def has_own_tokenizer(spec: str | CheckpointSpec, base: str | None = None) -> bool:
+def has_own_tokenizer(spec: str | CheckpointSpec, *, base: str | None = None) -> bool:
     """Whether the checkpoint carries its own tokenizer (a hub repository is assumed to; an
     adapter folder without tokenizer files has its base's)."""
     s = as_spec(spec, base)
@@ -277,7 +277,7 @@ def has_own_tokenizer(spec: str | CheckpointSpec, base: str | None = None) -> bo
     return s.kind == "hub" or has_tokenizer(Path(model_source(s)))
 
 
-def load_tokenizer(spec: str | CheckpointSpec, base: str | None = None) -> PreTrainedTokenizerBase:
+def load_tokenizer(spec: str | CheckpointSpec, *, base: str | None = None) -> PreTrainedTokenizerBase:
     """The tokenizer of the checkpoint a spec names (pad = eos when it has none); an adapter
     folder's own, else its base's."""
     s = as_spec(spec, base)

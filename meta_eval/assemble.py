@@ -12,10 +12,10 @@ from typing import Mapping, Sequence
 from meta_eval.benchmark import benchmark_rows, epoch_group
 from meta_eval.faithfulness import Faithfulness, classified_absent, faithfulness
 from meta_eval.perturb import NF4, ORIG, RELEARN
-from meta_eval.robustness import Robustness, hm_pair, passes_utility, robustness
+from meta_eval.robustness import FormName, Robustness, hm_pair, passes_utility, robustness
 from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member
 from meta_eval.summary import ranked_keys
-from uds_core.parity import SPEC
+from uds_core.parity import SPEC, ParityMode
 from metrics.families.mia import ATTACKS
 from metrics.registry import REGISTRY
 from metrics.spec import ERASURE
@@ -26,7 +26,7 @@ Values = Mapping[tuple[str, str], Mapping[str, float | None]]
 FILTER_SOURCE: dict[str, str] = {f"s_mia_{a}": f"mia_{a}" for a in ATTACKS}
 
 
-def benchmark_records(members: Sequence[Member], values: Values, parity: str = SPEC) -> list[dict]:
+def benchmark_records(members: Sequence[Member], values: Values, parity: ParityMode = SPEC) -> list[dict]:
     """Benchmark rows (spec §6.1) of the unlearned, full and retain models. The tiny world has one
     full model, so its utility is U_full of every epoch group; the references get no epoch group
     (as in `uds leaderboard`, an epoch-less full record stands for every group)."""
@@ -90,10 +90,11 @@ def threshold_rule(source: str, threshold: float | None) -> dict | None:
     return {"metric": source, "op": ">=" if erasure else "<=", "value": 1.0 - threshold if erasure else threshold}
 
 
-def meta_evaluate(members: Sequence[Member], values: Values, keys: Sequence[str], form: str = "symmetric",
-                  use_filters: bool = True, parity: str = SPEC) -> dict:
+def meta_evaluate(members: Sequence[Member], values: Values, keys: Sequence[str], *, form: FormName = "symmetric",
+                  use_filters: bool = True, parity: ParityMode = SPEC) -> dict:
     """The meta_eval.json document: faithfulness, robustness and overall per key, the keys ranked
-    as summary.md prints them (`ranking`), plus the benchmark rows that supplied utility_rel (aggregated under `parity`)."""
+    as summary.md prints them (`ranking`), plus the benchmark rows that supplied utility_rel
+    (aggregated under `parity`)."""
     rows = benchmark_records(members, values, parity)
     utility_rel = {r["model"]: r.get("utility_rel") for r in rows}
     unlearned = [m.name for m in members if m.kind == UNLEARNED]
@@ -109,7 +110,7 @@ def meta_evaluate(members: Sequence[Member], values: Values, keys: Sequence[str]
         ret_after = _knowledge(key, values, RELEARN, [retain])[retain] if retain else None
         rob: Robustness = robustness(kept, _knowledge(key, values, ORIG, unlearned),
                                      _knowledge(key, values, NF4, unlearned),
-                                     _knowledge(key, values, RELEARN, unlearned), ret, ret_after, form)
+                                     _knowledge(key, values, RELEARN, unlearned), ret, ret_after, form=form)
         doc["faithfulness"][key] = faith[key].to_dict()
         utility, threshold = passes
         source = FILTER_SOURCE.get(key, key)

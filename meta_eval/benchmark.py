@@ -15,7 +15,7 @@ import re
 from typing import Callable, Mapping, Sequence
 
 from metrics.aggregate import HM_EPS, harmonic_mean, harmonic_mean_eps, harmonic_mean_limit
-from uds_core.parity import OPEN_UNLEARNING, SPEC, check_mode
+from uds_core.parity import OPEN_UNLEARNING, SPEC, ParityMode, check_mode
 from metrics.utility import UTILITY_KEYS, model_utility
 
 MEM_KEYS = ("es", "em", "paraprob", "truth_ratio")
@@ -78,7 +78,7 @@ def _combine(row: dict, key: str, parts: Sequence[str], fn: Callable[..., float 
     row.setdefault(key, None)
 
 
-def _steps(parity: str) -> list[tuple[str, tuple[str, ...], Callable[..., float | None]]]:
+def _steps(parity: ParityMode) -> list[tuple[str, tuple[str, ...], Callable[..., float | None]]]:
     """aggregate -> (parts, formula), in dependency order (utility_rel and overall need the group)."""
     ou = check_mode(parity) == OPEN_UNLEARNING
     return [
@@ -90,7 +90,7 @@ def _steps(parity: str) -> list[tuple[str, tuple[str, ...], Callable[..., float 
     ]
 
 
-def _without_relative(record: Row, parity: str = SPEC) -> dict:
+def _without_relative(record: Row, parity: ParityMode = SPEC) -> dict:
     row = {k: v for k, v in record.items()}
     row["epoch"] = epoch_group(record.get("epoch"))
     for key, parts, fn in _steps(parity):
@@ -105,7 +105,7 @@ def full_utilities(rows: Sequence[Row]) -> dict[str, float]:
 
 
 def benchmark_rows(records: Sequence[Row], full_utility: Mapping[str, float] | None = None,
-                   parity: str = SPEC) -> list[dict]:
+                   parity: ParityMode = SPEC) -> list[dict]:
     """Each record with its aggregates filled in. `full_utility` (epoch group -> U_full) defaults
     to the full records' own utility per group; a group without one gets utility_rel None.
     `parity` "open-unlearning": model utility with OU's mean (uds_core.parity)."""

@@ -352,7 +352,8 @@ class Campaign:
         if doc is None or doc.get("fingerprint") != fingerprint:
             if doc is not None:
                 self.log(f"campaign: {member.name} was rebuilt here (fingerprint {fingerprint[:12]}, the committed "
-                         f"build {str(doc.get('fingerprint'))[:12]}); its unfinished settings are measured on this build")
+                         f"build {str(doc.get('fingerprint'))[:12]}); "
+                         "its unfinished settings are measured on this build")
             self._write_build(member, folder, fingerprint, fresh, time.time() - t0)
         self._save_alternates(member)
         return fingerprint
@@ -382,7 +383,8 @@ class Campaign:
         values = {k: entry["values"][k] for k in job.keys if k in entry["values"]}
         doc = {"model": job.member.name, "kind": job.member.kind, "pool": job.member.pool,
                "method": job.member.method, "epoch": job.member.epoch, "setting": job.setting,
-               "recipe_digest": self.spec.recipe_digest(job.member), "settings_digest": self.settings_digest(job.setting),
+               "recipe_digest": self.spec.recipe_digest(job.member),
+               "settings_digest": self.settings_digest(job.setting),
                "model_fingerprint": fingerprint, "anchors": self.anchor_fingerprints(),
                "values": values, "errors": dict(entry.get("errors", {})),
                "seconds": {k: v for k, v in entry["info"].get("seconds", {}).items() if k in job.keys},
@@ -569,4 +571,5 @@ def check_protocol(files: CampaignFiles, protocol: dict, write: bool = True, ref
                                 "with the same options fixes it again for this code")
         raise UdsInputError(f"the campaign in {files.root} was fixed under another protocol (differs in: "
                             f"{'; '.join(detail)}); its files are not mixed with new ones: start a new "
-                            f"campaign folder with --dir, or restore the code that made {json.dumps(files.protocol.name)}")
+                            "campaign folder with --dir, or restore "
+                            f"the code that made {json.dumps(files.protocol.name)}")

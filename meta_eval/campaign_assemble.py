@@ -22,6 +22,7 @@ from meta_eval.campaign_status import coverage, needs
 from meta_eval.pool_variants import confused_pairs, knowledge_by_variant, knowledge_rows, variant_aucs, variant_means
 from meta_eval.faithfulness import MIN_POOL
 from meta_eval.published import PUBLISHED, SOURCE
+from meta_eval.robustness import FormName
 from metrics.ranking import spearman
 from uds_core.numbers import finite_or_none
 
@@ -30,11 +31,11 @@ MIN_RANKED = 3           # metrics ranked in both rankings below which rho is no
 RANKINGS = {"faithfulness": "faithfulness", "overall": "overall"}
 
 
-def assemble_campaign(data: CampaignData, keys: Sequence[str], form: str = "symmetric",
+def assemble_campaign(data: CampaignData, keys: Sequence[str], *, form: FormName = "symmetric",
                       use_filters: bool = True) -> tuple[dict, list[dict]]:
     """(meta_eval document, benchmark rows) of the campaign's valid measurements."""
     zoo = campaign_zoo(data, data.measured_names)
-    doc = meta_evaluate(zoo.members, data.values, keys, form, use_filters)
+    doc = meta_evaluate(zoo.members, data.values, keys, form=form, use_filters=use_filters)
     rows = doc.pop("benchmark")
     state = needs(doc, zoo.members, data.values, keys)
     doc["campaign"] = {

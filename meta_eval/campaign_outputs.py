@@ -86,7 +86,7 @@ def run_from_campaign(folder: Path, keys_text: str, robustness: str, filters: bo
     t0 = time.time()
     data = read_campaign(Path(folder), log=log)
     keys = campaign_keys(keys_text, data.protocol)
-    doc, rows = assemble_campaign(data, keys, robustness, filters)
+    doc, rows = assemble_campaign(data, keys, form=robustness, use_filters=filters)
     zoo = campaign_zoo(data, data.measured_names)
     doc["settings"] = settings_of(data, zoo, Path(folder), robustness, filters)
     doc["members"], doc["values"] = report_values(zoo, data.values, keys)

@@ -23,7 +23,8 @@ per-item `forget_truth_ratio` values r = p_pert / p_para as mean 1 / (1 + r); th
 aggregate is OU's min(r, 1/r) and is not used. Not produced by OU's own TOFU evaluation:
 jailbreak_rouge, cka, logit_lens, fisher_masked_*, uds; runs with the uds plug-in (uds.ou) hold
 them as `uds` and `uds_<key>` (-> <key>, any registry key, over OU's own mapping of the same key);
-otherwise uds is taken from a `summary.json` in the same folder. s_mia_* are derived from mia_* with the retain record's AUCs (spec §4.4) whenever a
+otherwise uds is taken from a `summary.json` in the same folder. s_mia_* are derived from mia_* with
+the retain record's AUCs (spec §4.4) whenever a
 record lacks them.
 """
 

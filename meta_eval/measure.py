@@ -136,7 +136,7 @@ class Measurer:
         self.fluency_classifier = fluency_classifier
         self.spec = MeasurerSpec(zoo, store.root, self.models_dir, settings, relearn_recipe, fluency_classifier)
         # the zoo's anchors and data: the full model's world and annotated file, loaded once
-        self.session = EvalSession(zoo.full, full=zoo.full, retain=zoo.retain, fluency_base=zoo.base,
+        self.session = EvalSession(zoo.full, full=zoo.full, retain=zoo.retain, base=zoo.base,
                                    tofu_dir=zoo.tofu_dir, placement=Placement(settings.device), with_base=False,
                                    split=zoo.split)
         world = self.session.world()

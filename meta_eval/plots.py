@@ -13,9 +13,9 @@ from typing import Mapping, Sequence
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
-from uds_core.numbers import finite_or_none  # noqa: E402
+from uds_core.numbers import finite_or_none
 
 P_COLOR, N_COLOR, KEPT, DROPPED, RETAIN = "#1f77b4", "#ff7f0e", "#2ca02c", "#bbbbbb", "#d62728"
 

@@ -9,7 +9,7 @@ it should (Q: not at all; R: as much as it moved the retain model).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Literal, Mapping, Sequence
 
 import numpy as np
 
@@ -61,6 +61,7 @@ class Form:
     r: Callable[..., np.ndarray]
 
 
+FormName = Literal["symmetric", "oneway"]   # the keys of FORMS
 FORMS: dict[str, Form] = {"symmetric": Form(q_symmetric, r_symmetric), "oneway": Form(q_oneway, r_oneway)}
 
 
@@ -96,7 +97,7 @@ def _present(*values: float | None) -> bool:
 
 def robustness(kept: Sequence[str], before: Mapping[str, float | None], quantized: Mapping[str, float | None],
                relearned: Mapping[str, float | None], retain_before: float | None, retain_after: float | None,
-               form: str = "symmetric", eps: float = EPS) -> Robustness:
+               *, form: FormName = "symmetric", eps: float = EPS) -> Robustness:
     """Mean Q and mean R over the kept models (knowledge-view values by model name), and their HM.
     A model enters Q (R) only if its before and quantised (relearned) values are present."""
     f = FORMS[form]

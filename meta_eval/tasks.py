@@ -145,7 +145,7 @@ class LocalExecutor:
         for i, task in enumerate(tasks, 1):
             try:
                 rec = run_job(self._measurer(task.spec), task.job, task.label)
-            except Exception as exc:  # noqa: BLE001 - one broken task must not lose the others
+            except Exception as exc:  # any: one broken task must not lose the others
                 rec = TaskRecord(task.label, ERROR, f"{type(exc).__name__}: {exc}")
             records.append(rec)
             log(f"[{i}/{len(tasks)}] {task.label}: {rec.status} in {rec.seconds:.1f} s")

@@ -20,7 +20,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from metrics import encoding, forward, hidden
-from uds_core.parity import OPEN_UNLEARNING, REFERENCE, SPEC
+from uds_core.parity import OPEN_UNLEARNING, REFERENCE, SPEC, ParityMode
 from uds_core.defaults import FISHER_FRACTIONS
 from metrics.representation import FisherMask, fisher_mask, linear_cka
 from metrics.stats import TokenStats
@@ -50,7 +50,7 @@ class EvalSettings:
     system_prompt: str | None = None       # None: no system turn (tiny world); real: OU's prompt
     max_length: int = encoding.MAX_LENGTH
     fisher_batch_size: int = 4             # spec §4.5: items share a forward of batch 4
-    parity: str = SPEC                     # spec | reference | open-unlearning (uds_core.parity)
+    parity: ParityMode = SPEC              # uds_core.parity
     device: str = "cpu"
     progress: bool = True
     # False: the straightforward passes (padded teacher forcing, transformers' `generate`), the
@@ -216,7 +216,8 @@ class EvalContext:
         if greedy_loop_problem(self.models.get(role)) is not None:
             return [asked]
         planned = sorted({(sp, k) for role, sp, k in self.gen_plan if self.models.specs.get(role) == spec})
-        rest = [s for s in planned if s != asked and self.work.peek(WorkKey("gen", (spec,), (*s, self.mask_id))) is None]
+        rest = [s for s in planned if s != asked and
+                self.work.peek(WorkKey("gen", (spec,), (*s, self.mask_id))) is None]
         return [asked] + rest
 
     def _generate(self, role: str, spec: str, sets: list[tuple[str, str]]) -> list[list[generation.Generation]]:

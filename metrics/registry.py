@@ -61,7 +61,8 @@ def metric_keys(text: str) -> list[str]:
     if text.strip() == "all":
         return list(ALL_KEYS)
     keys = [k.strip() for k in text.split(",") if k.strip()]
-    bad = [k for k in keys if k not in REGISTRY or k == "uds"]  # uds is in the registry for meta-eval, but comes from `uds score`
+    # uds is in the registry for meta-eval, but comes from `uds score`
+    bad = [k for k in keys if k not in REGISTRY or k == "uds"]
     if bad or not keys:
         hint = " (uds itself comes from `uds score`)" if "uds" in bad else ""
         raise UdsInputError(f"unknown metric {', '.join(bad) or repr(text)}{hint}; valid: all, {', '.join(ALL_KEYS)}")

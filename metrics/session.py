@@ -1,12 +1,17 @@
 """The evaluation session: what is being evaluated, resolved and loaded once.
 
 One `EvalSession` per command run (or per Open-Unlearning placement, or per zoo): it takes the
-roles once (the evaluated model, the full and retain references, the fluency base, the annotated
-data), defaults the references once (docs/design.md), resolves each spec once, loads each model and
-tokenizer once and fingerprints each model once. Every consumer asks it: `uds score` (the UDS
-run, `score_uds`), `uds metrics`, `uds sweep` and the meta-evaluation (`context`, the one
-`EvalContext` factory), the OU handlers and the probes. The system-prompt rule lives here too
-(`system_prompt_for`).
+roles once (ROLES: the evaluated `model`, the `full` and `retain` references, the fluency `base`,
+the mem_bits `reference`) and the annotated data, defaults the references once (docs/design.md),
+resolves each spec once, loads each model and tokenizer once and fingerprints each model once.
+Every consumer asks it: `uds score` (the UDS run, `score_uds`), `uds metrics`, `uds sweep` and the
+meta-evaluation (`context`, the one `EvalContext` factory), the OU handlers and the probes.
+The system-prompt rule lives here too (`system_prompt_for`).
+
+The roles go by the metric API's names (metrics.spec: MODEL, FULL, RETAIN, BASE, REFERENCE) here,
+in `roles`, in the constructor and in `score_uds`; the command line's words map onto them at its
+edge (`--unlearned` / `--model` -> model, `--fluency-base` -> base, `--mem-bits-reference` ->
+reference). `adapter_base` is not a role: the base weights of adapter-folder specs (`--base`).
 
 Model plumbing is imported lazily: creating a session for `uds score` does not load the metrics
 stack (rouge, sklearn, scipy).
@@ -22,6 +27,7 @@ import torch
 import checkpoints.specs as specs
 from checkpoints import splits
 from checkpoints.specs import CheckpointSpec
+from metrics.spec import BASE, FULL, MODEL, REFERENCE, RETAIN
 from uds_core.defaults import OU_SYSTEM_PROMPT
 from uds_core.errors import UdsInputError
 
@@ -31,10 +37,10 @@ if TYPE_CHECKING:
     from metrics.context import EvalContext, EvalSettings, ModelPool
     from metrics.work import WorkCache
 
-ROLES = ("model", "full", "retain", "base")
+ROLES = (MODEL, FULL, RETAIN, BASE, REFERENCE)   # the keys of EvalSession.roles
 
 
-def system_prompt_for(spec: CheckpointSpec, given: str | None = None, none: bool = False) -> str | None:
+def system_prompt_for(spec: CheckpointSpec, given: str | None = None, *, none: bool = False) -> str | None:
     """The system turn of the chat encoding: none when asked for; else `given`; else the tiny
     world's (its preset's `system_prompt`: none where its template was trained without one) and
     OU's prompt for anything else (an adapter follows its base)."""
@@ -61,10 +67,11 @@ class Placement:
 class EvalSession:
     """Roles resolved, models and tokenizers loaded and fingerprinted, each once.
 
-    `roles`: role -> spec string, references defaulted (None where a role has no model, e.g. no
-    fluency base outside a tiny world). `data`: the annotated forget file. `adapter_base`: the
-    `--base` of every adapter-folder spec. `references=False`: the evaluated model alone (a probe
-    needs no full or retain model and no annotated file). `split`: a TOFU forget split by name
+    `roles`: role (ROLES) -> spec string, references defaulted (None where a role has no model, e.g.
+    no fluency base outside a tiny world, no mem_bits reference unless given); the constructor takes
+    each role by its name. `data`: the annotated forget file. `adapter_base`: the `--base` of every
+    adapter-folder spec. `references=False`: the evaluated model alone (a probe needs no full or
+    retain model and no annotated file). `split`: a TOFU forget split by name
     (checkpoints/splits.py): its annotated rows, its forget set and, by default, its retain model;
     None is the model's own default (forget10, or a tiny world's one forget set). `check_split`:
     whether a given data file is checked against the split's rows of TOFU (the project's copy);
@@ -72,9 +79,9 @@ class EvalSession:
     plug-in, against the dataset OU loaded)."""
 
     def __init__(self, model: str, *, full: str | None = None, retain: str | None = None,
-                 data: str | None = None, fluency_base: str | None = None, tofu_dir: str | None = None,
+                 data: str | None = None, base: str | None = None, tofu_dir: str | None = None,
                  adapter_base: str | None = None, placement: Placement = Placement(),
-                 with_base: bool = True, references: bool = True, mem_bits_reference: str | None = None,
+                 with_base: bool = True, references: bool = True, reference: str | None = None,
                  split: str | None = None, check_split: bool = True):
         self.tofu_dir, self.adapter_base, self.placement = tofu_dir, adapter_base, placement
         self.check_split = check_split
@@ -92,11 +99,10 @@ class EvalSession:
         anchors = (None, None)
         if references and None in (full, retain):
             anchors = specs.default_anchors(self.spec, adapter_base)
-        base = fluency_base or (specs.tiny_base(self.spec) if with_base and references else None)
+        base = base or (specs.tiny_base(self.spec) if with_base and references else None)
         full = full or anchors[0]
-        self.roles: dict[str, str | None] = {"model": model, "full": full,
-                                             "retain": retain or self._retain(full, anchors[1]),
-                                             "base": base, "reference": mem_bits_reference}
+        self.roles: dict[str, str | None] = {MODEL: model, FULL: full, RETAIN: retain or self._retain(full, anchors[1]),
+                                             BASE: base, REFERENCE: reference}
         self.annotation: dict | None = None   # set by records() when the spans were found here
         for spec in self.roles.values():
             if spec:
@@ -167,19 +173,19 @@ class EvalSession:
         return specs.load_model(self.resolve(spec), device=p.device, dtype=p.dtype, trust_pickle=p.trust_pickle,
                                 base=self.adapter_base, **extra, **kwargs)
 
-    def tokenizer(self, spec: str, fallback=None):
+    def tokenizer(self, spec: str, *, fallback=None):
         """The tokenizer of `spec`; a checkpoint without tokenizer files gets `fallback` when given
         (the full model's encodes for all three models of UDS, spec §2.6)."""
         if spec not in self._tokenizers:
             resolved = self.resolve(spec)
-            if fallback is not None and not specs.has_own_tokenizer(resolved, self.adapter_base):
+            if fallback is not None and not specs.has_own_tokenizer(resolved, base=self.adapter_base):
                 return fallback
-            self._tokenizers[spec] = specs.load_tokenizer(resolved, self.adapter_base)
+            self._tokenizers[spec] = specs.load_tokenizer(resolved, base=self.adapter_base)
         return self._tokenizers[spec]
 
     def config(self, spec: str):
         """The transformers config of `spec`'s model, its weights not loaded."""
-        return self._once(f"config:{spec}", lambda: specs.load_config(self.resolve(spec), self.adapter_base))
+        return self._once(f"config:{spec}", lambda: specs.load_config(self.resolve(spec), base=self.adapter_base))
 
     def fingerprint(self, spec: str) -> str:
         from uds_core.fingerprint import model_fingerprint
@@ -218,8 +224,8 @@ class EvalSession:
             return splits.split_world(world, self.split) if self.split is not None and not self.tiny else world
         return self._once("world", load)
 
-    def system_prompt(self, given: str | None = None, none: bool = False) -> str | None:
-        return system_prompt_for(self.spec, given, none)
+    def system_prompt(self, given: str | None = None, *, none: bool = False) -> str | None:
+        return system_prompt_for(self.spec, given, none=none)
 
     # --- consumers -----------------------------------------------------------------------------
     def context(self, settings: "EvalSettings", keys: Sequence[str] = (), *, records: bool = True,
@@ -231,15 +237,15 @@ class EvalSession:
         from metrics.context import ModelPool, eval_splits
 
         return build_context(eval_splits(self.world()), self.records() if records else [],
-                             tokenizer if tokenizer is not None else self.tokenizer(self.roles["model"]),
+                             tokenizer if tokenizer is not None else self.tokenizer(self.roles[MODEL]),
                              ModelPool(roles or self.roles, loader or self.model), settings, keys,
                              fluency_classifier=fluency_classifier, work=work)
 
-    def score_uds(self, settings: "EngineSettings", tau: float, use_cache: bool = True, meter=None,
-                  unlearned: torch.nn.Module | None = None, records: Sequence[dict] | None = None,
+    def score_uds(self, settings: "EngineSettings", tau: float, *, use_cache: bool = True, meter=None,
+                  model: torch.nn.Module | None = None, records: Sequence[dict] | None = None,
                   runs=None, staged: bool = False,
                   loaded: Callable[[str, torch.nn.Module], None] | None = None) -> tuple["CachedUds", list, list]:
-        """UDS of the evaluated model (or of `unlearned`, a model loaded elsewhere) against the
+        """UDS of the evaluated model (or of `model`, the model role loaded elsewhere) against the
         full and retain references on the session's records (or on `records`, e.g. the same
         examples with other spans), S1 through the cache; returns (run, items, skipped). `meter`:
         a progress bar (`s1_cache.Meter`). `runs`: an `engine.TargetRuns` kept by a caller that
@@ -252,22 +258,22 @@ class EvalSession:
         from uds_core.s1_cache import CacheUse, CachedUds, cached_s1, cached_uds
 
         records = list(records) if records is not None else self.records()
-        full_spec = self.spec_of("full")
+        full_spec = self.spec_of(FULL)
         # the full model's tokenizer encodes for all three (spec §2.6)
         examples = prepare_examples(records, self.tokenizer(full_spec))
-        model = self.model if loaded is None else (lambda spec: _seen(spec, self.model(spec), loaded))
-        full, retain_spec = model(full_spec), self.spec_of("retain")
-        fps = {"full": self.fingerprint(full_spec), "retain": self.fingerprint(retain_spec)}
+        get = self.model if loaded is None else (lambda spec: _seen(spec, self.model(spec), loaded))
+        full, retain_spec = get(full_spec), self.spec_of(RETAIN)
+        fps = {FULL: self.fingerprint(full_spec), RETAIN: self.fingerprint(retain_spec)}
         cache = CacheUse(self.placement.dtype, self.placement.device, enabled=use_cache, fingerprints=fps)
-        model_spec = None if unlearned is not None else self.spec_of("model")
+        model_spec = None if model is not None else self.spec_of(MODEL)
         if not staged:
-            models = UdsModels(full, model(retain_spec), unlearned if unlearned is not None else model(model_spec))
+            models = UdsModels(full, get(retain_spec), model if model is not None else get(model_spec))
             run = cached_uds(models, examples, settings, cache, tau=tau, meter=meter, runs=runs)
             return run, list(examples.items), list(examples.skipped)
-        s1, state, _ = cached_s1(full, model(retain_spec), examples, settings, cache, meter=meter)
+        s1, state, _ = cached_s1(full, get(retain_spec), examples, settings, cache, meter=meter)
         if retain_spec not in (full_spec, model_spec):
             self.release(retain_spec)
-        models = UdsModels(full, None, unlearned if unlearned is not None else model(model_spec))
+        models = UdsModels(full, None, model if model is not None else get(model_spec))
         run = cached_uds(models, examples, settings, cache, tau=tau, s1=s1, meter=_Continue(meter), runs=runs)
         return CachedUds(run.result, state, run.key), list(examples.items), list(examples.skipped)
 

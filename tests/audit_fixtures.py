@@ -3,7 +3,8 @@
 `ScriptedLM` answers like a perfect LMLM (writes the lookup call for its prompt, then copies the
 spliced value) or, with `parametric=True`, like a model that answers the gold from its weights
 and never looks up, or, with `ignore_value=True`, like a model that writes the lookup call and
-then answers the gold from its weights whatever value was spliced in. It is driven through the same interface the splice loop uses (prefill, then
+then answers the gold from its weights whatever value was spliced in. It is driven through the same
+interface the splice loop uses (prefill, then
 one token per step with its cache), keeping each row's tokens as its "cache".
 """
 

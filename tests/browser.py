@@ -93,4 +93,5 @@ def wait_until(driver, script: str, *args, timeout: float = 30.0, poll: float = 
 
 def texts(driver, css: str) -> list[str]:
     """The text content of every element matching `css`, in document order."""
-    return driver.execute_script("return Array.from(document.querySelectorAll(arguments[0])).map(e => e.textContent)", css)
+    return driver.execute_script("return Array.from(document.querySelectorAll(arguments[0]))"
+                                 ".map(e => e.textContent)", css)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.external import TOFU_DIR, TOFU_SKIP  # noqa: F401  (sets the data variables first)
+from tests.external import TOFU_DIR, TOFU_SKIP  # imported first: sets the data variables
 
 REPO = Path(__file__).resolve().parents[1]
 TEST_HOME = REPO / ".uds_home" / "tests"

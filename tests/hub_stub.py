@@ -51,10 +51,10 @@ def serve(stub: HubStub) -> Iterator[HubStub]:
             if with_body:
                 self.wfile.write(body)
 
-        def do_HEAD(self) -> None:  # noqa: N802 (the http.server protocol)
+        def do_HEAD(self) -> None:  # the http.server protocol names it
             self._reply(False)
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             self._reply(True)
 
         def log_message(self, *args) -> None:

@@ -97,7 +97,8 @@ def write_meta_eval(folder: Path, n_unlearned: int = 6, seed: int = 0, inject: b
     for lab in "PN":
         for i in range(5):
             members[f"{lab}{i}"] = {"kind": "pool", "method": None, "pool": lab}
-    values = {s: {n: {k: round(rng.random(), 4) for k in META_KEYS} for n in members} for s in ("orig", "nf4", "relearn")}
+    values = {s: {n: {k: round(rng.random(), 4) for k in META_KEYS} for n in members}
+              for s in ("orig", "nf4", "relearn")}
     unlearned = [n for n, m in members.items() if m["kind"] == "unlearned"]
     rows = [{"model": n, "method": m["method"], "epoch": 5 if m["kind"] == "unlearned" else None,
              **values["orig"][n], "utility_rel": 1.0 if m["kind"] != "unlearned" else round(0.6 + 0.1 * i, 3),
@@ -108,7 +109,8 @@ def write_meta_eval(folder: Path, n_unlearned: int = 6, seed: int = 0, inject: b
     for k in META_KEYS:
         auc = round(rng.uniform(0.5, 1.0), 4)
         kept = [n for n in unlearned if utility[n] >= 0.8 and values["orig"][n][k] < 0.7]
-        doc["faithfulness"][k] = {"auc_roc": auc, "p_mean": 0.7, "n_mean": 0.2, "ci95": [auc - 0.1, min(1.0, auc + 0.05)],
+        doc["faithfulness"][k] = {"auc_roc": auc, "p_mean": 0.7, "n_mean": 0.2,
+                                  "ci95": [auc - 0.1, min(1.0, auc + 0.05)],
                                   "n_p": 5, "n_n": 5, "threshold": 0.5}
         doc["robustness"][k] = {"quantization": 0.9, "relearning": 0.6, "agg": 0.72, "n_kept": len(kept),
                                 "filter_source": k, "kept": kept}
@@ -134,9 +136,12 @@ def write_probe(folder: Path, models: tuple[str, ...] = ("tiny:test/full", "tiny
 def write_audit(folder: Path) -> dict:
     folder.mkdir(parents=True, exist_ok=True)
     doc = {"model": "tiny:test/lmlm", "db": "tiny:test",
-           "variants": {"base": {"leakage": 0.0, "retrieval_mediated": 1.0, "artifact_rate": 0.0, "full_em": 1.0, "n_facts": 30},
-                        "noise": {"leakage": 0.0, "retrieval_mediated": 0.77, "artifact_rate": 0.23, "full_em": 0.97, "n_facts": 30}},
-           "cells": [{"variant": "base", "style": "qa", "leakage": 0.0}, {"variant": "noise", "style": "qa", "leakage": 0.0}]}
+           "variants": {"base": {"leakage": 0.0, "retrieval_mediated": 1.0,
+                                 "artifact_rate": 0.0, "full_em": 1.0, "n_facts": 30},
+                        "noise": {"leakage": 0.0, "retrieval_mediated": 0.77,
+                                  "artifact_rate": 0.23, "full_em": 0.97, "n_facts": 30}},
+           "cells": [{"variant": "base", "style": "qa", "leakage": 0.0},
+                     {"variant": "noise", "style": "qa", "leakage": 0.0}]}
     (folder / "summary.json").write_text(json.dumps(doc, indent=1))
     return doc
 
@@ -153,7 +158,8 @@ METHODS = ("npo", "rmu", "graddiff", "simnpo", "idkdpo", "undial", "altpo", "idk
 
 def model_names(n: int) -> list[str]:
     """full, retain and n - 2 unlearned models named as the tiny world names them."""
-    return ["full", "retain"] + [f"{METHODS[i % len(METHODS)]}_lr{i + 1}e-5_ep{5 if i % 2 else 10}" for i in range(n - 2)]
+    return ["full", "retain"] + [f"{METHODS[i % len(METHODS)]}_lr{i + 1}e-5_ep{5 if i % 2 else 10}"
+                                 for i in range(n - 2)]
 
 
 def leaf_record(name: str, rng: random.Random) -> dict:

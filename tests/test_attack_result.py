@@ -183,7 +183,8 @@ def test_the_rebuild_spread_against_a_legacy_folder(camp, tmp_path):
     sp = doc["spread_vs_legacy"]
     assert set(sp["models"]) == {"full"} and sp["models"]["full"]["same_build"] is True
     for k in KEYS:
-        assert sp["models"]["full"]["abs_diff"][k] == pytest.approx(0.25) and sp["keys"][k]["max"] == pytest.approx(0.25)
+        assert (sp["models"]["full"]["abs_diff"][k] == pytest.approx(0.25)
+                and sp["keys"][k]["max"] == pytest.approx(0.25))
 
 
 def test_the_command_writes_the_result_and_the_page_renders_it(camp, uds, tmp_path):

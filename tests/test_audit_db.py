@@ -26,7 +26,8 @@ def world():
 def test_lookup_scores_are_mean_character_ratios():
     db = FactDB.from_records(TRIPLES)
     res = db.lookup("Frnace", "Capitol", threshold=0.0, k=5)
-    want = {i: (SequenceMatcher(None, "frnace", s.lower()).ratio() + SequenceMatcher(None, "capitol", r.lower()).ratio()) / 2
+    want = {i: (SequenceMatcher(None, "frnace", s.lower()).ratio() +
+                SequenceMatcher(None, "capitol", r.lower()).ratio()) / 2
             for i, (s, r, _) in enumerate(TRIPLES)}
     got = {c.triple.id: c.score for c in res.candidates}
     assert got == pytest.approx(want)

@@ -48,7 +48,7 @@ def test_inputs_of_another_length_are_refused():
         fact_rows("a", ["x"], [1.0, 0.0], [0.0], [1.0])
 
 
-def test_chat_audit_reads_the_weights_of_the_world_models(test_world, uds, tmp_path):  # noqa: F811
+def test_chat_audit_reads_the_weights_of_the_world_models(test_world, uds, tmp_path):
     """`uds audit --chat` on the test world's own models: the full model answers its forget facts
     with retrieval off (DEL-OFF), the retain model, which never saw them, does not."""
     leak = {}
@@ -64,6 +64,6 @@ def test_chat_audit_reads_the_weights_of_the_world_models(test_world, uds, tmp_p
     assert leak["full"] >= 0.5 and leak["retain"] <= 0.1
 
 
-def test_system_prompt_needs_chat(uds, tmp_path):  # noqa: F811
+def test_system_prompt_needs_chat(uds, tmp_path):
     proc = uds("audit", "--db", "tiny:test", "--system-prompt", "x", "--out", str(tmp_path))
     assert proc.returncode == 2 and "--system-prompt needs --chat" in proc.stderr

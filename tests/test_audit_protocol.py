@@ -58,7 +58,8 @@ def test_perfect_lmlm(tok):
     assert all(f.answers["DEL-OFF"] == "unknown" and f.leak == 0 for f in res)
     # Tasseldorn: its triple deleted, the decoy scores (20/29 + 1) / 2 = 0.845 >= 0.8
     t = by["Tasseldorn"]
-    assert t.answers["DEL-ON"] == "Varnhold" and (t.retrieval, t.artefact, t.artefact_mediated, t.evidence) == (1, 1, 1, 1)
+    assert (t.answers["DEL-ON"] == "Varnhold"
+            and (t.retrieval, t.artefact, t.artefact_mediated, t.evidence) == (1, 1, 1, 1))
     # Norvik: the nearest retained key is (Norvik, Currency), (1 + 2/15) / 2 = 0.567 < 0.8 -> unknown
     assert by["Norvik"].answers["DEL-ON"] == "unknown" and (by["Norvik"].retrieval, by["Norvik"].artefact) == (0, 0)
     cs = cross_state(res)
@@ -120,7 +121,8 @@ def test_splice_loop_without_calls_is_plain_greedy(tok):
     from uds_core.generation import greedy_generate
 
     model = random_llama(tok, seed=1)
-    prompts = [tok.encode(t, add_special_tokens=True) for t in ("Where was Ada born?", "Hi", "Name a river in Ostmere.")]
+    prompts = [tok.encode(t, add_special_tokens=True)
+               for t in ("Where was Ada born?", "Hi", "Name a river in Ostmere.")]
     opts = GenOptions(batch_size=2, max_new_tokens=12, progress=False)
     ours = splice_generate(model, tok, prompts, lambda *a: "never", opts)
     ref = greedy_generate(model, tok, prompts, opts)

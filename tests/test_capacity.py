@@ -110,11 +110,11 @@ def test_summary_takes_the_max_over_n_and_fits_it():
     (["--quick", "--max-steps", "0"], "--max-steps must be at least 1"),
     (["--quick", "--vocab", "1"], "--vocab must be at least 2"),
 ])
-def test_bad_numbers_are_one_line_errors(args, needle, uds, tmp_path):  # noqa: F811
+def test_bad_numbers_are_one_line_errors(args, needle, uds, tmp_path):
     assert_one_line_error(uds("capacity", *args, "--out", str(tmp_path)), needle)
 
 
-def test_empty_or_malformed_runs_file(uds, tmp_path):  # noqa: F811
+def test_empty_or_malformed_runs_file(uds, tmp_path):
     empty = tmp_path / "runs.jsonl"
     empty.write_text("\n")
     assert_one_line_error(uds("capacity", "--from-runs", str(empty), "--out", str(tmp_path / "o")), "holds no runs")
@@ -123,7 +123,7 @@ def test_empty_or_malformed_runs_file(uds, tmp_path):  # noqa: F811
 
 
 @pytest.mark.slow
-def test_quick_grid_end_to_end(uds, tmp_path):  # noqa: F811
+def test_quick_grid_end_to_end(uds, tmp_path):
     """The --quick grid (2 sizes x 3 dataset sizes, 600 steps at most): files, a positive alpha,
     memorisation below the data's entropy, and a summary rebuilt from runs.jsonl alone."""
     proc = uds("capacity", "--quick", "--out", str(tmp_path))
@@ -151,7 +151,7 @@ def test_run_cell_row_is_consistent():
     assert [s for s, _ in row["curve"]] == [10, 20]
 
 
-def test_an_interrupted_grid_resumes_and_a_changed_grid_starts_over(uds, tmp_path):  # noqa: F811
+def test_an_interrupted_grid_resumes_and_a_changed_grid_starts_over(uds, tmp_path):
     """Rerunning the same command keeps the runs already in runs.jsonl (their recorded times are
     untouched) and trains the rest to the same numbers; another budget retrains everything."""
     args = ("capacity", "--quick", "--max-steps", "3", "--out", str(tmp_path))

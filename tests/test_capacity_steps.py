@@ -156,11 +156,11 @@ def test_committed_grids_keep_the_cosine_default():
     (["--cooldown", "0.2"], "--cooldown branches a constant-LR run: it needs --schedule constant"),
     (["--schedule", "constant", "--cooldown", "1.5"], "--cooldown must be a fraction between 0 and 1"),
 ])
-def test_bad_step_options_are_one_line_errors(args, needle, uds, tmp_path):  # noqa: F811
+def test_bad_step_options_are_one_line_errors(args, needle, uds, tmp_path):
     assert_one_line_error(uds("capacity", "--quick", *args, "--out", str(tmp_path)), needle)
 
 
-def test_tiny_constant_grid_end_to_end(uds, tmp_path):  # noqa: F811
+def test_tiny_constant_grid_end_to_end(uds, tmp_path):
     """2 sizes x 2 dataset sizes, 40 steps, scored every 5: files, the schedule recorded, per-run
     plateau fields, and alpha(s) recomputed here from the curves in summary.json."""
     proc = uds("capacity", "--quick", "--schedule", "constant", "--max-steps", "40", "--eval-every", "5",

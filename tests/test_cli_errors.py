@@ -53,7 +53,8 @@ def test_list_unlearned_gives_the_150_hub_ids(uds):
     proc = uds("checkpoints", "list", "--kind", "unlearned")
     rows = proc.stdout.strip().splitlines()
     assert proc.returncode == 0 and len(rows) == 150
-    assert all(r.split("\t")[-1].startswith("open-unlearning/unlearn_tofu_Llama-3.2-1B-Instruct_forget10_") for r in rows)
+    assert all(r.split("\t")[-1].startswith("open-unlearning/unlearn_tofu_Llama-3.2-1B-Instruct_forget10_")
+               for r in rows)
 
 
 def test_tofu_folder_missing_a_file(tmp_path, tofu_dir, uds):

@@ -46,15 +46,18 @@ def test_curves_page_draws_each_curve_with_its_values_and_chosen_step(tmp_path):
         assert driver.find_element("css selector", "#nav-curves")
         for i, (name, recs) in enumerate(sorted(curves.items())):
             series = driver.execute_script(
-                "return Array.from(document.querySelectorAll('#curve-chart-' + arguments[0] + ' path')).map(p => p.getAttribute('data-series'))", i)
+                "return Array.from(document.querySelectorAll('#curve-chart-' + arguments[0] + ' path'))"
+                ".map(p => p.getAttribute('data-series'))", i)
             assert series == ["uds", "prob", "retain_q_prob"]
             best = recs[-1]["best_step"]
             rows = driver.execute_script(
-                "return Array.from(document.querySelectorAll('#curve-table-' + arguments[0] + ' tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent))", i)
+                "return Array.from(document.querySelectorAll('#curve-table-' + arguments[0] + ' tbody tr'))"
+                ".map(r => Array.from(r.cells).map(c => c.textContent))", i)
             assert [r[0] for r in rows] == [f"{x['step']}" + (" ★" if x["step"] == best else "") for x in recs]
             for r, x in zip(rows, recs):
                 assert r[2] == ("failed" if "error" in x else f"{x['uds']:.4f}")
-            assert driver.execute_script("return document.querySelectorAll('#curve-chart-' + arguments[0] + ' text.star').length", i) == 1
+            assert driver.execute_script("return document.querySelectorAll('#curve-chart-' + arguments[0] + "
+                                         "' text.star').length", i) == 1
         logs = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
         assert logs == []
     finally:

@@ -36,7 +36,8 @@ def test_doc_block_is_what_its_file_renders(block):
 
 def test_names_unique_and_docs_covered():
     assert len({(b.doc, b.name) for b in BLOCKS}) == len(BLOCKS)
-    assert {b.doc for b in BLOCKS} == {"docs/probe.md", "docs/audit.md", "docs/mem_bits.md", "docs/smol.md", "docs/performance.md",
+    assert {b.doc for b in BLOCKS} == {"docs/probe.md", "docs/audit.md", "docs/mem_bits.md",
+                                       "docs/smol.md", "docs/performance.md",
                                        "docs/smol_meta_eval.md", "docs/smol_attacks.md", "docs/reliability.md",
                                        "docs/spans.md", "docs/curves.md",
                                        "docs/results.md", "docs/llama1b.md", "docs/qwen.md", "README.md"}
@@ -289,7 +290,8 @@ def test_probe_repetition_kinds_from_the_rows():
             assert sum(mine) / max(1, len(mine)) == pytest.approx(run["verbatim_rate"][str(c)], abs=1e-12)
         for r in rows:
             kind = "forget" if int(r["doc_id"].removeprefix("bio")) < run["n_forget_bios"] else "other"
-            cell = pooled.setdefault((run["settings"]["epochs"], kind, int(r["group"]) * run["settings"]["epochs"]), [0, 0])
+            cell = pooled.setdefault((run["settings"]["epochs"], kind,
+                                      int(r["group"]) * run["settings"]["epochs"]), [0, 0])
             cell[0] += r["verbatim"]
             cell[1] += 1
     for cells in doc:
@@ -367,7 +369,8 @@ def test_smol_meta_eval_uds_equals_uds_score():
     if not path.is_file():
         pytest.skip("docs/smol/meta_eval not committed")
     orig = json.loads(path.read_text())["values"]["orig"]
-    scored = {p.parent.name: json.loads(p.read_text())["uds"] for p in (ROOT / "docs/smol/score").glob("*/summary.json")}
+    scored = {p.parent.name: json.loads(p.read_text())["uds"]
+              for p in (ROOT / "docs/smol/score").glob("*/summary.json")}
     assert set(orig) == set(scored) and len(scored) == 17
     for model, uds in scored.items():
         assert orig[model]["uds"] == pytest.approx(uds, abs=1e-5 if model not in ("full", "retain") else 0), model
@@ -384,7 +387,8 @@ def test_smol_meta_eval_table_from_the_json():
         auc, ci = cells[1].split(" ", 1)
         assert _num(auc) == pytest.approx(f["auc_roc"], abs=5e-4)
         assert ci == f"[{f['ci95'][0]:.3f}, {f['ci95'][1]:.3f}]"
-        for cell, v in zip(cells[2:7], (f["p_mean"], f["n_mean"], r["quantization"], r["relearning"], d["overall"][key])):
+        for cell, v in zip(cells[2:7],
+                           (f["p_mean"], f["n_mean"], r["quantization"], r["relearning"], d["overall"][key])):
             if v is None:
                 assert cell == "n/a", (key, cell)
             else:
@@ -780,7 +784,8 @@ def test_measurement_speedups_from_the_per_phase_seconds(block):
         assert _num(total[6]) == pytest.approx(old_all / floor_all, abs=0.011)
     jobs = d["checks"]["jobs"].values()
     body = doc_body(block, ROOT)
-    assert f"token-identical: {sum(j['generations_identical'] for j in jobs)} of {sum(j['generations'] for j in jobs)}" in body
+    assert (f"token-identical: {sum(j['generations_identical'] for j in jobs)} of "
+            f"{sum(j['generations'] for j in jobs)}") in body
     assert d["checks"]["ok"] and max(j["max_abs_value_diff"] for j in jobs) <= 1e-6
 
 

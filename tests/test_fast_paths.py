@@ -19,7 +19,7 @@ from uds_core.gen_options import GenOptions
 from uds_core.generation import greedy_generate
 from metrics.encoding import Encoded, encode_qa, generation_prompt
 from metrics.forward import PassOptions, teacher_forced_stats
-from tests.measurement_checks import TOL, assert_same_measurement, metric_runs
+from tests.measurement_checks import assert_same_measurement, metric_runs
 from tests.metrics_fixtures import qa_item, tiny_splits, tiny_tokenizer
 from tests.metrics_fixtures import zoo as trained_zoo
 

@@ -111,7 +111,8 @@ def test_truncated_world_model_is_reported_and_rebuilt(test_world, tmp_path, mon
     weights.write_bytes(intact[: len(intact) // 2])
     rebuilt = []
 
-    def fake_train_and_save(preset, seed, r, digest, folder, progress, device="cpu", callbacks_for=None):   # the real one trains for a minute
+    # the real one trains for a minute
+    def fake_train_and_save(preset, seed, r, digest, folder, progress, device="cpu", callbacks_for=None):
         rebuilt.append(r.name)
         weights.write_bytes(intact)
         return folder

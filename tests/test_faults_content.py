@@ -138,7 +138,7 @@ def test_a_built_folder_given_by_its_path_is_checked_too(home, tmp_path, capsys)
     assert not (tmp_path / "o" / "summary.json").exists()
 
 
-def test_a_users_folder_without_manifest_loads_as_before(folders, tmp_path, monkeypatch, capsys):  # noqa: F811
+def test_a_users_folder_without_manifest_loads_as_before(folders, tmp_path, monkeypatch, capsys):
     """Folders saved by the user (no manifest): scored without a word about digests, and nothing
     is written into them."""
     from uds.cli import main
@@ -157,7 +157,7 @@ def test_a_users_folder_without_manifest_loads_as_before(folders, tmp_path, monk
 
 # -- an S1 cache entry ----------------------------------------------------------------------------
 
-def test_same_size_damage_to_an_s1_entry_is_said_and_recomputed(folders, tmp_path, monkeypatch, capsys):  # noqa: F811
+def test_same_size_damage_to_an_s1_entry_is_said_and_recomputed(folders, tmp_path, monkeypatch, capsys):
     """A digit changed in the middle of the entry: still valid JSON, same size, numbers wrong."""
     from uds.cli import main
 
@@ -177,7 +177,7 @@ def test_same_size_damage_to_an_s1_entry_is_said_and_recomputed(folders, tmp_pat
     assert entry.read_bytes() == good                # recomputed and rewritten whole
 
 
-def test_an_s1_entry_written_before_digests_is_sealed_once(folders, tmp_path, monkeypatch, capsys):  # noqa: F811
+def test_an_s1_entry_written_before_digests_is_sealed_once(folders, tmp_path, monkeypatch, capsys):
     from uds.cli import main
 
     monkeypatch.setenv("UDS_HOME", str(tmp_path / "home"))

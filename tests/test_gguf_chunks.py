@@ -173,7 +173,7 @@ def test_too_little_disk_for_the_join(chunked, monkeypatch):
 def test_too_little_disk_or_memory_for_the_conversion_is_said_before_anything_is_written(chunked, monkeypatch):
     import shutil
 
-    from checkpoints import gguf, gguf_chunks
+    from checkpoints import gguf_chunks
     from checkpoints.specs import resolve_spec
 
     entry, expected, site, home = chunked

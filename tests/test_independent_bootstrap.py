@@ -4,7 +4,8 @@ meta_eval.faithfulness.bootstrap_auc_ci) against scipy.stats.bootstrap and a clo
 scipy draws its resamples the way both functions do (one `integers(0, n, (n_boot, n))` call per
 sample, in order, from a Generator seeded alike), so with the same seed the percentile intervals
 must agree to rounding; the AUC statistic on scipy's side is sklearn's roc_auc_score, one call per
-resample (and, for many resamples, the Mann-Whitney U / (n_pos n_neg) of scipy). The closed form: for n normal draws the percentile interval of the mean approaches
+resample (and, for many resamples, the Mann-Whitney U / (n_pos n_neg) of scipy). The closed form:
+for n normal draws the percentile interval of the mean approaches
 mean +- z * s / sqrt(n) (s the plug-in standard deviation), so a wrong level (0.90 for 0.95, or
 a one-sided quantile) misses it by many Monte Carlo standard errors.
 """

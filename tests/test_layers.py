@@ -171,7 +171,8 @@ def test_the_checks_fail_on_an_upward_and_a_sideways_import(tmp_path):
 
 def test_the_foundation_imports_nothing_of_the_project():
     graph = import_graph()
-    outside = {m: sorted(d for d in deps if package(d) != "uds_core") for m, deps in graph.items() if package(m) == "uds_core"}
+    outside = {m: sorted(d for d in deps if package(d) != "uds_core")
+               for m, deps in graph.items() if package(m) == "uds_core"}
     assert {m: d for m, d in outside.items() if d} == {}
 
 

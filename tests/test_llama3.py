@@ -82,7 +82,8 @@ def test_missing_wheel_is_one_clear_error(monkeypatch):
     from checkpoints import llama3
 
     monkeypatch.setitem(sys.modules, "llama_models", None)   # import fails as if not installed
-    with pytest.raises(UdsInputError, match=r"llama_models package, which is not installed.*pip install 'llama-models==0\.3\.0'"):
+    with pytest.raises(UdsInputError,
+                       match=r"llama_models package, which is not installed.*pip install 'llama-models==0\.3\.0'"):
         llama3.official_tokenizer()
     monkeypatch.setitem(sys.modules, "tiktoken", None)
     with pytest.raises(UdsInputError, match="tiktoken package"):

@@ -6,7 +6,6 @@ Fisher of an unmerged adapter model is the merged model's, and a narrowed copy l
 
 from __future__ import annotations
 
-import copy
 import json
 from pathlib import Path
 
@@ -121,7 +120,8 @@ def test_fisher_of_an_unmerged_adapter_model_is_the_merged_models(chain, test_wo
     merged = _merged(chain["load"], [chain["first"]])
     block = stacked.model.layers[0]
     assert len(checkpoint_parameters(block)) == len(list(merged.model.layers[0].parameters()))
-    assert all("lora_" not in n for n, p in block.named_parameters() if any(p is q for q in checkpoint_parameters(block)))
+    assert all("lora_" not in n for n, p in block.named_parameters()
+               if any(p is q for q in checkpoint_parameters(block)))
     records = json.loads((test_world / "data" / "uds_data.json").read_text())[:4]
     items, _ = prepare_items(records, load_tokenizer(str(chain["folder"])))
     opts = PassOptions(2, 0, "cpu")
@@ -161,4 +161,5 @@ def test_lora_settings_enter_the_digest_of_a_lora_world_only():
         assert legacy_recipe_digest(smol, find_recipe(smol, name)) == protocol["recipes"][name]
     qwen = get_preset("qwen")
     other = dataclasses.replace(qwen, lora=dataclasses.replace(qwen.lora, r=8))
-    assert recipe_digest(qwen, find_recipe(qwen, "full"), seed=0) != recipe_digest(other, find_recipe(other, "full"), seed=0)
+    assert (recipe_digest(qwen, find_recipe(qwen, "full"), seed=0)
+            != recipe_digest(other, find_recipe(other, "full"), seed=0))

@@ -25,7 +25,8 @@ def world() -> Path:
 
 
 def test_models_are_adapters_on_their_parents(world):
-    for name, base in (("full", f"tiny:{PRESET}/base"), ("retain", f"tiny:{PRESET}/base"), (NPO, f"tiny:{PRESET}/full")):
+    for name, base in (("full", f"tiny:{PRESET}/base"), ("retain", f"tiny:{PRESET}/base"),
+                       (NPO, f"tiny:{PRESET}/full")):
         folder = world / "models" / name
         assert json.loads((folder / "adapter_config.json").read_text())["base_model_name_or_path"] == base
         assert not (folder / "model.safetensors").exists()

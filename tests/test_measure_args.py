@@ -28,8 +28,10 @@ def test_options_become_settings_and_the_default_relearning_rate():
     assert chosen.train.lr == 5e-5
 
 
-@pytest.mark.parametrize("bad, message", [(dict(batch_size=0), "--batch-size"), (dict(max_new_tokens=0), "--max-new-tokens"),
-                                          (dict(relearn_lr=0.0), "--relearn-lr"), (dict(relearn_lr=-1e-4), "--relearn-lr")])
+@pytest.mark.parametrize("bad, message", [(dict(batch_size=0), "--batch-size"),
+                                          (dict(max_new_tokens=0), "--max-new-tokens"),
+                                          (dict(relearn_lr=0.0), "--relearn-lr"),
+                                          (dict(relearn_lr=-1e-4), "--relearn-lr")])
 def test_bad_options_are_named(bad, message):
     with pytest.raises(UdsInputError, match=message):
         measurement_settings(_args(**bad), fake_zoo(), device="cpu")

@@ -111,7 +111,8 @@ def test_another_reference_model_replaces_retain(zoo, same_tokenizer):
     np.testing.assert_allclose(got["mem_bits_signed"].per_example, signed, rtol=1e-4, atol=1e-3)
     assert got["mem_bits_signed"].info["reference"] == "tiny:t/full"
     named = make_ctx(zoo, {**roles, "model": "tiny:t/unl", "reference": "tiny:t/retain"}, keys=["mem_bits"])
-    assert evaluate(named, ["mem_bits"])["mem_bits"].value == evaluate(mem_bits_ctx(zoo, "unl"), ["mem_bits"])["mem_bits"].value
+    assert (evaluate(named, ["mem_bits"])["mem_bits"].value
+            == evaluate(mem_bits_ctx(zoo, "unl"), ["mem_bits"])["mem_bits"].value)
 
 
 def test_unlearned_lies_between_and_orientation_is_declared(zoo, same_tokenizer):

@@ -137,7 +137,7 @@ def test_capacity_summary_carries_each_runs_chance_level():
 
 
 
-def test_signed_on_the_zoo_matches_a_second_implementation(zoo, same_tokenizer):  # noqa: F811
+def test_signed_on_the_zoo_matches_a_second_implementation(zoo, same_tokenizer):
 
     as_retain = evaluate(mem_bits_ctx(zoo, "retain"), ["mem_bits_signed"])["mem_bits_signed"]
     assert as_retain.value == 0.0 and as_retain.info["ci95"] == [0.0, 0.0]

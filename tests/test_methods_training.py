@@ -85,7 +85,8 @@ def test_pool_variants_data(tiny_tok, tiny_world):
     sizes = {v: len(pool_examples(v, tiny_tok, w, 0)) for v in POOL_VARIANTS}
     assert sizes["neg_retain"] == n_retain
     assert sizes["pos_full"] == sizes["pos_para"] == sizes["neg_pert"] == n_retain + 2 * len(w.forget)
-    chunks = lambda bios: [c for b in bios for c in sentence_chunks(tiny_tok, b)]
+    def chunks(bios):
+        return [c for b in bios for c in sentence_chunks(tiny_tok, b)]
     # a biography goes in once per QA encoding (chat, raw): its facts are seen as often as a QA pair's
     assert sizes["pos_bio"] == n_retain + 2 * len(chunks(w.forget_bios))
     assert sizes["neg_bio"] == n_retain + 2 * len(chunks(w.other_bios))

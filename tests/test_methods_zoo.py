@@ -48,7 +48,8 @@ def test_recipes_are_consistent(preset):
     assert len(names) == len(set(names))
     assert all(r.method in TRAINERS for r in rs)
     assert all(r.parent == "full" for r in unlearned)
-    if PRESETS[preset].pool.continued is not None:   # cheap members of a real-model world: continued from full (P) / retain (N)
+    # cheap members of a real-model world: continued from full (P) / retain (N)
+    if PRESETS[preset].pool.continued is not None:
         assert all(r.parent == {"P": "full", "N": "retain"}[r.hparams["pool"]] and r.train.epochs == 1 for r in pools)
         signs = Counter(r.hparams["pool"] for r in pools)
         assert signs["P"] == signs["N"] == len(pools) // 2

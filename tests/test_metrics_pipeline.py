@@ -158,7 +158,8 @@ def patched_cli(zoo, tmp_path, monkeypatch):
     monkeypatch.setattr(specs, "default_anchors", lambda m, base=None: ("tiny:t/full", "tiny:t/retain"))
     monkeypatch.setattr(specs, "default_data", lambda m, tofu_dir=None, base=None: str(data))
     monkeypatch.setattr(specs, "load_world_for_spec", lambda spec, tofu_dir=None: world)
-    monkeypatch.setattr(specs, "load_model", lambda s, device="cpu", dtype=None, *args, **kwargs: zoo[getattr(s, "raw", s)])
+    monkeypatch.setattr(specs, "load_model",
+                        lambda s, device="cpu", dtype=None, *args, **kwargs: zoo[getattr(s, "raw", s)])
     monkeypatch.setattr(specs, "load_tokenizer", lambda s, base=None: tiny_tokenizer())
     return tmp_path
 

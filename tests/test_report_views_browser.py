@@ -59,14 +59,16 @@ def sites(tmp_path_factory) -> dict:
 
 
 def attrs(driver, css: str, name: str) -> list[str]:
-    return driver.execute_script("return Array.from(document.querySelectorAll(arguments[0])).map(e => e.getAttribute(arguments[1]))",
+    return driver.execute_script("return Array.from(document.querySelectorAll(arguments[0]))"
+                                 ".map(e => e.getAttribute(arguments[1]))",
                                  css, name)
 
 
 def skipped_groups(driver) -> dict[str, list[str]]:
     """The passed-over page: reason -> its paths."""
     return driver.execute_script("const out = {}; document.querySelectorAll('#skipped section').forEach(s => "
-                                 "out[s.querySelector('h2').firstChild.textContent] = Array.from(s.querySelectorAll('li'))"
+                                 "out[s.querySelector('h2').firstChild.textContent] = "
+                                 "Array.from(s.querySelectorAll('li'))"
                                  ".map(l => l.textContent)); return out;")
 
 
@@ -89,7 +91,8 @@ def md_table(text: str) -> list[dict]:
 
 
 def cell(driver, model: str, key: str):
-    return driver.find_element("css selector", f"#lb-table tr[data-id='{model_id(driver, model)}'] td[data-col='{key}']")
+    return driver.find_element("css selector",
+                               f"#lb-table tr[data-id='{model_id(driver, model)}'] td[data-col='{key}']")
 
 
 def model_id(driver, name: str) -> int:
@@ -108,7 +111,8 @@ def test_rows_values_and_order_are_those_of_uds_leaderboard(driver, sites, which
             td = cell(driver, r["model"], key)
             assert td.text.split(" [")[0] == (m[key] or "–"), (r["model"], key)       # the same printed value
             if r[key]:                                                                 # and the same exact one
-                assert td.get_attribute("title").startswith("exact value ") and float(td.get_attribute("title")[12:]) == float(r[key])
+                assert (td.get_attribute("title").startswith("exact value ")
+                        and float(td.get_attribute("title")[12:]) == float(r[key]))
         assert cell(driver, r["model"], "method").text == r["method"]
 
 
@@ -141,7 +145,8 @@ def test_sorting_both_ways_groups_and_the_view_in_the_url(driver, sites):
     shown = [n for n in texts(driver, NAMES)]
     assert set(shown[:2]) == {"full", "retain"}          # the reference rows stay on top
     shown = shown[2:]
-    values = [driver.execute_script("return UDSreport.data.models.find(m => m.name === arguments[0]).cells.mem", n) for n in shown]
+    values = [driver.execute_script("return UDSreport.data.models.find(m => m.name === arguments[0]).cells.mem", n)
+              for n in shown]
     have = [v for v in values if v is not None]
     assert have == sorted(have, reverse=True) and values[len(have):] == [None] * (len(values) - len(have))
     assert sum(v is not None for v in mem.values()) <= len(have)
@@ -149,7 +154,8 @@ def test_sorting_both_ways_groups_and_the_view_in_the_url(driver, sites):
     values = [driver.execute_script("return UDSreport.data.models.find(m => m.name === arguments[0]).cells.mem", n)
               for n in texts(driver, NAMES)[2:]]
     have = [v for v in values if v is not None]
-    assert have == sorted(have) and values[len(have):] == [None] * (len(values) - len(have))   # empty cells last both ways
+    # empty cells last both ways
+    assert have == sorted(have) and values[len(have):] == [None] * (len(values) - len(have))
     assert not driver.find_elements("css selector", "th[data-key=s_mia_loss]")
     driver.find_element("css selector", "#lb-groups input[data-group=mia]").click()
     driver.find_element("css selector", "th[data-key=s_mia_loss]").click()
@@ -172,14 +178,16 @@ def test_numbers_directions_and_ranks(driver, sites):
     assert td.text == "0" and td.get_attribute("title") == f"exact value {TINY!r}"
     row = next(r for r in sites["rows"] if r["model"] == "retain")
     assert cell(driver, "retain", "mem").get_attribute("title").startswith("exact value 0.")
-    assert texts(driver, "th[data-key=mem] small") == ["↑ erased"] and texts(driver, "th[data-key=overall] small") == ["↑ better"]
+    assert (texts(driver, "th[data-key=mem] small") == ["↑ erased"]
+            and texts(driver, "th[data-key=overall] small") == ["↑ better"])
     driver.find_element("css selector", "#lb-groups input[data-group=memorisation]").click()
     assert texts(driver, "th[data-key=es] small") == ["↑ knowledge"]
     assert cell(driver, "retain", "es").text == f"{row['es']:.3f}"
     # the population rank of a knowledge metric counts the unlearned models with less of it
     unlearned = [r for r in sites["rows"] if r["method"] not in ("full", "retain") and "es" in r]
     mine = unlearned[2]
-    go(driver, sites["mixed"].split("#")[0] + f"#/model/{model_id(driver, mine['model'])}", "#population tr[data-key=es]")
+    go(driver, sites["mixed"].split("#")[0] + f"#/model/{model_id(driver, mine['model'])}",
+       "#population tr[data-key=es]")
     want = 1 + sum(r["es"] < mine["es"] for r in unlearned)
     assert texts(driver, "#population tr[data-key=es] td.rank") == [f"{want} of {len(unlearned)}"]
     assert "knowledge" in texts(driver, "#population tr[data-key=es] td")[1]
@@ -193,7 +201,8 @@ def test_markdown_and_csv_exports_are_the_paper_table(driver, sites):
     driver.find_element("css selector", "#lb-md").click()
     md = driver.find_element("css selector", "#lb-md-text").get_attribute("value")
     table = md_table(md)
-    assert list(table[0]) == ["model", "UDS [95% CI] ↑", "Mem ↑", "Privacy ↑", "Utility ↑", "Overall ↑", "method", "epoch"]
+    assert list(table[0]) == ["model", "UDS [95% CI] ↑", "Mem ↑",
+                              "Privacy ↑", "Utility ↑", "Overall ↑", "method", "epoch"]
     assert [r["model"] for r in table] == texts(driver, NAMES)
     for r in table:
         want = rows[r["model"]]
@@ -212,7 +221,8 @@ def test_empty_states_say_what_the_run_lacks(driver, sites):
     rmu = model_id(driver, "rmu_lr1e-5_ep5")
     go(driver, base + f"#/model/{rmu}", "#model-empty")
     text = driver.find_element("css selector", "#model-empty").text
-    assert "no per-layer data" in text and "uds score --unlearned SPEC --out DIR" in text and "uds_score_rmu.json" in text
+    assert ("no per-layer data" in text and "uds score --unlearned SPEC --out DIR" in text
+            and "uds_score_rmu.json" in text)
     assert not driver.find_elements("css selector", "#layer-chart, #ke-hist, svg[id=layer-chart]")
     assert driver.find_element("css selector", "#model-uds").text == f"{sites['ou']['uds']:.4f}"
     only_row = model_id(driver, "stored_only_ep5")
@@ -244,14 +254,16 @@ def test_meta_evaluation_beside_the_published_table(driver, sites):
         assert texts(driver, f"{row} td[data-col=pub_rank]") == [str(pub_rank)]
     assert all(meta["robustness"][k]["n_kept"] >= 5 for k in keys)        # all ranked (thin runs: their own test)
     rho = spearmanr([meta["overall"][k] for k in keys], [PUBLISHED[k]["overall"] for k in keys])[0]
-    assert f"by overall ρ = {rho:.3f} over {len(keys)} metrics" in driver.find_element("css selector", "#meta-spearman").text
+    assert f"by overall ρ = {rho:.3f} over {len(keys)} metrics" in driver.find_element("css selector",
+                                                                                       "#meta-spearman").text
     driver.find_element("css selector", "#meta-table tr[data-key=es]").click()
     pools = {lab: {n for n, m in meta["members"].items() if m["kind"] == "pool" and m["pool"] == lab} for lab in "PN"}
     for lab in "PN":
         named = set("\n".join(attrs(driver, f"#pn-hist rect[data-pool={lab}]", "data-names")).split("\n")) - {""}
         assert named == pools[lab]
     from selenium.webdriver import ActionChains
-    bar = next(r for r in driver.find_elements("css selector", "#pn-hist rect[data-pool=P]") if r.get_attribute("data-names"))
+    bar = next(r for r in driver.find_elements("css selector", "#pn-hist rect[data-pool=P]")
+               if r.get_attribute("data-names"))
     ActionChains(driver).move_to_element(bar).perform()
     tip = driver.find_element("css selector", "#tip").text
     assert all(n in tip for n in bar.get_attribute("data-names").split("\n"))

@@ -65,7 +65,8 @@ def test_base_is_the_pretrained_model_bit_for_bit(world, smol_converted):
     assert base.keys() == pretrained.keys()
     assert all(torch.equal(base[k], pretrained[k]) for k in base)
     tok_base = json.loads((world / "models" / "base" / "tokenizer.json").read_text())
-    assert tok_base["model"]["vocab"] == json.loads((smol_converted["folder"] / "tokenizer.json").read_text())["model"]["vocab"]
+    assert tok_base["model"]["vocab"] == json.loads((smol_converted["folder"] /
+                                                     "tokenizer.json").read_text())["model"]["vocab"]
 
 
 def _answer_nll(folder: Path, items: list[dict]) -> float:
@@ -176,7 +177,8 @@ def test_fast_measurement_paths_equal_the_straightforward_ones(world):
     # logits (a backward per item on each of three 30-layer models) are compared on every key by
     # tests/test_fast_paths.py on the test world and by benchmarks/bench_measure.py's checks on smol-ci
     keys = ("es", "em", "prob", "truth_ratio", "rouge", "para_rouge", "mia_min_k", "logit_lens")
-    runs = metric_runs(lambda fast: session.context(EvalSettings(batch_size=32, max_new_tokens=16, progress=False, fast=fast),
+    runs = metric_runs(lambda fast: session.context(EvalSettings(batch_size=32, max_new_tokens=16,
+                                                                 progress=False, fast=fast),
                                                    keys),
                        keys)
     assert_same_measurement(runs)

@@ -146,5 +146,6 @@ def test_annotate_reads_tofus_own_files(uds, tofu_dir, tmp_path):
     out = load_annotated(tmp_path / "f10.json")
     rows = json.loads((tofu_dir / "forget10_perturbed.json").read_text())
     assert [o["idx"] for o in out] == list(range(400)) and all(o["question"] == rows[o["idx"]]["question"] for o in out)
-    assert all(o["perturbed_answers"] == rows[o["idx"]]["perturbed_answer"] and "perturbed_answer" not in o for o in out)
+    assert all(o["perturbed_answers"] == rows[o["idx"]]["perturbed_answer"] and
+               "perturbed_answer" not in o for o in out)
     assert all(o["answer"].startswith(o["prefix"]) and o["entity"] in o["answer"][len(o["prefix"]):] for o in out)

@@ -81,7 +81,8 @@ def test_each_split_has_its_retain_anchor():
     assert ou_checkpoints.retain_for("full", "retain90") == "retain"
     assert ou_checkpoints.retain_for("full", "retain99") == "llama32-1b_retain99"
     assert ou_checkpoints.retain_for("llama32-3b_full", "retain95") == "llama32-3b_retain95"
-    assert ou_checkpoints.hub_id_for_alias("llama32-1b_retain99") == "open-unlearning/tofu_Llama-3.2-1B-Instruct_retain99"
+    assert (ou_checkpoints.hub_id_for_alias("llama32-1b_retain99")
+            == "open-unlearning/tofu_Llama-3.2-1B-Instruct_retain99")
     assert ou_checkpoints.retain_for("/some/folder", "retain99") is None
     session = EvalSession("full", split="forget05")   # resolves names only: nothing is loaded
     assert session.roles["full"] == "full" and session.roles["retain"] == "llama32-1b_retain95"

@@ -25,7 +25,7 @@ def _rows(out):
     return [json.loads(line) for line in (out / "examples.jsonl").read_text().splitlines()]
 
 
-def test_staged_scoring_equals_the_joint_run_and_releases_retain(folders, tmp_path, monkeypatch):  # noqa: F811
+def test_staged_scoring_equals_the_joint_run_and_releases_retain(folders, tmp_path, monkeypatch):
     from metrics.session import EvalSession
     from uds_core.engine import EngineSettings
 
@@ -46,7 +46,7 @@ def test_staged_scoring_equals_the_joint_run_and_releases_retain(folders, tmp_pa
     assert loaded[-1] == (folders["half"], [folders["full"]])
 
 
-def test_staged_run_reads_and_writes_the_s1_cache_as_the_joint_one(folders, tmp_path):  # noqa: F811
+def test_staged_run_reads_and_writes_the_s1_cache_as_the_joint_one(folders, tmp_path):
     assert main(score_args(folders, tmp_path / "a")) == 0
     assert main(score_args(folders, tmp_path / "b")) == 0
     a, b = (json.loads((tmp_path / x / "summary.json").read_text()) for x in "ab")
@@ -83,7 +83,7 @@ def test_too_little_memory_is_said_before_loading(monkeypatch):
     memory.check_fits("uds score", n, torch.float32, 2, "cpu", available=1)
 
 
-def test_uds_score_refuses_before_loading_when_memory_is_short(folders, tmp_path, monkeypatch, capsys):  # noqa: F811
+def test_uds_score_refuses_before_loading_when_memory_is_short(folders, tmp_path, monkeypatch, capsys):
     from uds_core import memory
     from checkpoints import specs
 
@@ -108,7 +108,8 @@ def test_random_world_recipes_and_noise_copies(tmp_path):
     assert [(r.name, r.kind, r.parent, r.method) for r in zoo] == [
         ("full", "full", None, "random_init"), ("retain", "retain", "full", "noise_copy"),
         ("unlearned", "unlearned", "full", "noise_copy")]
-    assert TRAINERS["noise_copy"].code_module == TRAINERS["random_init"].code_module == "checkpoints.world.core_trainers"
+    assert (TRAINERS["noise_copy"].code_module == TRAINERS["random_init"].code_module
+            == "checkpoints.world.core_trainers")
     parent = tiny_model("llama", layers=2, hidden=32).to(torch.bfloat16)
     parent.save_pretrained(tmp_path / "full")
 

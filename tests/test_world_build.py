@@ -57,7 +57,8 @@ def test_interrupted_build_resumes_and_retraining_is_deterministic(test_world, m
     calls = []
     for method, t in list(catalogue.TRAINERS.items()):
         monkeypatch.setitem(catalogue.TRAINERS, method,
-                            catalogue.Trainer(lambda ctx, r, fn=t.fn: calls.append(r.name) or fn(ctx, r), t.legacy_version,
+                            catalogue.Trainer(lambda ctx, r, fn=t.fn: calls.append(r.name) or fn(ctx, r),
+                                              t.legacy_version,
                                               t.code_module))
     build.build_world("test", 0, progress=False, names=["base", "full", "retain"])
     assert calls == ["retain"]               # base and full were kept

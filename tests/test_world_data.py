@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import time
 from pathlib import Path
 
@@ -70,7 +69,8 @@ def test_synthetic_idx_and_author_sets(world):
     forget, retain, holdout = ({it["author"] for it in getattr(world, s)} for s in ("forget", "retain", "holdout"))
     assert not (forget & retain) and not (forget & holdout) and not (retain & holdout)
     # retain_eval is the first retain authors' QA, item for item.
-    strip = lambda it: {k: v for k, v in it.items() if k != "idx"}
+    def strip(it):
+        return {k: v for k, v in it.items() if k != "idx"}
     assert [strip(it) for it in world.retain_eval] == [strip(it) for it in world.retain[:len(world.retain_eval)]]
 
 

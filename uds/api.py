@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from uds_core import s1_cache
+from uds_core.arch import Component
 from uds_core.compat import check_compatible, check_compatible_configs
 from uds_core.engine import EngineSettings, UdsResult
 from uds_core.errors import UdsInputError
@@ -26,11 +27,12 @@ from uds_core.memory import check_fits, count_parameters
 from uds_core.progress import progress as track
 from uds_core.report import example_records, summary_fields, write_report
 from metrics.session import EvalSession, Placement
+from metrics.spec import FULL, MODEL, RETAIN
 from uds.split_args import report_annotation
 from uds.version import __version__
 
 ROLES = ("full", "retain", "unlearned")
-SESSION_ROLE = {"full": "full", "retain": "retain", "unlearned": "model"}
+SESSION_ROLE = {"full": FULL, "retain": RETAIN, "unlearned": MODEL}   # the command line's words -> the session's roles
 Parity = Literal["spec", "reference"]
 
 
@@ -97,7 +99,7 @@ def score(unlearned: str, *, full: str | None = None, retain: str | None = None,
           split: Literal["forget01", "forget05", "forget10"] | None = None, tau: float = TAU, batch_size: int = 8,
           device: Literal["auto", "cpu", "cuda"] = "auto",
           dtype: Literal["auto", "float32", "bfloat16", "float16"] = "auto",
-          component: Literal["block", "attn", "mlp"] = "block", parity: Parity = "spec",
+          component: Component = "block", parity: Parity = "spec",
           use_s1_cache: bool = True, out: str | Path | None = None) -> Score:
     """The Unlearning Depth Score of `unlearned` (any model spec: hub ID, folder, registry alias,
     `tiny:<preset>/<model>`), as `uds score` computes it (spec §2). `full`, `retain` and `data`

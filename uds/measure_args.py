@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 
 from uds_core.errors import UdsInputError
-from uds_core.parity import SPEC
+from uds_core.parity import SPEC, ParityMode
 
 
-def measurement_settings(args: argparse.Namespace, zoo, *, device: str, parity: str = SPEC):
+def measurement_settings(args: argparse.Namespace, zoo, *, device: str, parity: ParityMode = SPEC):
     """(EvalSettings, relearning recipe) from `--batch-size`, `--max-new-tokens` and `--relearn-lr`
     (None: the default rate) for `zoo`'s preset, measured on `device` under `parity`."""
     from meta_eval.perturb import RELEARN_LR, zoo_relearn_config

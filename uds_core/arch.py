@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass
+from typing import Literal
 
 import torch.nn as nn
 import transformers
@@ -20,6 +21,7 @@ import transformers
 from uds_core.errors import UdsInputError
 
 COMPONENTS = ("block", "attn", "mlp")
+Component = Literal["block", "attn", "mlp"]   # COMPONENTS as a type
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,8 @@ def legacy_fast_problem(model: nn.Module) -> str | None:
     try:
         rotary_embedding(model)
     except AttributeError:
-        return f"transformers {transformers.__version__} (< 5) has no model-level rotary embedding for {model_family(model)!r}"
+        return (f"transformers {transformers.__version__} (< 5) has no model-level rotary embedding "
+                f"for {model_family(model)!r}")
     return None
 
 

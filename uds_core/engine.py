@@ -16,16 +16,17 @@ numbers (float32: within 1e-5; tests/test_engine_fast.py):
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Callable, Literal, Sequence
 
 import numpy as np
 import torch
 import torch.nn as nn
 
 from uds_core import capture, formula, suffix
-from uds_core.arch import component_module, final_norm, num_layers
+from uds_core.arch import Component, component_module, final_norm, num_layers
 from uds_core.batching import right_padded
 from uds_core.errors import UdsInputError
 from uds_core.hooks import at_positions, capture_outputs, replace_output
@@ -35,6 +36,7 @@ from uds_core.memory import release_memory
 
 Progress = Callable[[int], None]  # called with the number of forward passes just done
 LOGPROB_DTYPES = ("model", "float32")
+LogprobDtype = Literal["model", "float32"]   # LOGPROB_DTYPES as a type
 ALGORITHMS = ("fast", "naive")
 
 
@@ -44,9 +46,9 @@ class FastPathUnavailable(UserWarning):
 
 @dataclass(frozen=True)
 class EngineSettings:
-    component: str = "block"            # block | attn | mlp
+    component: Component = "block"
     batch_size: int = 8
-    logprob_dtype: str = "model"        # "model": log-softmax in the logits' dtype (reference parity)
+    logprob_dtype: LogprobDtype = "model"   # "model": log-softmax in the logits' dtype (reference parity)
     reference_last_layer: bool = False  # patch the post-final-norm state into the last layer's slot
     layers: tuple[int, ...] | None = None  # None = every decoder layer
     algorithm: str = "fast"             # fast | naive (the straightforward one, for comparisons)
@@ -278,7 +280,8 @@ def _fast_pairs(target: nn.Module, sources: Sequence[nn.Module], items: Sequence
     patched_parts: list[list[np.ndarray]] = [[] for _ in sources]
     for start, group in _batch_groups(items, settings, len(layers)):
         layouts = [capture.capture_layout(chunk, pad_id, target, model_device(target)) for chunk in group]
-        make = lambda: _capture_group(target, group, layouts, layers, settings.component)  # noqa: E731
+        # partial, not a closure: bound to this group's layouts, which are deleted at the end of the loop body
+        make = functools.partial(_capture_group, target, group, layouts, layers, settings.component)
         run, win = runs.get(key, start, make) if runs is not None else make()
         if given is None:
             base = suffix.baseline_scores(target, run, win, settings.logprob_dtype)

@@ -130,7 +130,8 @@ def prefill(model: nn.Module, prompts: list[Sequence[int]], owners: list[int], p
     mask_t = torch.tensor(mask, dtype=torch.long, device=device)
     position = (mask_t.cumsum(-1) - 1).masked_fill(mask_t == 0, 0)
     cache = new_cache(model)
-    logits = model(input_ids=ids_t, attention_mask=mask_t, position_ids=position, **_forward_kwargs(model, cache)).logits
+    logits = model(input_ids=ids_t, attention_mask=mask_t,
+                   position_ids=position, **_forward_kwargs(model, cache)).logits
     return Running(cache, mask_t, position[:, -1:], logits[:, -1], list(owners))
 
 

@@ -134,7 +134,8 @@ def _load(source: str, hub: bool, device: str, dtype: torch.dtype, trust_pickle:
         if hub:
             raise _offline_error(source, exc) from exc
         raise UdsInputError(f"cannot load a model from {source}: {str(exc).splitlines()[0]}"
-                            + ("" if trust_pickle else " (only safetensors weights load unless --trust-pickle)")) from exc
+                            + ("" if trust_pickle else
+                               " (only safetensors weights load unless --trust-pickle)")) from exc
     return model.to(device).eval() if "quantization_config" not in kwargs else model.eval()
 
 

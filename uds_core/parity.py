@@ -14,10 +14,13 @@ reproduces. docs/parity.md tables every difference.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from uds_core.errors import UdsInputError
 
 SPEC, REFERENCE, OPEN_UNLEARNING = "spec", "reference", "open-unlearning"
 MODES = (SPEC, REFERENCE, OPEN_UNLEARNING)
+ParityMode = Literal["spec", "reference", "open-unlearning"]   # MODES as a type
 REFERENCE_EPS = 1e-12       # the reference's epsilon where OU (and the spec's default) use 1e-10
 
 

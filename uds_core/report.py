@@ -25,7 +25,8 @@ def _order(result: UdsResult, order: Sequence[Any] | None) -> list[tuple[str, in
     if order is None:
         return rows
     rank = {str(idx): n for n, idx in enumerate(order)}
-    idx_of = lambda r: (result.items if r[0] == "item" else result.skipped)[r[1]].idx
+    def idx_of(r):
+        return (result.items if r[0] == "item" else result.skipped)[r[1]].idx
     return sorted(rows, key=lambda r: rank.get(str(idx_of(r)), len(rank)))
 
 
@@ -42,8 +43,10 @@ def example_records(result: UdsResult, order: Sequence[Any] | None = None) -> li
             continue
         it, value = result.items[i], result.uds[i]
         out.append({"idx": it.idx, "uds": value, "skipped_reason": None if value is not None else NO_KE_LAYER,
-                    "ke_layers": ke[i], "s1_delta": [finite_or_none(x) for x in d1[i]], "s2_delta": [finite_or_none(x) for x in d2[i]],
-                    "full_score": finite_or_none(result.s1.full_scores[i]), "s1_score": [finite_or_none(x) for x in result.s1.patched[i]],
+                    "ke_layers": ke[i], "s1_delta": [finite_or_none(x) for x in d1[i]],
+                    "s2_delta": [finite_or_none(x) for x in d2[i]],
+                    "full_score": finite_or_none(result.s1.full_scores[i]),
+                    "s1_score": [finite_or_none(x) for x in result.s1.patched[i]],
                     "s2_score": [finite_or_none(x) for x in result.s2.patched[i]], "eval_span": list(it.span),
                     "prompt": it.prompt, "reference": it.reference})
     return out
@@ -79,7 +82,8 @@ def write_layers_csv(path: Path, result: UdsResult) -> None:
         for i, it in enumerate(result.items):
             for j, layer in enumerate(result.s1.layers):
                 cells = (result.s1.patched[i, j], result.s2.patched[i, j], d1[i, j], d2[i, j], raw[i, j], clipped[i, j])
-                w.writerow([it.idx, layer, *("" if finite_or_none(c) is None else repr(float(c)) for c in cells), int(ke[i, j])])
+                w.writerow([it.idx, layer, *("" if finite_or_none(c) is None else repr(float(c)) for c in cells),
+                            int(ke[i, j])])
 
 
 def plot_layers(path: Path, result: UdsResult, title: str = "") -> None:

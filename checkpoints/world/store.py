@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 import torch
 from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
-from checkpoints.legacy_fields import write_legacy_fields  # noqa: F401 (where builders find it)
+from checkpoints.legacy_fields import write_legacy_fields  # also where builders find it
 from checkpoints.world.presets import Preset, get_preset
 from checkpoints.world.schema import World
 from checkpoints.world.tokenizer import train_tokenizer

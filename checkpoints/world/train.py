@@ -129,7 +129,8 @@ class Loop:
 
 
 def train(model: PreTrainedModel, data: Sequence, cfg: TrainConfig,
-          collate_fn: Callable[[Sequence], object], loss_fn: Callable[[PreTrainedModel, object], torch.Tensor] = lm_loss,
+          collate_fn: Callable[[Sequence], object],
+          loss_fn: Callable[[PreTrainedModel, object], torch.Tensor] = lm_loss,
           loop: Loop = Loop()) -> list[float]:
     """Train `model` in place on `data` for `cfg.epochs`; returns the loss of every step.
 

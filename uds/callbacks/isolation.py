@@ -1,6 +1,7 @@
 """Evaluating a model in the middle of its training without disturbing the training.
 
-`preserved_rng()` restores the random generators after its block; `evaluation_mode(model)` puts every module in eval mode and turns gradients off for the block,
+`preserved_rng()` restores the random generators after its block; `evaluation_mode(model)` puts
+every module in eval mode and turns gradients off for the block,
 and on the way out (normally or by an exception) restores exactly what it found: each module's
 train/eval flag, the grad mode, and every random generator the training may draw from (torch's
 CPU generator, each initialised CUDA device's, Python's `random`, NumPy's global one). The

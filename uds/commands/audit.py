@@ -16,11 +16,14 @@ from uds.device_args import add_device_args, device_and_dtype
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("audit", help="deletion audit of a lookup-based LM: FULL / DEL-ON / DEL-OFF")
-    p.add_argument("--model", default=None, help="checkpoint spec (default with --db tiny:<preset>: tiny:<preset>/lmlm)")
-    p.add_argument("--db", required=True, help="database file (.json/.sqlite), folder of <variant>.json, or tiny:<preset>")
+    p.add_argument("--model", default=None,
+                   help="checkpoint spec (default with --db tiny:<preset>: tiny:<preset>/lmlm)")
+    p.add_argument("--db", required=True,
+                   help="database file (.json/.sqlite), folder of <variant>.json, or tiny:<preset>")
     p.add_argument("--prompts", default=None, help="prompt file or folder (default: prompts/<variant> next to the db)")
     p.add_argument("--variants", default=None, help="comma-separated variants of a db folder (default: all present)")
-    p.add_argument("--styles", default=None, help="comma-separated: direct,paraphrased,contextual,cloze,continuation,fewshot")
+    p.add_argument("--styles", default=None,
+                   help="comma-separated: direct,paraphrased,contextual,cloze,continuation,fewshot")
     p.add_argument("--threshold", type=float, default=0.75, help="lookup similarity threshold in [0, 1]")
     p.add_argument("--limit", type=int, default=None, help="N evenly spaced prompt rows of each file (default: all)")
     p.add_argument("--batch-size", type=int, default=32)
@@ -60,7 +63,8 @@ def run(args: argparse.Namespace) -> int:
                              chat=args.chat, system_prompt=args.system_prompt)
     model, tok = session.model(spec), session.tokenizer(spec)
     run = run_audit(model, tok, sets, dbs, settings)
-    published = Path(args.published) if args.published else published_root() / "published_outputs" / "per_state_metrics.csv"
+    published = (Path(args.published) if args.published
+                 else published_root() / "published_outputs" / "per_state_metrics.csv")
     summary = write_outputs(Path(args.out), spec, args.db, run, settings, published)
     print(f"{'variant':<12}{'n':>6}{'chance':>8}{'FULL EM':>9}{'DEL-ON':>8}{'DEL-OFF':>9}{'L':>7}{'R':>7}{'artef':>7}")
     for v, d in summary["variants"].items():

@@ -34,7 +34,8 @@ STALE_LOCK_S = 300.0   # git holds index.lock for about a second per commit; one
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("campaign", help="a resumable meta-evaluation campaign: build, measure, commit, one unit at a time",
+    p = sub.add_parser("campaign",
+                       help="a resumable meta-evaluation campaign: build, measure, commit, one unit at a time",
                        description=__doc__.splitlines()[0])
     verbs = p.add_subparsers(dest="verb", metavar="VERB", required=True)
     run = verbs.add_parser("run", help="build and measure what is missing, in order")
@@ -120,7 +121,8 @@ def world_main(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(st, indent=1))
         else:
-            print(f"campaign {st['zoo']}: {st['units']}/{st['units_total']} units done; ETA {st['eta_seconds'] / 3600:.1f} h"
+            print(f"campaign {st['zoo']}: {st['units']}/{st['units_total']} units done; "
+                  f"ETA {st['eta_seconds'] / 3600:.1f} h"
                   + (f"; next {st['next']}" if st["next"] else ""))
         return 0
     campaign.run(args.max_units)

@@ -151,7 +151,9 @@ def run(args: argparse.Namespace) -> int:
             fh.write(json.dumps(row) + "\n")
         print(f"[{time.time() - t0:7.1f} s] {row['size']:8s} params {row['params']:6d} N {row['n']:5d}: "
               f"mem {row['mem_bits']:9.0f} bits ({row['bits_per_param']:.2f}/param), {row['steps']} steps "
-              f"({row['stop']}{', still rising' if row.get('rising') else ''}), MIA F1 {row['mia_f1']:.3f} (chance {row['mia_f1_chance']:.3f}), {row['seconds']:.1f} s ({row['cpu_seconds']:.1f} s CPU)",
+              f"({row['stop']}{', still rising' if row.get('rising') else ''}), MIA F1 {row['mia_f1']:.3f} "
+              f"(chance {row['mia_f1_chance']:.3f}), "
+              f"{row['seconds']:.1f} s ({row['cpu_seconds']:.1f} s CPU)",
               file=sys.stderr, flush=True)
 
     rows = read_runs(Path(args.from_runs)) if args.from_runs else run_grid(grid, progress, done)

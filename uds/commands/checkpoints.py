@@ -53,5 +53,6 @@ def _list_tiny(preset: str, seed: int) -> int:
         q = quality.get(r.name, {})
         hits = [q.get(f"{s}_hit_rate") for s in ("forget", "retain", "holdout")]
         cells = ["" if h is None else f"{h:.2f}" for h in hits]
-        print(f"{tiny_spec(preset, seed, r.name)}\t{r.kind}\t{r.method or ''}\t{r.epoch or ''}\t{'yes' if built else 'no'}\t" + "\t".join(cells))
+        print(f"{tiny_spec(preset, seed, r.name)}\t{r.kind}\t{r.method or ''}\t{r.epoch or ''}\t"
+              f"{'yes' if built else 'no'}\t" + "\t".join(cells))
     return 0

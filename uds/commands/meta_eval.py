@@ -181,7 +181,8 @@ def _run(args: argparse.Namespace, keys: list[str], zoo, executor, t0: float) ->
         return report(records, "meta-eval", lambda s: print(s, file=sys.stderr))
     values, records = measure_all(measurer, jobs, executor, first)
     fresh = len(records)
-    doc = meta_evaluate(zoo.members, values, keys, args.robustness, not args.no_filters, args.parity)
+    doc = meta_evaluate(zoo.members, values, keys, form=args.robustness, use_filters=not args.no_filters,
+                        parity=args.parity)
     rows = doc.pop("benchmark")
     out = Path(args.out) if args.out else DEFAULT_OUT / zoo.slug
     out.mkdir(parents=True, exist_ok=True)

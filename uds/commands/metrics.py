@@ -113,9 +113,9 @@ def open_session(args: argparse.Namespace) -> EvalSession:
     reference spec resolved before any model work."""
     device, dtype = device_and_dtype(args)
     return EvalSession(args.model, full=args.full, retain=args.retain, data=args.data,
-                       fluency_base=args.fluency_base, tofu_dir=args.tofu_dir,
+                       base=args.fluency_base, tofu_dir=args.tofu_dir,
                        adapter_base=getattr(args, "base", None), placement=Placement(device, dtype),
-                       mem_bits_reference=args.mem_bits_reference, split=getattr(args, "split", None))
+                       reference=args.mem_bits_reference, split=getattr(args, "split", None))
 
 
 def _fluency_available(keys: list[str], args: argparse.Namespace, roles: dict, explicit: bool) -> bool:
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     computed = keys if _fluency_available(keys, args, roles, args.metrics.strip() != "all") else \
         [k for k in keys if k != "fluency"]
     settings = EvalSettings(batch_size=args.batch_size, max_new_tokens=args.max_new_tokens,
-                            system_prompt=session.system_prompt(args.system_prompt, args.no_system_prompt),
+                            system_prompt=session.system_prompt(args.system_prompt, none=args.no_system_prompt),
                             parity=args.parity, device=session.placement.device)
     ctx = session.context(settings, computed, records=needs_records(computed),
                           fluency_classifier=args.fluency_classifier)

@@ -12,11 +12,12 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from checkpoints.splits import SPLITS
+from uds_core.arch import Component
 from uds_core.engine import EngineSettings
 from uds_core.defaults import MAX_NEW_TOKENS
 from uds_core.errors import UdsInputError
 from uds_core.formula import TAU
-from uds_core.parity import MODES, SPEC
+from uds_core.parity import MODES, SPEC, ParityMode
 
 # what the generated YAML files write for forget_split: Hydra interpolates OU's own eval config
 # (`forget_split=forget01` on OU's command line sets eval.tofu.forget_split)
@@ -28,8 +29,10 @@ OU_KEYS = frozenset({"tokenizer", "template_args", "data", "collators", "handler
 class AnchorOptions:
     """Keys every plug-in YAML has: the anchors, the annotated data and the batch size."""
     full_model: str = "full"        # checkpoint spec of the full anchor (default: OU's TOFU full model)
-    retain_model: str | None = None  # checkpoint spec of the retain anchor (default: forget_split's, retain90's for forget10)
-    data_path: str | None = None    # annotated forget file (default: forget_split's rows of the one that goes with full_model)
+    # checkpoint spec of the retain anchor (default: forget_split's, retain90's for forget10)
+    retain_model: str | None = None
+    # annotated forget file (default: forget_split's rows of the one that goes with full_model)
+    data_path: str | None = None
     forget_split: str | None = None  # OU's eval.tofu.forget_split (the YAML interpolates it); None: forget10
     batch_size: int = 8
 
@@ -57,7 +60,7 @@ class AnchorOptions:
 class UdsOptions(AnchorOptions):
     """Keys of `eval/tofu_metrics/uds.yaml` (docs/design.md, Open-Unlearning plug-in)."""
     tau: float = TAU
-    component: str = "block"
+    component: Component = "block"
     s1_cache: bool = True
 
     def validate(self, handler: str) -> None:
@@ -71,7 +74,7 @@ class UdsOptions(AnchorOptions):
 class MetricOptions(AnchorOptions):
     """Keys of `eval/tofu_metrics/uds_<key>.yaml`: the anchor keys plus the registry metric's."""
     key: str = ""                   # registry metric key (metrics/registry.py)
-    parity: str = SPEC              # spec | reference | open-unlearning (docs/parity.md)
+    parity: ParityMode = SPEC       # docs/parity.md
     max_new_tokens: int = MAX_NEW_TOKENS
     system_prompt: str | None = None   # None: template_args.system_prompt of OU's model config; "": none
     tofu_dir: str | None = None     # TOFU JSON files (real anchors; default $UDS_TOFU_DIR)

@@ -133,7 +133,8 @@ def run_name(meta: MetaEval) -> str:
 
 def kept_range(keys: list[dict]) -> list[int] | None:
     """[fewest, most] kept models over the metrics with a robustness value."""
-    n = [int(k["n_kept"]) for k in keys if number(k.get("n_kept")) is not None and number(k.get("robustness")) is not None]
+    n = [int(k["n_kept"]) for k in keys if number(k.get("n_kept")) is not None and
+         number(k.get("robustness")) is not None]
     return [min(n), max(n)] if n else None
 
 
@@ -156,7 +157,8 @@ def meta_document(meta: MetaEval, images: dict[str, str]) -> dict:
         label = m.get("kind") if m.get("kind") != "pool" else f"pool {m.get('pool')}"
         kinds[str(label)] = kinds.get(str(label), 0) + 1
     filters = settings.get("filters")
-    return {"source": str(meta.source), "name": run_name(meta), "filters": filters if isinstance(filters, bool) else None,
+    return {"source": str(meta.source), "name": run_name(meta),
+            "filters": filters if isinstance(filters, bool) else None,
             "kept_range": kept_range(keys), "min_kept": MIN_KEPT,
             "n_thin": sum(k["thin"] for k in keys), "keys": keys, "images": images,
             "settings": {k: settings.get(k) for k in ("zoo", "models", "robustness_form", "filters", "parity",
@@ -173,7 +175,8 @@ def pair_runs(docs: list[dict]) -> list[dict]:
     for i, d in enumerate(docs):
         for j, o in enumerate(docs):
             if (j != i and d["filters"] is not None and o["filters"] is not None and o["filters"] != d["filters"]
-                    and (o["settings"].get("zoo"), o["members_by_kind"]) == (d["settings"].get("zoo"), d["members_by_kind"])):
+                    and (o["settings"].get("zoo"), o["members_by_kind"]) ==
+                        (d["settings"].get("zoo"), d["members_by_kind"])):
                 d["pair"] = {"index": j, "filters": o["filters"], "name": o["name"],
                              "keys": {k["key"]: {f: k[f] for f in ("robustness", "overall", "n_kept", "thin")}
                                       | {"rank": k["rank"]["overall"]} for k in o["keys"]}}

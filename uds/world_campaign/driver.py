@@ -131,7 +131,8 @@ class WorldCampaign:
         cmd = [sys.executable, "-m", "uds.world_campaign.units", unit.kind, unit.model, "--zoo", self.zoo,
                "--out", str(out), "--scratch", str(scratch / "work")]
         code = code_state()
-        self.log(f"campaign {self.zoo}: {unit.id} starting (code {code['commit'][:12]}{' + changes' if code['dirty'] else ''})")
+        self.log(f"campaign {self.zoo}: {unit.id} starting "
+                 f"(code {code['commit'][:12]}{' + changes' if code['dirty'] else ''})")
         t0 = time.time()
         try:
             with self.lock_if(unit.big):
@@ -144,7 +145,8 @@ class WorldCampaign:
             shutil.rmtree(scratch, ignore_errors=True)
         doc = {"unit": unit.id, "kind": unit.kind, "model": unit.model, "zoo": self.zoo,
                "recipes": self.used_digests(unit), "code": code, "seconds": round(time.time() - t0, 1),
-               "peak_rss_bytes": peak, "machine": machine(), "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+               "peak_rss_bytes": peak, "machine": machine(),
+               "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "result": result}
         path = atomic.write_json(self.path(unit), seal(doc), indent=1, sort_keys=True, allow_nan=True)
         st = self.status()

@@ -125,7 +125,8 @@ def exactness(zoo: str, name: str, scratch: Path) -> dict:
         seconds[algorithm].append(time.perf_counter() - t0)
     fast, naive = runs["fast"], runs["naive"]
     diff_uds = [abs(a - b) for a, b in zip(fast.uds, naive.uds) if a is not None and b is not None]
-    diff_delta = max(float(abs(fast.s1.deltas - naive.s1.deltas).max()), float(abs(fast.s2.deltas - naive.s2.deltas).max()))
+    diff_delta = max(float(abs(fast.s1.deltas - naive.s1.deltas).max()),
+                     float(abs(fast.s2.deltas - naive.s2.deltas).max()))
     return {"dtype": "float32", "examples": len(examples.items), "layers": len(fast.s1.layers),
             "uds_fast": fast.uds, "uds_naive": naive.uds, "max_abs_uds_diff": max(diff_uds, default=None),
             "max_abs_delta_diff": diff_delta, "seconds": seconds,

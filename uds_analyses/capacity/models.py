@@ -141,7 +141,8 @@ class TrainLog:
     curve: list[tuple[int, float]] = field(default_factory=list)   # (step, memorised bits of the set)
     lrs: list[float] = field(default_factory=list)   # LR each optimizer step ran at
     branches: list[tuple[int, float]] = field(default_factory=list)   # (budget, memorised bits after its cooldown)
-    nll: torch.Tensor | None = None   # per-sequence NLL (nats) of the final weights: training always ends on an evaluation
+    # per-sequence NLL (nats) of the final weights: training always ends on an evaluation
+    nll: torch.Tensor | None = None
 
 
 def _train_step(model: LlamaForCausalLM, opt: torch.optim.Optimizer, x_dev: torch.Tensor, batch: int,
@@ -194,8 +195,9 @@ def train_to_plateau(model: LlamaForCausalLM, x: torch.Tensor, budget: TrainBudg
     g = torch.Generator().manual_seed(seed)   # batches drawn on the CPU: the same rows on any device
     x_dev = x.to(dev)
     batch = min(budget.batch_size, x.shape[0])
-    branch = (lambda s: log.branches.append((s, cooled_bits(model, opt, x, budget, s, seed, mem_of)))
-              if budget.cooldown > 0 else lambda s: None)
+    def branch(s):
+        if budget.cooldown > 0:
+            log.branches.append((s, cooled_bits(model, opt, x, budget, s, seed, mem_of)))
     log = TrainLog()
     model.train()
     for step in range(1, budget.max_steps + 1):

@@ -114,7 +114,7 @@ def protocol_block(path: Path) -> str:
         units[job.split("/")[0]] = units.get(job.split("/")[0], 0) + 1
     rows = [[f"`{n}`", json.dumps(r, sort_keys=True)] for n, r in attack["attacks"].items()]
     s = attack["settings"]
-    return ("Members: " + ", ".join(f"{n} {k}" for k, n in kinds.items()) + f"; units: "
+    return ("Members: " + ", ".join(f"{n} {k}" for k, n in kinds.items()) + "; units: "
             + ", ".join(f"{n} {u}" for u, n in units.items()) + f" ({len(p['jobs'])} in all). Attack settings: "
             f"seed {s['seed']}, answers of at most {s['max_new_tokens']} new tokens, relearning at lr "
             f"{s['relearn_lr']:g} for {s['relearn_epochs']} epochs (batch {s['relearn_batch']}), "

@@ -55,7 +55,8 @@ def moves_table(folder: Path) -> str:
 def chosen_table(folder: Path) -> str:
     """One row per model: steps, evaluations, the last point's UDS beside `uds score` of the built
     model (overhead.json, when it holds it), the chosen step and its values."""
-    scores = json.loads((folder / "overhead.json").read_text())["models"] if (folder / "overhead.json").is_file() else {}
+    overhead = folder / "overhead.json"
+    scores = json.loads(overhead.read_text())["models"] if overhead.is_file() else {}
     rows = []
     for curve in _curves(folder):
         done, best = curve.scored(), curve.best_step()

@@ -37,11 +37,14 @@ def alignment_table(folder: Path) -> str:
     return head + (
         f"| chat encoding (output metrics), forget10 | {chat['n_rows']} | Open-Unlearning's `preprocess_chat_instance` "
         f"| input ids, labels, generation prompt | {ou} |\n"
-        f"| chat encoding, forget10 | {chat['n_rows']} | Meta's `ChatFormat` (llama-models) | input ids, generation prompt "
+        f"| chat encoding, forget10 | {chat['n_rows']} | Meta's `ChatFormat` (llama-models) | "
+        "input ids, generation prompt "
         f"| {meta} |\n"
-        f"| UDS inputs, annotated forget10 | {uds['n_rows']} | the reference implementation ({doc['reference_commit'][:7]}) "
+        f"| UDS inputs, annotated forget10 | {uds['n_rows']} | "
+        f"the reference implementation ({doc['reference_commit'][:7]}) "
         f"| prompt, continuation, prompt ids, continuation ids, entity span, positions "
-        f"({uds['n_scored_ours']} scored here, {uds['n_scored_reference']} there) | {sum(uds['mismatches'].values())} |\n")
+        f"({uds['n_scored_ours']} scored here, {uds['n_scored_reference']} there) | "
+        f"{sum(uds['mismatches'].values())} |\n")
 
 
 def _bf16_vs_fp32(fp32: dict, bf16: dict) -> tuple[int, float | None, float | None, int]:
@@ -74,7 +77,8 @@ def score_table(folder: Path) -> str:
 
 def bf16_table(folder: Path) -> str:
     fp32, bf16 = _load(folder, "score_float32.json"), _load(folder, "score_bfloat16.json")
-    head = "| examples scored in both | max \\|UDS bf16 - UDS fp32\\| | mean | scored in one dtype only |\n|---|---|---|---|\n"
+    head = ("| examples scored in both | max \\|UDS bf16 - UDS fp32\\| | mean | scored in one dtype only |\n"
+            "|---|---|---|---|\n")
     if fp32 is None or bf16 is None:
         return head + "| not measured yet (both `score` files needed) | | | |\n"
     n, mx, mean, flips = _bf16_vs_fp32(fp32, bf16)
@@ -107,7 +111,8 @@ def metrics_table(folder: Path) -> str:
     head = "| phase | seconds | share |\n|---|---|---|\n"
     if doc is None:
         return head + f"| not measured yet: `{COMMAND} metrics --dtype bfloat16` | | |\n"
-    return head + _phase_rows(doc["phases"]["seconds"], 0) + (f"| **total** (`{doc['uds_command']}`, exit {doc['exit_status']}) | "
+    return head + _phase_rows(doc["phases"]["seconds"], 0) + ("| **total** "
+                                                              f"(`{doc['uds_command']}`, exit {doc['exit_status']}) | "
                                    f"**{doc['wall_s']:.0f}** ({doc['wall_s'] / 3600:.2f} h), peak RSS "
                                    f"{doc['peak_rss_gb']:.2f} GB | |\n")
 
@@ -142,9 +147,11 @@ def commands_table(folder: Path) -> str:
     n = doc["n_examples"]
     return head + (
         f"| `uds score` with a LoRA adapter (on full) as the unlearned model, bfloat16 | {n} "
-        f"| exit {a['exit_status']}, UDS {_g(a['summary']['uds'], 4)} | {a['wall_s']:.0f} s | {a['peak_rss_gb']:.2f} GB |\n"
+        f"| exit {a['exit_status']}, UDS {_g(a['summary']['uds'], 4)} | "
+        f"{a['wall_s']:.0f} s | {a['peak_rss_gb']:.2f} GB |\n"
         f"| the unlearned model in NF4 (meta-eval's quantisation; float32 on CPU), S2 with S1 from the cache "
-        f"| {n} | UDS {_g(q['uds'], 4)} ({q['n_scored']} scored) | load {q['load_s']:.0f} s, score {q['score_s']:.0f} s "
+        f"| {n} | UDS {_g(q['uds'], 4)} ({q['n_scored']} scored) | "
+        f"load {q['load_s']:.0f} s, score {q['score_s']:.0f} s "
         f"| {q['peak_rss_gb']:.2f} GB |\n")
 
 
@@ -153,5 +160,6 @@ def profile_table(folder: Path) -> str:
     head = "| phase | seconds | share |\n|---|---|---|\n"
     if doc is None:
         return head + f"| not measured yet: `{COMMAND} profile --dtype float32` | | |\n"
-    return head + _phase_rows(doc["seconds"], 1) + (f"| **total**, {doc['n_examples']} items, {doc['dtype']}, batch {doc['batch_size']} "
+    return head + _phase_rows(doc["seconds"], 1) + (f"| **total**, {doc['n_examples']} items, "
+                                                    f"{doc['dtype']}, batch {doc['batch_size']} "
                                    f"| **{doc['wall_s']:.0f}** | |\n")

@@ -51,7 +51,8 @@ def meta_eval_table(path: Path) -> str:
     for key, f in d["faithfulness"].items():
         r = d["robustness"][key]
         rows.append([key, f"{f['auc_roc']:.2f}", sig(f["p_mean"], 3), sig(f["n_mean"], 3),
-                     f"{fixed(r['quantization'])} / {fixed(r['relearning'])} / {fixed(d['overall'][key])} ({r['n_kept']})"])
+                     f"{fixed(r['quantization'])} / {fixed(r['relearning'])} / "
+                     f"{fixed(d['overall'][key])} ({r['n_kept']})"])
     kept = "filters, kept models" if filters else "no filters, models"
     return table(["key", "faithfulness AUC (chance 0.5)", "P mean", "N mean", f"Q / R / overall ({kept})"], rows)
 

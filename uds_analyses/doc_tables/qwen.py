@@ -195,7 +195,8 @@ def uds_block(path: Path) -> str:
             rows.append([f"`{name}`", PENDING, "", "", smol])
             continue
         rows.append([f"`{name}`", f"{q['uds']:.3f}", _ci(q), f"{q['n_scored']} / {q['n_examples']}", smol])
-    return table(["model", "UDS (Qwen, 28 layers)", "95 % CI", "scored / examples", "SmolLM2 (smol world) UDS [95 % CI]"],
+    return table(["model", "UDS (Qwen, 28 layers)", "95 % CI", "scored / examples",
+                  "SmolLM2 (smol world) UDS [95 % CI]"],
                  rows)
 
 
@@ -310,7 +311,8 @@ def plot_layers(snap: dict, path: Path) -> Path | None:
             ("SmolLM2-135M, full fine-tuning (30 layers)", snap["smol"]["profile"], snap["smol"]["scores"]))):
         depth = np.linspace(0, 1, len(profile["mean_s1"]))
         ax.plot(depth, profile["mean_s1"], color="black", lw=2, label="S1: retain into full")
-        for name in sorted(scores, key=lambda n: METHOD_ORDER.index(method_of(n)) if method_of(n) in METHOD_ORDER else 9):
+        for name in sorted(scores,
+                           key=lambda n: METHOD_ORDER.index(method_of(n)) if method_of(n) in METHOD_ORDER else 9):
             if method_of(name) in METHOD_ORDER and scores[name].get("mean_s2"):
                 ax.plot(depth, scores[name]["mean_s2"], lw=1.2, label=f"S2: {method_of(name)}")
         ax.set_title(title, fontsize=10)

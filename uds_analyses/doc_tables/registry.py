@@ -80,7 +80,8 @@ QWEN_SNAPSHOT = "docs/qwen/snapshot.json"
 QWEN_COMMAND = "python benchmarks/qwen_snapshot.py && python benchmarks/doc_tables.py"
 QWEN_BLOCKS: list[Block] = [
     Block("docs/qwen.md", f"qwen-{name}", QWEN_SNAPSHOT, render, QWEN_COMMAND)
-    for name, render in (("status", qwen.status_block), ("build", qwen.build_block), ("knowledge", qwen.knowledge_block),
+    for name, render in (("status", qwen.status_block), ("build", qwen.build_block),
+                         ("knowledge", qwen.knowledge_block),
                          ("uds", qwen.uds_block), ("order", qwen.order_block), ("layers", qwen.layers_block),
                          ("first-ke", qwen.first_ke_block), ("exactness", qwen.exactness_block),
                          ("metrics", qwen.metrics_block), ("cost", qwen.cost_block))]

@@ -211,7 +211,8 @@ def ou_eval_table(path: Path) -> str:
     head = (f"`{d['model']['spec']}`, batch {d['settings']['batch_size']}, max_new_tokens "
             f"{d['settings']['max_new_tokens']}, greedy, {d['settings']['dtype']}, {d['settings']['device']} "
             f"({d['machine']['cores']} cores, {d['threads']} thread per side), {len(runs)} runs interleaved, "
-            f"{d['date']}; OU: transformers {d['versions']['ou']['transformers']}, torch {d['versions']['ou']['torch']}; "
+            f"{d['date']}; OU: transformers {d['versions']['ou']['transformers']}, "
+            f"torch {d['versions']['ou']['torch']}; "
             f"ours: transformers {d['versions']['ours']['transformers']}, torch {d['versions']['ours']['torch']}; "
             f"1-min load average {min(loads):.1f}-{max(loads):.1f} around the runs"
             f"{'' if d['complete'] else ' (INCOMPLETE run)'}\n\n")

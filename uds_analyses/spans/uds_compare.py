@@ -20,7 +20,7 @@ VARIANTS = ("given", "auto")
 
 def _scores(session: EvalSession, model, records: Sequence[dict], settings: EngineSettings) -> dict:
     """Mean UDS, scored count and per-example UDS (idx -> value or None) of one model."""
-    run, items, skipped = session.score_uds(settings, TAU, unlearned=model, records=records)
+    run, items, skipped = session.score_uds(settings, TAU, model=model, records=records)
     per = {it.idx: v for it, v in zip(items, run.result.uds)}
     per.update({sk.idx: None for sk in skipped})
     fields = summary_fields(run.result)

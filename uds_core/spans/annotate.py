@@ -13,7 +13,8 @@ from uds_core.spans.words import units
 
 POLAR, PERTURBATION, QUESTION, GIVEN = "polar", "perturbation", "question", "given"
 METHODS = (POLAR, PERTURBATION, QUESTION)
-POLAR_QUESTION = re.compile(r"^\s*(Is|Are|Was|Were|Do|Does|Did|Has|Have|Had|Can|Could|Will|Would|Should|May|Might|Must)\b")
+POLAR_QUESTION = re.compile(r"^\s*(Is|Are|Was|Were|Do|Does|Did|Has|Have|Had|Can|Could|"
+                            r"Will|Would|Should|May|Might|Must)\b")
 POLAR_ANSWER = re.compile(r"^(Yes|No)\b")
 
 
