@@ -188,7 +188,8 @@ def _sources():
         yield rel, (ROOT / rel).read_text()
     for package in CODE:
         for path in sorted((ROOT / package).rglob("*.py")):
-            yield str(path.relative_to(ROOT)), path.read_text()
+            if path != Path(__file__).resolve():     # this file plants wrong counts on purpose
+                yield str(path.relative_to(ROOT)), path.read_text()
 
 
 def test_the_counts_in_prose_are_the_registrys():
