@@ -1,9 +1,9 @@
 """One meta-evaluation measurement, phase by phase: the straightforward path against the fast one,
 side by side in one run, each against the floor its work needs on this machine.
 
-A measurement is what `uds meta-eval` / `uds campaign` run for one (model, setting): the 22 keys
-plus utility and fluency for the model as built, the 22 keys for NF4 and relearned. Each path
-(`EvalSettings.fast` False / True) gets its own Measurer (its own work cache, store and relearned
+A measurement is what `uds meta-eval` / `uds campaign` run for one (model, setting): the
+meta-evaluated keys plus utility and fluency for the model as built, the same keys for NF4 and
+relearned. Each path (`EvalSettings.fast` False / True) gets its own Measurer (its own work cache, store and relearned
 copies) and measures, interleaved job by job: the zoo's full model with the anchors' shared work
 (the retain model's statistics, full/retain states and Fisher diagonals, full's generations), then
 the chosen unlearned model as built, NF4 and relearned, as a campaign does in one process. S1 is

@@ -1,4 +1,4 @@
-"""How much forget knowledge a model carries, by a check that is none of the 22 metrics.
+"""How much forget knowledge a model carries, by a check that is none of the registered metrics.
 
 Greedy chat answers to the forget questions, in their original and in TOFU's paraphrased
 wording, scored by whether the annotated entity string appears in the answer (case and

@@ -13,7 +13,7 @@ def parse_keys(text: str) -> list[str]:
     from metrics.registry import META_KEYS, PROBE_META_KEYS
 
     names = [k.strip() for k in text.split(",") if k.strip()]
-    # `all` is the spec's 22 keys; it combines with named extras (`all,mem_bits`)
+    # `all` is the meta-evaluated keys (META_KEYS); it combines with named extras (`all,mem_bits`)
     keys = list(dict.fromkeys(k for n in names for k in (META_KEYS if n == "all" else (n,))))
     valid = META_KEYS + PROBE_META_KEYS
     bad = [k for k in keys if k not in valid]

@@ -1,5 +1,5 @@
-"""The 19 baseline metrics, the TOFU utility metrics, UDS and memorisation in bits as metrics
-(spec §3-4, spec-probes §1.1), and the evaluation session.
+"""The baseline metrics (`registry.BASELINE_METRICS`), the TOFU utility metrics, UDS and memorisation
+in bits as metrics (spec §3-4, spec-probes §1.1), and the evaluation session.
 
 What a metric is and how a family registers itself: `spec`. The families, one file each:
 `families/`. The registry that finds them and the key lists: `registry`. Pure formulas: `stats`,

@@ -9,8 +9,8 @@ Label: the metric's name as tables and pages print it (the spec's name where it 
 registered metric has one (`register` refuses an empty label), so the leaderboard, `uds report`
 and the docs name a metric the same way from its one file.
 
-Group (which key lists a metric joins, `metrics.registry`): "baseline" (the 19 baselines:
-`uds metrics all` and meta-evaluated), "utility" (`uds metrics all`), "uds" (meta-evaluated),
+Group (which key lists a metric joins, `metrics.registry`): "baseline" (the spec's comparison
+metrics, spec §4: `uds metrics all` and meta-evaluated), "utility" (`uds metrics all`), "uds" (meta-evaluated),
 "probe" (meta-evaluated when named), "diagnostic" (computed when named only).
 """
 
@@ -55,6 +55,12 @@ class MetricSpec:
     depends: tuple[str, ...] = ()  # metrics whose results `compute` reads from ctx.results
     group: str = "baseline"        # GROUPS
     label: str = ""                # display name (required by `register`)
+    variant_of: str = ""           # the metric this key is one setting of (Fisher's three mask sizes are one metric)
+
+    @property
+    def metric(self) -> str:
+        """The metric the key measures: its own key, or the metric it is a variant of."""
+        return self.variant_of or self.key
 
     @property
     def references(self) -> tuple[str, ...]:

@@ -40,7 +40,7 @@ def test_names_unique_and_docs_covered():
                                        "docs/smol.md", "docs/performance.md",
                                        "docs/smol_meta_eval.md", "docs/smol_attacks.md", "docs/reliability.md",
                                        "docs/spans.md", "docs/curves.md",
-                                       "docs/results.md", "docs/llama1b.md", "docs/qwen.md", "README.md"}
+                                       "docs/results.md", "docs/llama1b.md", "docs/qwen.md", "docs/design.md", "README.md"}
 
 
 def test_every_generated_marker_in_the_docs_is_registered():

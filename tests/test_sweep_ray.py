@@ -142,7 +142,7 @@ def test_bad_ray_input_exits_2_before_any_task(ray_cluster, models_file, tmp_pat
 @pytest.mark.slow
 def test_acceptance_tiny_test_zoo_ray_equals_serial(tmp_path):
     """`uds meta-eval --zoo tiny:test --executor ray` equals the serial run on every faithfulness,
-    robustness and overall number (all 22 metrics, the whole built zoo)."""
+    robustness and overall number (every meta-evaluated metric, the whole built zoo)."""
     docs = {}
     for executor in ("local", "ray"):
         out = tmp_path / executor

@@ -21,7 +21,7 @@ from uds_core.quiet import quiet_libraries
 # the top-level help answers without torch, transformers or the metrics stack.
 COMMANDS = {
     "score": ("uds.commands.score", "Unlearning Depth Score of an unlearned model"),
-    "metrics": ("uds.commands.metrics", "the 19 baseline metrics and TOFU utility of one model"),
+    "metrics": ("uds.commands.metrics", "the baseline metrics and TOFU utility of one model"),
     "annotate": ("uds.commands.annotate", "entity spans for QA records that have none"),
     "meta-eval": ("uds.commands.meta_eval", "faithfulness and robustness of every metric on a model zoo"),
     "attack": ("uds.commands.attack", "what an attacker recovers: relearning, quantisation, ablation, prompts"),

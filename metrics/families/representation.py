@@ -35,7 +35,7 @@ def _fisher_spec(p: float) -> MetricSpec:
     return MetricSpec(f"fisher_masked_{p:g}", "representation", ERASURE, (Use("fisher", (MODEL, FULL, RETAIN)),),
                       lambda c: _fisher(c, p),
                       f"Fisher erasure on the top {p:.2%} of max(F_ret - F_full, 0) per block, weighted",
-                      label=f"Fisher {p * 100:g}%")
+                      label=f"Fisher {p * 100:g}%", variant_of="fisher_masked")
 
 
 register([

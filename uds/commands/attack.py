@@ -35,8 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="instead: assemble an attack campaign's result from its files")
     p.add_argument("--legacy", metavar="DIR", help="with --from-campaign: the meta-evaluation campaign to compare "
                                                    "the rebuilt models with")
-    p.add_argument("--attacks", default="all", help="all, or comma-separated: plain, relearn, quant_int8, "
-                                                    "quant_fp4, ablate, fewshot, roleplay (default all)")
+    p.add_argument("--attacks", default="all", help="all, or comma-separated attack names (meta_eval/attacks: "
+                                                    "plain, relearn, ...; a wrong name lists them all; default all)")
     p.add_argument("--retain", metavar="SPEC", help="the reference never trained on the forget set "
                                                     "(default: goes with --model)")
     p.add_argument("--full", metavar="SPEC", help="the model before unlearning, the ablation's reference "

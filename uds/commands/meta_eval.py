@@ -25,6 +25,7 @@ from uds_core import atomic
 from uds_core.defaults import MAX_NEW_TOKENS
 from uds_core.errors import UdsInputError
 from meta_eval.outputs import parse_keys, report_values, write_plots
+from metrics.registry import META_KEYS
 
 DEFAULT_OUT = Path("out") / "meta_eval"
 DEFAULT_ZOO = "tiny:small"
@@ -47,8 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--built-only", action="store_true",
                    help="use only the models that exist now (tiny: built; ou:tofu: local copies) instead "
                         "of building or downloading the rest; the outputs list what was left out")
-    p.add_argument("--metrics", default="all", help="all (the 22 keys) or comma-separated keys; all combines with "
-                                                    "named extras (all,mem_bits)")
+    p.add_argument("--metrics", default="all", help=f"all (the {len(META_KEYS)} keys) or comma-separated keys; all "
+                                                    "combines with named extras (all,mem_bits)")
     p.add_argument("--out", metavar="DIR", help=f"output folder (default {DEFAULT_OUT}/<zoo>)")
     p.add_argument("--robustness", choices=sorted(FORMS), default="symmetric",
                    help="Q/R formulas: the reference's symmetric ones (default) or OU's one-way ones")

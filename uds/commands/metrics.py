@@ -1,4 +1,4 @@
-"""`uds metrics`: the 19 baseline metrics and the TOFU utility metrics of one model.
+"""`uds metrics`: the baseline metrics and the TOFU utility metrics of one model.
 
 Writes `DIR/metrics.json` = {"model", "metrics": {KEY: float|null}, "per_example": {KEY: [...]},
 "fluency_source", "settings"} (docs/design.md). Reference models default as for `uds score`.
@@ -21,7 +21,7 @@ from uds_core.progress import progress as track
 from uds_core.parity import MODES, OPEN_UNLEARNING, resolve_alias
 from metrics.context import EvalContext, EvalSettings
 from metrics.mia import MIN_K
-from metrics.registry import evaluate, metric_keys, needs_records
+from metrics.registry import BASELINE_KEYS, BASELINE_METRICS, evaluate, metric_keys, needs_records
 from metrics.result import MetricResult
 from metrics.session import EvalSession, Placement
 from uds.device_args import add_device_args, device_and_dtype
@@ -31,8 +31,9 @@ DEFAULT_OUT = Path("out") / "metrics"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("metrics", help="the 19 baseline metrics and TOFU utility of one model",
-                              description=__doc__.splitlines()[0])
+    p = subparsers.add_parser("metrics", help="the baseline metrics and TOFU utility of one model",
+                              description=f"`uds metrics`: the {len(BASELINE_METRICS)} baseline metrics "
+                                          f"({len(BASELINE_KEYS)} keys) and the TOFU utility metrics of one model.")
     p.add_argument("--model", required=True, help="checkpoint spec of the evaluated model")
     p.add_argument("--metrics", default="all", help="all, or comma-separated keys (default: all)")
     p.add_argument("--out", help=f"output folder (default: {DEFAULT_OUT}/<model>)")

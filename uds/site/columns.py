@@ -17,7 +17,8 @@ from metrics.registry import REGISTRY
 HEADLINE = ("uds", "mem", "privacy", "utility_rel", "overall")
 GROUP_LABELS = {"published": "published (reference)", "memorisation": "memorisation", "generation": "generation",
                 "mia": "MIA", "representation": "representation", "utility": "utility detail", "training": "training"}
-# a registered metric's category -> its group
+# a registered metric's category -> its group; a category not named here is a group of its own
+# (`group_labels`), so a metric of a new category needs no edit here
 CATEGORY_GROUP = {"memorization": "memorisation", "memorization_bits": "memorisation", "generation": "generation",
                   "mia": "mia", "mia_normalised": "mia", "representation": "representation", "utility": "utility"}
 # the aggregates outside the headline -> their group (after the group's metrics)
@@ -39,7 +40,8 @@ def group_of(key: str) -> str:
     if key.startswith(PUBLISHED_PREFIX):
         return "published"
     if key in REGISTRY:
-        return CATEGORY_GROUP.get(REGISTRY[key].category, OTHER)
+        category = REGISTRY[key].category
+        return CATEGORY_GROUP.get(category, category)
     if key in SETTINGS:
         return "training"
     return AGGREGATE_GROUP.get(key, OTHER)
@@ -69,11 +71,21 @@ def column(key: str) -> dict:
             "format": format_of(key), "title": title}
 
 
+def group_labels() -> dict[str, str]:
+    """GROUP_LABELS, with a group (labelled by its name) for each registered category that
+    CATEGORY_GROUP does not name, placed before the training settings."""
+    named = dict(GROUP_LABELS)
+    training = named.pop("training")
+    new = {c: c.replace("_", " ") for c in dict.fromkeys(s.category for s in REGISTRY.values())
+           if c not in CATEGORY_GROUP}
+    return named | new | {"training": training}
+
+
 def _listed() -> list[str]:
     """Every key a named group holds, in group order: the registry's metrics by category (registry
     order), then the group's aggregates, then the training settings."""
     published = [PUBLISHED_PREFIX + k for k in HEADLINE]
-    keys = [k for g in GROUP_LABELS for k in published + list(REGISTRY) + list(AGGREGATE_GROUP) + list(SETTINGS)
+    keys = [k for g in group_labels() for k in published + list(REGISTRY) + list(AGGREGATE_GROUP) + list(SETTINGS)
             if k not in HEADLINE and group_of(k) == g]
     return list(dict.fromkeys(keys))
 
@@ -87,9 +99,9 @@ def columns_of(present: set[str]) -> list[dict]:
 
 
 def groups_of(cols: list[dict]) -> list[dict]:
-    """The non-empty groups, in GROUP_LABELS order then "other", with their columns."""
+    """The non-empty groups, in `group_labels` order then "other", with their columns."""
     out = []
-    for name, label in list(GROUP_LABELS.items()) + [(OTHER, OTHER)]:
+    for name, label in list(group_labels().items()) + [(OTHER, OTHER)]:
         keys = [c["key"] for c in cols if c["group"] == name]
         if keys:
             out.append({"name": name, "label": label, "columns": keys})

@@ -1,10 +1,10 @@
 """Every generated block of the docs (probe, audit, mem_bits, smol, smol_meta_eval, smol_attacks, reliability,
-curves, results) and the README, with its file."""
+curves, results, the design page's metric keys) and the README, with its file."""
 
 from __future__ import annotations
 
 from uds_analyses.doc_tables import (attacks, audit, campaign, campaign_protocol, capacity, curves, llama1b, measure,
-                                     mem_bits, probe, qwen, reliability, reproduce, smol, spans)
+                                     mem_bits, metric_keys, probe, qwen, reliability, reproduce, smol, spans)
 from uds_analyses.doc_tables.blocks import Block
 
 # the long-passage probe: per-level, per-position and per-start tables of each source,
@@ -177,6 +177,8 @@ BLOCKS: list[Block] = [
     Block("docs/results.md", "measure-results", "docs/smol", measure.readme_table,
           "python benchmarks/bench_measure.py --out docs/smol/bench_measure*.json && python benchmarks/doc_tables.py"),
     Block("docs/results.md", "probe-ladder-small-results", "docs/probe/ladder_small.json", probe.ladder_table),
+    # not a result: the registry itself, so the page lists every registered metric
+    Block("docs/design.md", "metric-keys", "metrics/registry.py", metric_keys.metric_keys_block),
     *CAMPAIGN_BLOCKS,
     *ATTACK_BLOCKS,
     *CURVE_BLOCKS,
