@@ -90,8 +90,8 @@ def test_unlearned_rows_name_the_forms_the_trainer_uses(monkeypatch):
     seen = []
     monkeypatch.setattr(trainer, "unlearn", lambda model, tok, sets, *a, **k: seen.append(tuple(sets.forms)))
     world = SimpleNamespace(forget=[], retain=[], idk=[])
-    ctx = SimpleNamespace(load=lambda name: None, trainable=lambda model: model, tok=None, world=world, preset=get_preset(protocol["preset"]),
-                          loop=lambda name: None, callbacks=None)
+    ctx = SimpleNamespace(load=lambda name: None, trainable=lambda model: model, tok=None, world=world,
+                          preset=get_preset(protocol["preset"]), loop=lambda name: None, callbacks=None)
     trainer.train_unlearned(ctx, SimpleNamespace(parent="full", method="npo", train=None, hparams={}, name="x"))
     assert seen == [("chat",)]
     rows = _rows(protocol_block(PROTOCOL))

@@ -39,8 +39,8 @@ def test_names_unique_and_docs_covered():
     assert {b.doc for b in BLOCKS} == {"docs/probe.md", "docs/audit.md", "docs/mem_bits.md",
                                        "docs/smol.md", "docs/performance.md",
                                        "docs/smol_meta_eval.md", "docs/smol_attacks.md", "docs/reliability.md",
-                                       "docs/spans.md", "docs/curves.md",
-                                       "docs/results.md", "docs/llama1b.md", "docs/qwen.md", "docs/design.md", "README.md"}
+                                       "docs/spans.md", "docs/curves.md", "docs/results.md", "docs/llama1b.md",
+                                       "docs/qwen.md", "docs/design.md", "README.md"}
 
 
 def test_every_generated_marker_in_the_docs_is_registered():
