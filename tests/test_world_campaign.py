@@ -100,6 +100,26 @@ def test_another_protocol_is_refused(tmp_path, fake_units):
         other.check_protocol(write=False)
 
 
+def test_protocol_is_fixed_again_only_while_nothing_is_measured(tmp_path, fake_units):
+    """`uds campaign protocol --plan world` replaces a protocol no unit was measured under; once a
+    unit file exists the other protocol is refused, and the fixed one is left as it was."""
+    c = WorldCampaign(ZOO, tmp_path, log=lambda s: None)
+    c.check_protocol(write=True)
+    said = []
+    other = WorldCampaign(ZOO, tmp_path, log=said.append)
+    other.protocol = {**other.protocol, "train_dtype": "float32"}
+    with pytest.raises(UdsInputError, match="fixes it again for this code"):
+        other.check_protocol(write=False)
+    other.check_protocol(write=True, refix=True)
+    assert "fixed again" in said[0] and "train_dtype" in said[0]
+    assert json.loads((tmp_path / "protocol.json").read_text())["train_dtype"] == "float32"
+    other.run(max_units=1)                                     # a unit measured under the new protocol
+    fixed = (tmp_path / "protocol.json").read_text()
+    with pytest.raises(UdsInputError, match="start a new campaign folder"):
+        c.check_protocol(write=True, refix=True)               # the first protocol, now refused
+    assert (tmp_path / "protocol.json").read_text() == fixed
+
+
 def test_cli_status_and_bad_zoo(tmp_path, uds):
     proc = uds("campaign", "status", "--plan", "world", "--zoo", ZOO, "--dir", str(tmp_path / "c"))
     assert proc.returncode == 0 and "0/25 units done" in proc.stdout and "next build/full" in proc.stdout

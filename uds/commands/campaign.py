@@ -111,7 +111,7 @@ def world_main(args: argparse.Namespace) -> int:
     campaign = WorldCampaign(args.zoo, Path(args.dir), publish=git_publish(Path(args.dir)) if commit else
                              (lambda paths, msg: None), bigmem_lock=getattr(args, "bigmem_lock", None))
     if args.verb == "protocol":
-        campaign.check_protocol(write=True)
+        campaign.check_protocol(write=True, refix=True)
         print(f"{campaign.root / 'protocol.json'}: {len(campaign.units)} units; start it with `uds campaign run "
               f"--zoo {args.zoo} --plan world --dir {args.dir} --commit`")
         return 0
