@@ -74,7 +74,7 @@ def attack_order(zoo: Zoo, parent: Callable[[Member], str | None]) -> list[Membe
     """Anchors first; then the unlearned models (every method's middle learning rate first, as the
     meta-evaluation campaign orders them), the suppressed members each followed by its parent, and
     the N controls, merged in proportion so that any prefix holds some of each."""
-    from meta_eval.campaign import _rate_rank_order, merge_queues
+    from meta_eval.campaign.driver import _rate_rank_order, merge_queues
 
     by_name = {m.name: m for m in zoo.members}
     anchors = [m for m in zoo.members if m.kind in (FULL, RETAIN)]

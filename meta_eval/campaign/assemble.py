@@ -2,7 +2,7 @@
 
 `assemble_campaign` runs `assemble.meta_evaluate` (faithfulness, robustness, filters, overall) on
 the members that have at least one valid measurement, and adds a `campaign` section: coverage
-counts, what each statistic still needs (`campaign_status`), the files left out and why, the
+counts, what each statistic still needs (`campaign.status`), the files left out and why, the
 anchor builds the measurements used (with the spread of UDS under rebuilt anchors), the per-variant
 breakdown and the knowledge check of the pool members (`pool_variants`), the compute the files
 record, and every input file's digest; plus `versus_published`: Spearman's rho of our rankings against spec §5.7's.
@@ -16,9 +16,9 @@ import numpy as np
 from scipy.stats import rankdata
 
 from meta_eval.assemble import meta_evaluate
-from meta_eval.campaign_files import digest_of
-from meta_eval.campaign_read import CampaignData, campaign_zoo
-from meta_eval.campaign_status import coverage, needs
+from meta_eval.campaign.files import digest_of
+from meta_eval.campaign.read import CampaignData, campaign_zoo
+from meta_eval.campaign.status import coverage, needs
 from meta_eval.pool_variants import confused_pairs, knowledge_by_variant, knowledge_rows, variant_aucs, variant_means
 from meta_eval.faithfulness import MIN_POOL
 from meta_eval.published import PUBLISHED, SOURCE

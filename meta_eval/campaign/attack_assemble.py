@@ -21,8 +21,8 @@ from typing import Mapping, Sequence
 import numpy as np
 from scipy.stats import rankdata, spearmanr
 
-from meta_eval.attack_campaign import ATTACK
-from meta_eval.campaign_read import CampaignData
+from meta_eval.campaign.attack import ATTACK
+from meta_eval.campaign.read import CampaignData
 from meta_eval.faithfulness import CI_LEVEL, N_BOOT, faithfulness
 from meta_eval.perturb import ORIG
 from meta_eval.population import POOL, SUPPRESSED, UNLEARNED

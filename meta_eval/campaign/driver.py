@@ -4,7 +4,7 @@ The zoo's members are taken in a fixed order (`campaign_order`: the anchors, the
 and unlearned models interleaved so that a partial campaign already has both pools and every
 method). For each member: build it (if no committed file says it is measured), run the knowledge
 check (pool members and anchors), measure each (model, setting) it needs (`measure.plan_jobs`),
-write each result as a small sealed file (`campaign_files`) and hand it to `publish` (the command
+write each result as a small sealed file (`campaign.files`) and hand it to `publish` (the command
 commits it), then delete the member's weights. A stop (signal, crash, another machine) loses at
 most the unit in flight; a rerun continues from the files alone, rebuilding only what it needs.
 When the anchors (full, retain) had to be rebuilt, the first units re-score a few measured models
@@ -25,7 +25,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from meta_eval.campaign_files import CampaignFiles, digest_of
+from meta_eval.campaign.files import CampaignFiles, digest_of
 from meta_eval.measure import Job, Measurer, plan_jobs
 from meta_eval.perturb import NF4, ORIG, RELEARN
 from meta_eval.population import FULL, POOL, RETAIN, SUPPRESSED, UNLEARNED, Member, Zoo

@@ -1,10 +1,10 @@
-"""The valid files of a campaign folder, read without any model (`campaign_files` names the layout).
+"""The valid files of a campaign folder, read without any model (`campaign.files` names the layout).
 
 A measurement file is used only when it is whole (its sealed digest matches), sits where its own
 content says it belongs, is a job of the protocol, was made under the protocol's recipe of its
 model and the protocol's settings of its setting, holds every key of its job, and was measured on
 the build its model's build file names (fingerprint). Every other file is left out with one line
-saying why. Nothing here decides what the values mean; `campaign_assemble` does.
+saying why. Nothing here decides what the values mean; `campaign.assemble` does.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Callable
 from checkpoints.specs import tiny_spec
 from uds_core.errors import UdsInputError
 from uds_core.sealed import DIGEST, read_sealed
-from meta_eval.campaign_files import CampaignFiles, digest_of, measurement_problem, settings_digest
+from meta_eval.campaign.files import CampaignFiles, digest_of, measurement_problem, settings_digest
 from meta_eval.population import FULL, RETAIN, Member, Zoo
 
 Log = Callable[[str], None]

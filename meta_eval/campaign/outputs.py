@@ -80,8 +80,8 @@ def run_from_campaign(folder: Path, keys_text: str, robustness: str, filters: bo
                       default_out: Path, log: Callable[[str], None]) -> int:
     """Assemble the campaign in `folder` into `out` (default `default_out`/<zoo>-campaign); prints
     the summary and the document's path."""
-    from meta_eval.campaign_assemble import assemble_campaign
-    from meta_eval.campaign_read import campaign_zoo, read_campaign
+    from meta_eval.campaign.assemble import assemble_campaign
+    from meta_eval.campaign.read import campaign_zoo, read_campaign
 
     t0 = time.time()
     data = read_campaign(Path(folder), log=log)
