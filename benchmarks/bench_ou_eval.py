@@ -68,7 +68,7 @@ NOT_SHARED = {
     "forget_truth_ratio (OU's aggregate)": "OU's default suite aggregates r = p_pert / p_para as "
                                            "mean(min(r, 1/r)); ours (`truth_ratio`, the Mem / meta-eval variant) "
                                            "is mean p_para / (p_para + p_pert), compared via OU's per-item r as "
-                                           "mean 1 / (1 + r) (meta_eval.leaderboard_inputs' convention)",
+                                           "mean 1 / (1 + r) (uds_leaderboard.inputs' convention)",
 }
 OU_MODEL_CONFIG = "uds_tiny"      # written by ou_integration.py's `prepare` into WORK/conf/model/
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
@@ -271,7 +271,7 @@ def ou_values(results: Path) -> dict[str, float]:
     holds only the top-level metrics, not pre-computes such as mia_min_k or model utility's parts)
     through the leaderboard's name map, and truth_ratio as mean 1 / (1 + r) over the per-item
     r = p_pert / p_para of forget_truth_ratio."""
-    from meta_eval.leaderboard_inputs import summary_values
+    from uds_leaderboard.inputs import summary_values
 
     evals = json.loads((results / "TOFU_EVAL.json").read_text())
     out = summary_values({k: v.get("agg_value") for k, v in evals.items() if isinstance(v, dict)})

@@ -32,7 +32,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from meta_eval.leaderboard_rows import fill_s_mia
+from uds_leaderboard.rows import fill_s_mia
 from uds_core.errors import UdsInputError
 
 MODEL_FILES = ("metrics.json", "summary.json", "TOFU_SUMMARY.json", "TOFU_EVAL.json")

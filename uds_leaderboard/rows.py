@@ -1,5 +1,5 @@
 """The leaderboard's rows, their default order and how a value is printed: one definition shared by
-`uds leaderboard` (meta_eval/leaderboard.py) and `uds report` (uds/site), so that both show the
+`uds leaderboard` (uds_leaderboard/render.py) and `uds report` (uds/site), so that both show the
 same rows, values and order for the same inputs.
 
 Imports only the benchmark formulas (numpy), not the metric stack: `uds report` stays fast.

@@ -1,6 +1,6 @@
 """The benchmark leaderboard: rows (spec §6.1 aggregates), markdown / csv / html, Mem-Privacy scatter.
 
-Rows, their default order and the printing of numbers come from `meta_eval.leaderboard_rows`
+Rows, their default order and the printing of numbers come from `uds_leaderboard.rows`
 (shared with `uds report`): references first, then Overall, then UDS, high to low; 3 decimals (4
 for UDS), "0" below 1e-6 in magnitude. The csv keeps full precision.
 
@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from meta_eval.benchmark import AGGREGATE_KEYS
-from meta_eval.leaderboard_rows import REFERENCES, decimals_of, display_number
+from uds_leaderboard.rows import REFERENCES, decimals_of, display_number
 from meta_eval.names import lower_is_better, name_of
 from metrics.registry import META_KEYS, REGISTRY
 from metrics.utility import UTILITY_KEYS
