@@ -327,7 +327,7 @@ def print_table(out: dict) -> None:
 
 
 def _machine() -> dict:
-    from meta_eval.campaign.driver import machine
+    from meta_eval.campaign.machine import machine
 
     return machine()
 

@@ -10,7 +10,7 @@ Its jobs (`attack_plan`): the metrics as built (the unlearned models, full and r
 the suppressed pool and the N controls as pool members are measured), and one `attack` unit per
 member running every attack (`meta_eval.attacks`). A suppressed member comes right before its P
 parent (`attack_order`): building it builds the parent, whose weights stay until its own unit
-is done (`Campaign._drop_weights`).
+is done (`campaign.driver.Campaign._drop_weights`).
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def attack_order(zoo: Zoo, parent: Callable[[Member], str | None]) -> list[Membe
     """Anchors first; then the unlearned models (every method's middle learning rate first, as the
     meta-evaluation campaign orders them), the suppressed members each followed by its parent, and
     the N controls, merged in proportion so that any prefix holds some of each."""
-    from meta_eval.campaign.driver import _rate_rank_order, merge_queues
+    from meta_eval.campaign.order import _rate_rank_order, merge_queues
 
     by_name = {m.name: m for m in zoo.members}
     anchors = [m for m in zoo.members if m.kind in (FULL, RETAIN)]

@@ -136,7 +136,9 @@ def make_campaign(args: argparse.Namespace):
     from checkpoints.world.store import model_dir
     from uds_core.digests import model_folder_digest
     from uds_core.paths import uds_home, world_dir
-    from meta_eval.campaign.driver import LEGACY_VERSION, Campaign, CampaignSpec, check_protocol
+    from meta_eval.campaign.driver import Campaign
+    from meta_eval.campaign.protocol import LEGACY_VERSION, check_protocol
+    from meta_eval.campaign.spec import CampaignSpec
     from meta_eval.campaign.files import CampaignFiles
     from metrics.registry import META_KEYS
 
@@ -269,7 +271,7 @@ def setting_recipes(zoo, plan: str, settings, recipe, attack) -> dict[str, dict]
 def settings_digest(setting: str, setting_recipe: dict, settings, code: str | None) -> str:
     """The settings digest a measurement of `setting` carries: version 2 with the measuring code's
     digest (`code`); a version-1 folder's (code None) with the declared measurement version."""
-    from meta_eval.campaign.driver import CAMPAIGN_VERSION, LEGACY_VERSION
+    from meta_eval.campaign.protocol import CAMPAIGN_VERSION, LEGACY_VERSION
     from meta_eval.campaign.files import settings_digest as digest
     from meta_eval.measure import MEASURE_VERSION, stamp_settings
 
@@ -280,7 +282,7 @@ def settings_digest(setting: str, setting_recipe: dict, settings, code: str | No
 
 def legacy_protocol(zoo, digests: dict[str, str], settings, recipe, campaign) -> dict:
     """A version-1 folder's protocol as this code would have fixed it (to check the folder's)."""
-    from meta_eval.campaign.driver import LEGACY_VERSION
+    from meta_eval.campaign.protocol import LEGACY_VERSION
     from meta_eval.knowledge import CHECK_TOKENS, WORDINGS
     from meta_eval.measure import setting_recipe, stamp_settings
     from metrics.registry import META_KEYS
@@ -302,7 +304,7 @@ def protocol(zoo, plan: str, digests: dict[str, str], recipes_of_settings: dict,
     from checkpoints.catalogue import find_recipe
     from checkpoints.world.presets import get_preset
     from checkpoints.world.recipe_digest import RECIPE_SCHEME, trainer_code, world_settings
-    from meta_eval.campaign.driver import CAMPAIGN_VERSION
+    from meta_eval.campaign.protocol import CAMPAIGN_VERSION
     from meta_eval.knowledge import CHECK_TOKENS, WORDINGS
     from meta_eval.measure import stamp_settings
     from metrics.registry import META_KEYS

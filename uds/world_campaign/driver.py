@@ -203,7 +203,7 @@ def code_state() -> dict:
 def machine() -> dict:
     import torch
 
-    from meta_eval.campaign.driver import cpu_name
+    from meta_eval.campaign.machine import cpu_name
 
     return {"cpu": cpu_name(), "platform": platform.platform(), "torch": torch.__version__, "threads": 1,
             "cores": os.cpu_count()}
