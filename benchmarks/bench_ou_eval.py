@@ -4,7 +4,7 @@ compute, timed side by side in one run.
     OMP_NUM_THREADS=1 python benchmarks/bench_ou_eval.py --preset smol --model npo_lr3e-5_b01_a1_ep5 \\
         --src-home UDS_HOME --work /tmp/ou_bench/ou --out docs/smol/bench_ou_eval.json
 
-Setup (untimed, its seconds recorded): `benchmarks/ou_integration.sh` steps 1-3 (OU's venv with its
+Setup (untimed, its seconds recorded): `experiments/ou_integration.sh` steps 1-3 (OU's venv with its
 pins, this project as a wheel into it, a copy of the vendored OU with the world's splits as its local
 `locuslab/TOFU/` folder and the world's models with the transformers-4.x fields); `--skip-setup`
 reuses what an earlier run left in --work.
@@ -109,11 +109,11 @@ def ou_paths(work: Path) -> dict[str, Path]:
 
 
 def setup_ou(args: argparse.Namespace) -> float:
-    """Steps 1-3 of benchmarks/ou_integration.sh; seconds taken."""
+    """Steps 1-3 of experiments/ou_integration.sh; seconds taken."""
     env = {**os.environ, "STEPS": "1 2 3", "WORK": str(args.work), "PRESET": args.preset,
            "SRC_HOME": str(args.src_home), "UNLEARNED": args.model, "MODELS": args.model}
     t0 = time.perf_counter()
-    subprocess.run(["bash", str(REPO / "benchmarks" / "ou_integration.sh")], env=env, check=True)
+    subprocess.run(["bash", str(REPO / "experiments" / "ou_integration.sh")], env=env, check=True)
     return time.perf_counter() - t0
 
 

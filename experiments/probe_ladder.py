@@ -2,7 +2,7 @@
 printed as a markdown table (verbatim rate per level on forget documents and on never-trained
 holdout authors, semantic accuracy, refusal rates, masked-by-refusal) and probe speed.
 
-    UDS_HOME=/tmp/uds_home_15 python benchmarks/probe_ladder.py --out /tmp/probe_ladder \\
+    UDS_HOME=/tmp/uds_home_15 python experiments/probe_ladder.py --out /tmp/probe_ladder \\
         --model tiny:small/full --model tiny:small/retain --model tiny:small/npo_lr1e-4_b01_a1_ep10 \\
         -- --samples 1 --distractors 3
 

@@ -1,6 +1,6 @@
 """Screenshots of each page kind of a `uds report` site (docs/report/*.png), taken in headless Chromium.
 
-    python benchmarks/report_screenshots.py --site SITE_DIR --out docs/report \
+    python experiments/report_screenshots.py --site SITE_DIR --out docs/report \
         [--model NAME] [--other NAME] [--example POS]
 
 --model / --other name the models of the model, example and compare pages (default: the first

@@ -1,5 +1,5 @@
 """Prompts, labels and spans on the Llama 3 tokenizer, three ways each (tests/test_llama3_prompts.py
-and `benchmarks/llama1b.py alignment` share these helpers).
+and `experiments/llama1b.py alignment` share these helpers).
 
 Chat encoding (the output metrics, spec §3.1), per forget10 row: what `uds` builds
 (`metrics.encoding.encode_qa` / `generation_prompt`, Open-Unlearning's system prompt and
@@ -10,7 +10,7 @@ writes it: cutoff line, date line, system prompt).
 
 UDS inputs (spec §2.1-2.3, no chat template), per annotated row: `uds`'s `prepare_items` against the
 reference implementation's `normalize_reference_for_eval`, `get_eval_span` and `build_logprob_ctx`
-(their output, `reference_rows`, comes from benchmarks/reference_uds.py in the reference's checkout).
+(their output, `reference_rows`, comes from experiments/reference_uds.py in the reference's checkout).
 """
 
 from __future__ import annotations

@@ -2,11 +2,11 @@
 Llama 3 tokenizer and chat format, random weights; docs/llama1b.md) through `uds score`, `uds
 metrics` and the reference implementation, each result a JSON file under docs/llama1b/.
 
-    OMP_NUM_THREADS=1 flock /tmp/uds-bigmem.lock python benchmarks/llama1b.py score --dtype float32
-    OMP_NUM_THREADS=1 flock /tmp/uds-bigmem.lock python benchmarks/llama1b.py score --dtype bfloat16
-    OMP_NUM_THREADS=1 flock /tmp/uds-bigmem.lock python benchmarks/llama1b.py parity --n-examples 50
-    OMP_NUM_THREADS=1 flock /tmp/uds-bigmem.lock python benchmarks/llama1b.py metrics --dtype bfloat16
-    python benchmarks/llama1b.py alignment        # prompts, labels, spans (no model)
+    OMP_NUM_THREADS=1 flock /tmp/uds-bigmem.lock python experiments/llama1b.py score --dtype float32
+    OMP_NUM_THREADS=1 flock /tmp/uds-bigmem.lock python experiments/llama1b.py score --dtype bfloat16
+    OMP_NUM_THREADS=1 flock /tmp/uds-bigmem.lock python experiments/llama1b.py parity --n-examples 50
+    OMP_NUM_THREADS=1 flock /tmp/uds-bigmem.lock python experiments/llama1b.py metrics --dtype bfloat16
+    python experiments/llama1b.py alignment        # prompts, labels, spans (no model)
     python benchmarks/doc_tables.py               # docs/llama1b.md's tables from these files
 
 `score`: `uds score` in a fresh interpreter (S1 cache off, so S1 and S2 both run), its wall time
@@ -36,7 +36,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "benchmarks"))   # measure_profile (the phase clock)
 
 PRESET = "llama1b"
 MODELS = ("full", "retain", "unlearned")
@@ -70,7 +70,7 @@ def provenance(argv: list[str]) -> dict:
     folders = ensure_models()
     digests = {n: json.loads((f / "recipe.json").read_text())["digest"] for n, f in folders.items()}
     return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
-            "command": "python benchmarks/llama1b.py " + " ".join(argv), "machine": platform.machine(),
+            "command": "python experiments/llama1b.py " + " ".join(argv), "machine": platform.machine(),
             "cpus": os.cpu_count(), "threads": int(os.environ.get("OMP_NUM_THREADS", "0") or 0),
             "torch_threads": _torch_threads(), "recipes": digests,
             "date": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
@@ -271,7 +271,7 @@ def run_parity(args: argparse.Namespace, argv: list[str]) -> int:
         data.write_text(json.dumps(json.loads(default_tofu_annotated().read_text())[:args.n_examples]))
         ours = [uds_score(tmp / "ours0", "float32", args.batch_size, data, parity="reference")]
         ref_out = tmp / "reference.json"
-        cmd = [sys.executable, str(REPO / "benchmarks" / "reference_uds.py"), "--repo", str(repo), "score",
+        cmd = [sys.executable, str(REPO / "experiments" / "reference_uds.py"), "--repo", str(repo), "score",
                "--full", str(folders["full"]), "--retain", str(folders["retain"]),
                "--unlearned", str(folders["unlearned"]), "--data", str(data), "--out", str(ref_out),
                "--n-examples", str(args.n_examples), "--batch-size", str(args.batch_size), "--dtype", "float32",
@@ -522,7 +522,7 @@ def run_alignment(args: argparse.Namespace, argv: list[str]) -> int:
     annotated = default_tofu_annotated()
     with tempfile.TemporaryDirectory(prefix="llama1b-spans-") as tmp:
         out = Path(tmp) / "spans.json"
-        subprocess.run([sys.executable, str(REPO / "benchmarks" / "reference_uds.py"), "--repo", str(repo), "spans",
+        subprocess.run([sys.executable, str(REPO / "experiments" / "reference_uds.py"), "--repo", str(repo), "spans",
                         "--tokenizer", str(folder), "--data", str(annotated), "--out", str(out)], check=True)
         rows = json.loads(out.read_text())["rows"]
     commit = _git_head(repo) or args.reference_commit
@@ -530,7 +530,7 @@ def run_alignment(args: argparse.Namespace, argv: list[str]) -> int:
                                          "data": annotated.name, "rows": rows}, compact=True)
     records = json.loads(annotated.read_text())
     forget10 = read_records(default_tofu_dir() / "forget10.json")
-    doc = {"commit": provenance_light(), "command": "python benchmarks/llama1b.py " + " ".join(argv),
+    doc = {"commit": provenance_light(), "command": "python experiments/llama1b.py " + " ".join(argv),
            "reference_commit": commit, "tokenizer": f"llama-models=={llama3.wheel_version()}",
            "uds_inputs": align.uds_rows(tok, records, rows),
            "chat": align.chat_rows(tok, forget10, OU_SYSTEM_PROMPT, DATE_STRING)}
@@ -542,7 +542,7 @@ def run_alignment(args: argparse.Namespace, argv: list[str]) -> int:
 
 def run_chat_ids(args: argparse.Namespace, argv: list[str]) -> int:
     """The chat input ids, labels and generation prompts uds builds (transformers 5) for the 400
-    forget10 rows, for benchmarks/llama3_ou_pins.py to compare under Open-Unlearning's pins."""
+    forget10 rows, for experiments/llama3_ou_pins.py to compare under Open-Unlearning's pins."""
     from checkpoints.world.store import ensure_tokenizer
     from checkpoints.world.tofu import default_tofu_dir, read_records
     from metrics.encoding import encode_qa, generation_prompt

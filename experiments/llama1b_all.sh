@@ -3,7 +3,7 @@
 # torch thread, each result committed as soon as it exists (a rerun skips the files already there;
 # FORCE=1 redoes them). Needs UDS_REFERENCE_REPO for the parity step (a checkout of the reference).
 #
-#   UDS_REFERENCE_REPO=/path/to/unlearning-depth-score nohup bash benchmarks/llama1b_all.sh > llama1b.log 2>&1 &
+#   UDS_REFERENCE_REPO=/path/to/unlearning-depth-score nohup bash experiments/llama1b_all.sh > llama1b.log 2>&1 &
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1
@@ -25,14 +25,14 @@ step() {   # name, output file, command...
 
 for s in $STEPS; do
   case $s in
-    parity) step parity docs/llama1b/parity_float32.json $PY benchmarks/llama1b.py parity --n-examples 50 \
+    parity) step parity docs/llama1b/parity_float32.json $PY experiments/llama1b.py parity --n-examples 50 \
               --reference-commit "${REFERENCE_COMMIT:-}" ;;
-    score_float32) step score_float32 docs/llama1b/score_float32.json $PY benchmarks/llama1b.py score --dtype float32 ;;
-    score_bfloat16) step score_bfloat16 docs/llama1b/score_bfloat16.json $PY benchmarks/llama1b.py score --dtype bfloat16 ;;
-    scale) step scale docs/llama1b/scale_smollm2.json $PY benchmarks/llama1b.py scale ;;
-    profile) step profile docs/llama1b/profile_float32.json $PY benchmarks/llama1b.py profile --dtype float32 ;;
-    commands) step commands docs/llama1b/commands.json $PY benchmarks/llama1b.py commands ;;
-    metrics) step metrics docs/llama1b/metrics_bfloat16.json $PY benchmarks/llama1b.py metrics --dtype bfloat16 ;;
+    score_float32) step score_float32 docs/llama1b/score_float32.json $PY experiments/llama1b.py score --dtype float32 ;;
+    score_bfloat16) step score_bfloat16 docs/llama1b/score_bfloat16.json $PY experiments/llama1b.py score --dtype bfloat16 ;;
+    scale) step scale docs/llama1b/scale_smollm2.json $PY experiments/llama1b.py scale ;;
+    profile) step profile docs/llama1b/profile_float32.json $PY experiments/llama1b.py profile --dtype float32 ;;
+    commands) step commands docs/llama1b/commands.json $PY experiments/llama1b.py commands ;;
+    metrics) step metrics docs/llama1b/metrics_bfloat16.json $PY experiments/llama1b.py metrics --dtype bfloat16 ;;
     *) log "unknown step $s" ;;
   esac
 done

@@ -4,7 +4,7 @@
     # for <domain> in countries, politicians, sports:
     uds audit --model tiny:small/lmlm --db $D/custom_databases/<domain> --out RUNS/<domain>
     uds audit --model tiny:small/lmlm --db $D/released_database/lmlm_database.json --out RUNS/released
-    python benchmarks/audit_published_runs.py --runs RUNS [--preset small] [--out docs/audit/published_small]
+    python experiments/audit_published_runs.py --runs RUNS [--preset small] [--out docs/audit/published_small]
 
 Copies each run's summary.json and published_comparison.csv (ours next to the published CSVs per
 variant, style and state), and writes model.json (the audited model and its recipe digest, so the

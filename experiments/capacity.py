@@ -1,7 +1,7 @@
 """The capacity experiment (spec-probes §1.2): bits per parameter of tiny Llamas trained on
 uniform random sequences, with the fit capacity = alpha * params, CSV and plots.
 
-    python benchmarks/capacity.py [--quick] [--bf16] [--max-steps N] [--out DIR]
+    python experiments/capacity.py [--quick] [--bf16] [--max-steps N] [--out DIR]
 
 The same as `uds capacity` (options: `uds capacity --help`).
 """

@@ -6,12 +6,12 @@ as the world's bio pools are trained), then probed at the `prefix` level (greedy
 the probe's matching: the verbatim rate per repetition count. Everything (model, rows, figure) is
 written under --out; nothing is added to the world or its zoo.
 
-    UDS_HOME=/tmp/uds_home_15 python benchmarks/probe_repetition.py --preset small --out /tmp/probe_rep
+    UDS_HOME=/tmp/uds_home_15 python experiments/probe_repetition.py --preset small --out /tmp/probe_rep
 
 Prints one line per repetition count and the wall times; writes results.json and repetition.png.
 The docs' figure is drawn from the committed results of every run (mean and min-max over seeds):
 
-    python benchmarks/probe_repetition.py --figure docs/probe/repetition_small docs/probe/repetition_smol \
+    python experiments/probe_repetition.py --figure docs/probe/repetition_small docs/probe/repetition_smol \
         --figure-out docs/probe_repetition.png
 """
 

@@ -1,4 +1,4 @@
-"""Helpers of benchmarks/ou_train_curve.sh (UdsCallback on Open-Unlearning's own trainer).
+"""Helpers of experiments/ou_train_curve.sh (UdsCallback on Open-Unlearning's own trainer).
 
 `experiment`: write `experiment/unlearn/tofu/default_uds.yaml` into the Hydra search path: OU's
 own `unlearn/tofu/default.yaml` plus the lines a user adds (docs/curves.md), anchored on the

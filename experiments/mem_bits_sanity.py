@@ -2,7 +2,7 @@
 of full (large), retain (exactly 0), the other built models, and the weight interpolation
 full -> retain (uds_core.sanity's alpha grid; expected monotone), plus the TF-IDF Spearman diagnostic.
 
-    UDS_HOME=... python benchmarks/mem_bits_sanity.py --preset small [--out mem_bits_small.json]
+    UDS_HOME=... python experiments/mem_bits_sanity.py --preset small [--out mem_bits_small.json]
 
 Reads the preset's built model folders as they are (base, full, retain and any other), builds nothing.
 """

@@ -1,6 +1,6 @@
 """Markdown tables for docs/audit.md from `uds audit --out DIR` folders.
 
-    python benchmarks/audit_tables.py DIR [DIR ...]
+    python experiments/audit_tables.py DIR [DIR ...]
 
 Per folder: the per-variant summary (chance level, FULL / DEL-ON / DEL-OFF EM, L, R, artefact rate
 by spec-probes §3.3, mediated artefact rate, near-miss evidence), and, where the folder has

@@ -1,6 +1,6 @@
 """Recompute docs/audit.md's statements about the published deletion audit, per cell.
 
-    python benchmarks/audit_published_claims.py [--data DIR] [--out docs/audit/published_claims.json]
+    python experiments/audit_published_claims.py [--data DIR] [--out docs/audit/published_claims.json]
 
 Reads `published_outputs/{per_state,cross_state}_metrics.csv` of the published audit data
 (`--data DIR`, else `$UDS_LMLM_AUDIT_DIR`, else `$UDS_HOME/lmlm_audit`; spec-probes §3.8) and writes

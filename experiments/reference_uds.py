@@ -1,10 +1,10 @@
 """Run the reference UDS implementation (`gnueaj/unlearning-depth-score`, its own `compute_uds.py`)
 on local model folders, or ask it for its prompts and entity spans: a child process of
-benchmarks/llama1b.py, with the reference checkout first on sys.path (it has a package named
+experiments/llama1b.py, with the reference checkout first on sys.path (it has a package named
 `uds` too, so nothing of this project is imported here).
 
-    python benchmarks/reference_uds.py --repo CHECKOUT spans --tokenizer DIR --data FILE --out FILE
-    python benchmarks/reference_uds.py --repo CHECKOUT score --full DIR --retain DIR --unlearned DIR \\
+    python experiments/reference_uds.py --repo CHECKOUT spans --tokenizer DIR --data FILE --out FILE
+    python experiments/reference_uds.py --repo CHECKOUT score --full DIR --retain DIR --unlearned DIR \\
         --data FILE --n-examples 50 --batch-size 8 --dtype float32 --out FILE [--share-unmoved SUFFIXES]
 
 `spans`: for every annotated record, the reference's prompt, reference text (its

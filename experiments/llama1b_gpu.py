@@ -2,11 +2,11 @@
 --metrics all` in bfloat16, and the reference implementation beside `uds score` (float32 and
 bfloat16), on CUDA, into one JSON file.
 
-    python benchmarks/llama1b_gpu.py --out docs/llama1b/gpu.json \\
+    python experiments/llama1b_gpu.py --out docs/llama1b/gpu.json \\
         --reference-repo /path/to/unlearning-depth-score           # about 15-30 min on one H100
 
 Everything runs in this process (CUDA peak memory from the allocator, reset per step); the
-reference runs in a child process in its own checkout (benchmarks/reference_uds.py) on the same
+reference runs in a child process in its own checkout (experiments/reference_uds.py) on the same
 model folders and the first `--n-reference` annotated items, and `uds score --parity reference`
 scores the same items right after it. Without a reference checkout that part is left out (said in
 the file). tests/test_llama1b_gpu.py runs this script on the CPU at a tiny size (the `test` world,
@@ -94,7 +94,7 @@ def metrics(args: argparse.Namespace, out: Path) -> dict:
 
 def reference_side_by_side(args: argparse.Namespace, dtype: str, tmp: Path) -> dict:
     """The reference (child) then `uds score --parity reference` on the first N annotated items."""
-    sys.path.insert(0, str(REPO / "benchmarks"))
+    sys.path.insert(0, str(REPO / "experiments"))
     from llama1b import compare
 
     from checkpoints.specs import default_tofu_annotated
@@ -104,7 +104,7 @@ def reference_side_by_side(args: argparse.Namespace, dtype: str, tmp: Path) -> d
     data = tmp / f"data_{dtype}.json"
     data.write_text(json.dumps(json.loads(default_tofu_annotated().read_text())[:args.n_reference]))
     ref_out = tmp / f"reference_{dtype}.json"
-    cmd = [sys.executable, str(REPO / "benchmarks" / "reference_uds.py"), "--repo", str(args.reference_repo),
+    cmd = [sys.executable, str(REPO / "experiments" / "reference_uds.py"), "--repo", str(args.reference_repo),
            "score", "--full", str(folders["full"]), "--retain", str(folders["retain"]),
            "--unlearned", str(folders[args.unlearned]), "--data", str(data), "--out", str(ref_out),
            "--n-examples", str(args.n_reference), "--batch-size", str(args.batch_size), "--dtype", dtype,
@@ -128,7 +128,7 @@ def environment(args: argparse.Namespace) -> dict:
 
     git = lambda *a: subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True).stdout.strip()  # noqa: E731
     gpu = torch.cuda.get_device_name(0) if args.device == "cuda" and torch.cuda.is_available() else None
-    return {"commit": git("rev-parse", "HEAD"), "command": "python benchmarks/llama1b_gpu.py " + " ".join(sys.argv[1:]),
+    return {"commit": git("rev-parse", "HEAD"), "command": "python experiments/llama1b_gpu.py " + " ".join(sys.argv[1:]),
             "device": args.device, "gpu": gpu, "torch": torch.__version__, "transformers": transformers.__version__,
             "date": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
 

@@ -1,14 +1,14 @@
 """The llama1b world's folders under Open-Unlearning's pins (transformers 4.45.1): run with the
-Python of a venv holding OU's requirements (`VENV=... STEPS=1 bash benchmarks/ou_integration.sh`
+Python of a venv holding OU's requirements (`VENV=... STEPS=1 bash experiments/ou_integration.sh`
 makes one), it imports nothing of this project.
 
-    $OU_VENV/bin/python benchmarks/llama3_ou_pins.py --world ~/.cache/uds/world/llama1b-0 \\
+    $OU_VENV/bin/python experiments/llama3_ou_pins.py --world ~/.cache/uds/world/llama1b-0 \\
         --tofu $UDS_TOFU_DIR --expected /tmp/chat_ids_v5.json --out docs/llama1b/ou_pins.json
 
 Checks: the tokenizer folder loads as a fast tokenizer with the same vocabulary, special ids and
 chat template; every forget10 row's chat input ids, labels and generation prompt from OU's own
 `preprocess_chat_instance` (unpatched: 4.45 returns id lists) equal the ones `uds` builds under
-transformers 5 (`--expected`, written by `benchmarks/llama1b.py chat-ids`); the model config reads
+transformers 5 (`--expected`, written by `experiments/llama1b.py chat-ids`); the model config reads
 back with llama3 RoPE scaling (factor 32), tied embeddings and the 1B shape.
 """
 
@@ -51,7 +51,7 @@ def main() -> int:
         bad["input_ids"] += list(item["input_ids"]) != want["input_ids"]
         bad["labels"] += list(item["labels"]) != want["labels"]
         bad["prompt"] += list(gen["input_ids"]) != want["prompt"]
-    doc = {"command": "OU_VENV/bin/python benchmarks/llama3_ou_pins.py " + " ".join(sys.argv[1:]),
+    doc = {"command": "OU_VENV/bin/python experiments/llama3_ou_pins.py " + " ".join(sys.argv[1:]),
            "transformers": transformers.__version__, "tokenizer_class": type(tok).__name__, "vocab": len(tok),
            "special_ids": {t: tok.convert_tokens_to_ids(t) for t in ("<|begin_of_text|>", "<|eot_id|>",
                                                                        "<|start_header_id|>", "<|end_header_id|>")},

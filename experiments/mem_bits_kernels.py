@@ -1,8 +1,8 @@
 """mem_bits, mem_bits_erased and UDS of five `small` models on one build of the world, per CPU kernel set.
 
-    python benchmarks/mem_bits_kernels.py --kernels native                 # the machine's own kernels
-    python benchmarks/mem_bits_kernels.py --kernels avx2 --home /tmp/uds-avx2
-    python benchmarks/mem_bits_kernels.py --kernels default --home /tmp/uds-default
+    python experiments/mem_bits_kernels.py --kernels native                 # the machine's own kernels
+    python experiments/mem_bits_kernels.py --kernels avx2 --home /tmp/uds-avx2
+    python experiments/mem_bits_kernels.py --kernels default --home /tmp/uds-default
 
 Each call runs, with `ATEN_CPU_CAPABILITY` set to the kernel set (unset for `native`) and one torch
 thread, `uds score --unlearned tiny:small/M` and `uds metrics --model tiny:small/M --metrics

@@ -1,8 +1,8 @@
 """The `smol` world's results as committed files: build times, UDS of every model, the
 output metrics of the core and unlearned models; docs/smol.md's tables are rendered from them.
 
-    python benchmarks/smol_results.py                       # every stage, resumable
-    python benchmarks/smol_results.py --stage score         # one stage (build, score, metrics)
+    python experiments/smol_results.py                       # every stage, resumable
+    python experiments/smol_results.py --stage score         # one stage (build, score, metrics)
 
 Each stage skips what is already in `--out` (default docs/smol), so an interrupted run resumes at
 the first missing model. Files: `build.json` (one row per model: recipe, train seconds, device),

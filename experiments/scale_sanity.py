@@ -3,8 +3,8 @@ and retain90 TOFU checkpoints of each architecture, against its full and retain9
 sdpa, all 367 annotated items, tau 0.05, `--parity reference` (the published numbers' last-layer
 convention), with z = (UDS - UDS_full) / (UDS_retain90 - UDS_full) and the published values beside.
 
-    python benchmarks/scale_sanity.py --out scale_sanity.json                 # Llama-3.2-1B, on a GPU
-    python benchmarks/scale_sanity.py --archs llama32-1b,llama32-3b,llama31-8b --out scale_sanity.json
+    python experiments/scale_sanity.py --out scale_sanity.json                 # Llama-3.2-1B, on a GPU
+    python experiments/scale_sanity.py --archs llama32-1b,llama32-3b,llama31-8b --out scale_sanity.json
 
 Needs the hub (or its local cache) for the checkpoints. `--full`, `--retain` and `--models` replace
 the checkpoints (tests run it on the tiny `test` world).
@@ -66,7 +66,7 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    doc = {"command": "python benchmarks/scale_sanity.py " + " ".join(sys.argv[1:] if argv is None else argv),
+    doc = {"command": "python experiments/scale_sanity.py " + " ".join(sys.argv[1:] if argv is None else argv),
            "device": args.device, "dtype": args.dtype, "parity": args.parity, "archs": {}}
     with tempfile.TemporaryDirectory(prefix="scale-sanity-") as tmp:
         for arch in args.archs.split(","):

@@ -3,9 +3,9 @@
 # its pins: transformers 4.45.1) unlearns the `test` world's full model with NPO on CPU, the
 # callback added by the experiment-file entry docs/curves.md shows (`override /hydra/callbacks:
 # uds_curve` + its keys). Then the same run without the callback, two bad inputs, `uds score` of the
-# saved model under 4.45.1 and 5.x, and benchmarks/ou_train_curve.py writes what it found:
+# saved model under 4.45.1 and 5.x, and experiments/ou_train_curve.py writes what it found:
 #
-#   VENV=<OU-pinned venv of benchmarks/ou_integration.sh step 1> bash benchmarks/ou_train_curve.sh
+#   VENV=<OU-pinned venv of experiments/ou_integration.sh step 1> bash experiments/ou_train_curve.sh
 #
 # (a few minutes on 2 CPU cores). This checkout's code is used through PYTHONPATH (in place of the
 # wheel the venv may hold). Environment: VENV (required), WORK (scratch folder), SRC_HOME (a UDS_HOME
@@ -13,7 +13,7 @@
 # curve and the summary JSON go; default docs/curves), V5_PYTHON (this project on transformers 5.x).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-: "${VENV:?VENV: the OU-pinned venv (benchmarks/ou_integration.sh, step 1)}"
+: "${VENV:?VENV: the OU-pinned venv (experiments/ou_integration.sh, step 1)}"
 WORK=${WORK:-/tmp/uds_ou_train_curve}
 SRC_HOME=${SRC_HOME:-$REPO/.uds_home/tests}
 OUT=${OUT:-$REPO/docs/curves}
@@ -23,10 +23,10 @@ OU=$WORK/open-unlearning HOME_OU=$WORK/uds_home CONF=$WORK/conf
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
 rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"
 cp -r "$OU_SRC" "$OU"
-"$V5_PYTHON" "$REPO/benchmarks/ou_integration.py" prepare --world "$SRC_HOME/world/test-0" --home "$HOME_OU" \
+"$V5_PYTHON" "$REPO/experiments/ou_integration.py" prepare --world "$SRC_HOME/world/test-0" --home "$HOME_OU" \
   --ou "$OU" --conf "$CONF" --models base,full,retain
-"$V5_PYTHON" "$REPO/benchmarks/ou_train_curve.py" experiment --ou "$OU" --conf "$CONF"   # OU's default + the entry
-"$V5_PYTHON" "$REPO/benchmarks/ou_train_curve.py" two-layers --like "$HOME_OU/world/test-0/models/full" --out "$WORK/two_layers"
+"$V5_PYTHON" "$REPO/experiments/ou_train_curve.py" experiment --ou "$OU" --conf "$CONF"   # OU's default + the entry
+"$V5_PYTHON" "$REPO/experiments/ou_train_curve.py" two-layers --like "$HOME_OU/world/test-0/models/full" --out "$WORK/two_layers"
 
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 UDS_HOME=$HOME_OU PYTHONPATH=$REPO OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 M=$HOME_OU/world/test-0/models/full
@@ -60,4 +60,4 @@ for py in "$VENV/bin/python" "$V5_PYTHON"; do
   "$py" -m uds --quiet score --unlearned "$OU/saves/unlearn/curve" --full tiny:test/full --retain tiny:test/retain \
     --data "$HOME_OU/world/test-0/data/uds_data.json" --out "$WORK/score_$tag"
 done
-"$V5_PYTHON" "$REPO/benchmarks/ou_train_curve.py" check --work "$WORK" --out "$OUT"
+"$V5_PYTHON" "$REPO/experiments/ou_train_curve.py" check --work "$WORK" --out "$OUT"

@@ -1,4 +1,4 @@
-"""Helpers of benchmarks/ou_integration.sh (Open-Unlearning's src/eval.py with the uds plug-in).
+"""Helpers of experiments/ou_integration.sh (Open-Unlearning's src/eval.py with the uds plug-in).
 
 `prepare`: copy a built tiny world (read only) to a writable UDS_HOME, adding the transformers-4.x
 config/tokenizer fields (checkpoints.world.store.write_legacy_fields) so OU's transformers 4.45.1

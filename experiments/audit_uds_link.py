@@ -6,7 +6,7 @@ chat-tuned) models — full, retain and unlearned ones — this script runs the 
 (retrieval off: the answer comes from the weights; `--chat`, base variant, the question styles),
 UDS per example and mem_bits per example, and writes them side by side:
 
-    UDS_HOME=... python benchmarks/audit_uds_link.py --preset small \
+    UDS_HOME=... python experiments/audit_uds_link.py --preset small \
         --models full,retain,npo_lr1e-4_b01_a1_ep10,idknll_lr2e-4_a1_ep10 --out out/audit_uds_link
 
 Outputs: facts.csv (model, fact, gold, L, uds, mem_bits), summary.json (per-model means, the two

@@ -1,7 +1,7 @@
 """UDS sanity on a tiny-world preset: the world's alignment, the identities and the
 interpolation curve. Prints a report and writes it as JSON.
 
-    python benchmarks/uds_sanity.py --preset small [--out sanity_small.json]
+    python experiments/uds_sanity.py --preset small [--out sanity_small.json]
 """
 
 from __future__ import annotations

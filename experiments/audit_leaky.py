@@ -2,8 +2,8 @@
 
     uds world build --preset test --models lmlm_leaky,lmlm,lmlm_parametric
     uds audit --model tiny:test/<model> --db tiny:test --out RUNS/<model>     # for each of the three
-    python benchmarks/audit_leaky.py --runs RUNS [--preset test] [--out docs/audit/leaky_test]
-    python benchmarks/audit_leaky.py --chance-only [--preset test]           # chance.json alone, no runs
+    python experiments/audit_leaky.py --runs RUNS [--preset test] [--out docs/audit/leaky_test]
+    python experiments/audit_leaky.py --chance-only [--preset test]           # chance.json alone, no runs
 
 Copies each run's summary.json and grid.csv, and writes facts.csv (`uds_analyses.audit.leaky`:
 one compact row per model, variant, style and fact, with the leaked-subset flag), subset.json

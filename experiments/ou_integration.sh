@@ -7,7 +7,7 @@
 # world's TOFU-shaped splits, not TOFU). Then `uds score` on the same models under OU's
 # transformers 4.45.1 and under 5.x (this project's .venv), and the max difference over both forms.
 #
-#   bash benchmarks/ou_integration.sh        (about 30-60 min on 2 CPU cores, most of it pip and OU's generations)
+#   bash experiments/ou_integration.sh        (about 30-60 min on 2 CPU cores, most of it pip and OU's generations)
 #
 # Environment: PRESET (world preset, default small), SRC_HOME (a UDS_HOME holding world/$PRESET-0 with
 # full, retain, $UNLEARNED; read only), WORK (scratch folder), UNLEARNED, MODELS (default: full retain
@@ -50,7 +50,7 @@ WHEEL=$(ls "$WORK"/dist/uds-*.whl)
 "$VENV/bin/pip" freeze > "$WORK/freeze_before.txt"
 "$VENV/bin/pip" install -q "$WHEEL" && "$VENV/bin/pip" install -q --force-reinstall --no-deps "$WHEEL"
 "$VENV/bin/pip" freeze > "$WORK/freeze_after.txt"
-"$VENV/bin/python" "$REPO/benchmarks/ou_integration.py" pins --requirements "$OU_SRC/requirements.txt" \
+"$VENV/bin/python" "$REPO/experiments/ou_integration.py" pins --requirements "$OU_SRC/requirements.txt" \
   --freeze "$WORK/freeze_after.txt"
 "$VENV/bin/pip" check
 (cd "$WORK" && "$VENV/bin/python" -c "import transformers, accelerate, uds_core.paths as p; print('transformers', transformers.__version__, 'accelerate', accelerate.__version__, 'packaged annotated file:', p.packaged_file(p.ANNOTATED_FORGET10))")
@@ -59,7 +59,7 @@ fi
 if want 3; then
 log "3. Open-Unlearning copy, local data (locuslab/TOFU/ from the world's splits), 4.x-readable world copy"
 rm -rf "$OU" && cp -r "$OU_SRC" "$OU"
-"$VENV/bin/python" "$REPO/benchmarks/ou_integration.py" prepare --world "$SRC_HOME/world/$PRESET-0" \
+"$VENV/bin/python" "$REPO/experiments/ou_integration.py" prepare --world "$SRC_HOME/world/$PRESET-0" \
   --home "$HOME_OU" --ou "$OU" --conf "$CONF" --models "$(echo base full retain $MODELS | tr ' ' '\n' | awk '!seen[$0]++' | paste -sd,)"
 fi
 
@@ -84,7 +84,7 @@ want 4 && for m in $MODELS; do
      > "$WORK/ou_${m}_append.log" 2>&1)
   cat "$OU/saves/eval/$m/TOFU_SUMMARY.json"
   log "4c. OU eval, uds with the anchors as folders + data_path, S1 cache off (the suite's other results are reused): $m"
-  "$VENV/bin/python" "$REPO/benchmarks/ou_integration.py" reuse --logs "$OU/saves/eval/$m/TOFU_EVAL.json" \
+  "$VENV/bin/python" "$REPO/experiments/ou_integration.py" reuse --logs "$OU/saves/eval/$m/TOFU_EVAL.json" \
     --drop uds --out "$OU/saves/eval/${m}_folders/TOFU_EVAL.json"
   (cd "$OU" && /usr/bin/time -f "   OU eval (uds, folder anchors) $m: %e s" nice "$VENV/bin/python" src/eval.py \
      "${model_args[@]}" task_name=${m}_folders experiment=eval/tofu/uds \
@@ -102,6 +102,6 @@ done
 
 want 6 || exit 0
 log "6. OU's uds vs uds score"
-"$VENV/bin/python" "$REPO/benchmarks/ou_integration.py" compare --saves "$OU/saves/eval" --scores "$WORK/scores" \
+"$VENV/bin/python" "$REPO/experiments/ou_integration.py" compare --saves "$OU/saves/eval" --scores "$WORK/scores" \
   --models "${MODELS// /,}" --forms tiny,folders
 "$VENV/bin/uds" leaderboard --results "$OU/saves/eval" --format md

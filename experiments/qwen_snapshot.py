@@ -1,6 +1,6 @@
 """Take a snapshot of the `qwen` world campaign for docs/qwen.md (reads files only, loads no model).
 
-    python benchmarks/qwen_snapshot.py && python benchmarks/doc_tables.py
+    python experiments/qwen_snapshot.py && python benchmarks/doc_tables.py
 
 Reads the campaign's sealed unit files (docs/qwen/campaign) and the smol world's committed scores
 (docs/smol/score) into docs/qwen/snapshot.json (`uds_analyses.doc_tables.qwen.snapshot`); the page's

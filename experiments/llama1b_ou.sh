@@ -5,12 +5,12 @@
 # generation metrics would take hours at this size on 2 cores). Compared with `uds score --dtype
 # bfloat16` on the same models (docs/llama1b/score_bfloat16.json). Writes docs/llama1b/ou_eval.json.
 #
-#   VENV=/path/to/ou-venv bash benchmarks/llama1b_ou.sh     (a venv from step 1 of benchmarks/ou_integration.sh)
+#   VENV=/path/to/ou-venv bash experiments/llama1b_ou.sh     (a venv from step 1 of experiments/ou_integration.sh)
 #
 # The plug-in is taken from this checkout (PYTHONPATH), so the venv is used as it is, nothing installed.
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-VENV=${VENV:?a venv with Open-Unlearning requirements (step 1 of benchmarks/ou_integration.sh)}
+VENV=${VENV:?a venv with Open-Unlearning requirements (step 1 of experiments/ou_integration.sh)}
 WORK=${WORK:-/tmp/llama1b_ou}
 OU_SRC=${OU_SRC:-${UDS_SHARED_DIR:?set OU_SRC to an Open-Unlearning source tree, or UDS_SHARED_DIR (docs/testing.md)}/vendor/open-unlearning}
 WORLD=${WORLD:-${UDS_HOME:-$HOME/.cache/uds}/world/llama1b-0}
@@ -19,7 +19,7 @@ export UDS_TOFU_DIR=${UDS_TOFU_DIR:-${UDS_SHARED_DIR:?set UDS_TOFU_DIR or UDS_SH
 rm -rf "$WORK/open-unlearning" && mkdir -p "$WORK" && cp -r "$OU_SRC" "$WORK/open-unlearning"
 # OU's datasets read locuslab/TOFU/ from its working directory (the world's splits, offline)
 "$REPO/.venv/bin/python" -c "
-import sys; sys.path.insert(0, '$REPO/benchmarks'); sys.path.insert(0, '$REPO')
+import sys; sys.path.insert(0, '$REPO/experiments'); sys.path.insert(0, '$REPO')
 from pathlib import Path
 from ou_integration import write_ou_data
 write_ou_data(Path('$WORLD/data'), Path('$WORK/open-unlearning/locuslab/TOFU'))"
@@ -43,7 +43,7 @@ found = sorted(work.glob("open-unlearning/saves/eval/llama1b_unlearned/TOFU_EVAL
 ev = json.loads(found[0].read_text())["uds"]
 version = subprocess.run([f"{venv}/bin/python", "-c", "import transformers; print(transformers.__version__)"],
                          capture_output=True, text=True).stdout.strip()
-doc = {"command": "VENV=... bash benchmarks/llama1b_ou.sh", "transformers": version, "wall_s": wall,
+doc = {"command": "VENV=... bash experiments/llama1b_ou.sh", "transformers": version, "wall_s": wall,
        "ou_uds": ev["agg_value"], "n_scored": ev.get("n_scored"), "n_examples": ev.get("n_examples"),
        "settings": ev.get("settings")}
 ours = out.parent / "score_bfloat16.json"

@@ -1,8 +1,8 @@
 """Automatic entity spans (uds_core/spans, `uds annotate`) checked against given ones; writes docs/spans/.
 
-    python benchmarks/span_validation.py splits [--out docs/spans/splits.json]
-    python benchmarks/span_validation.py agreement [--out docs/spans/agreement.json]
-    UDS_HOME=... python benchmarks/span_validation.py uds --world test|small|smol [--out docs/spans/uds_<world>.json]
+    python experiments/span_validation.py splits [--out docs/spans/splits.json]
+    python experiments/span_validation.py agreement [--out docs/spans/agreement.json]
+    UDS_HOME=... python experiments/span_validation.py uds --world test|small|smol [--out docs/spans/uds_<world>.json]
 
 `splits`: TOFU's forget01/05/10 derived from full.json (checkpoints/splits.py): rows, annotated
 rows, retain rows and the Open-Unlearning retain anchor of each. `agreement`: span agreement (exact match, token F1) with the 367 hand-annotated TOFU forget10
