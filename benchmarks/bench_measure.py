@@ -328,7 +328,7 @@ def print_table(out: dict) -> None:
 
 
 def _machine() -> dict:
-    from meta_eval.campaign import machine
+    from meta_eval.campaign.machine import machine
 
     return machine()
 

@@ -4,7 +4,7 @@ compute, timed side by side in one run.
     OMP_NUM_THREADS=1 python benchmarks/bench_ou_eval.py --preset smol --model npo_lr3e-5_b01_a1_ep5 \\
         --src-home UDS_HOME --work /tmp/ou_bench/ou --out docs/smol/bench_ou_eval.json
 
-Setup (untimed, its seconds recorded): `benchmarks/ou_integration.sh` steps 1-3 (OU's venv with its
+Setup (untimed, its seconds recorded): `experiments/ou_integration.sh` steps 1-3 (OU's venv with its
 pins, this project as a wheel into it, a copy of the vendored OU with the world's splits as its local
 `locuslab/TOFU/` folder and the world's models with the transformers-4.x fields); `--skip-setup`
 reuses what an earlier run left in --work.
@@ -68,7 +68,7 @@ NOT_SHARED = {
     "forget_truth_ratio (OU's aggregate)": "OU's default suite aggregates r = p_pert / p_para as "
                                            "mean(min(r, 1/r)); ours (`truth_ratio`, the Mem / meta-eval variant) "
                                            "is mean p_para / (p_para + p_pert), compared via OU's per-item r as "
-                                           "mean 1 / (1 + r) (meta_eval.leaderboard_inputs' convention)",
+                                           "mean 1 / (1 + r) (uds_leaderboard.inputs' convention)",
 }
 OU_MODEL_CONFIG = "uds_tiny"      # written by ou_integration.py's `prepare` into WORK/conf/model/
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1",
@@ -109,11 +109,11 @@ def ou_paths(work: Path) -> dict[str, Path]:
 
 
 def setup_ou(args: argparse.Namespace) -> float:
-    """Steps 1-3 of benchmarks/ou_integration.sh; seconds taken."""
+    """Steps 1-3 of experiments/ou_integration.sh; seconds taken."""
     env = {**os.environ, "STEPS": "1 2 3", "WORK": str(args.work), "PRESET": args.preset,
            "SRC_HOME": str(args.src_home), "UNLEARNED": args.model, "MODELS": args.model}
     t0 = time.perf_counter()
-    subprocess.run(["bash", str(REPO / "benchmarks" / "ou_integration.sh")], env=env, check=True)
+    subprocess.run(["bash", str(REPO / "experiments" / "ou_integration.sh")], env=env, check=True)
     return time.perf_counter() - t0
 
 
@@ -272,7 +272,7 @@ def ou_values(results: Path) -> dict[str, float]:
     holds only the top-level metrics, not pre-computes such as mia_min_k or model utility's parts)
     through the leaderboard's name map, and truth_ratio as mean 1 / (1 + r) over the per-item
     r = p_pert / p_para of forget_truth_ratio."""
-    from meta_eval.leaderboard_inputs import summary_values
+    from uds_leaderboard.inputs import summary_values
 
     evals = json.loads((results / "TOFU_EVAL.json").read_text())
     out = summary_values({k: v.get("agg_value") for k, v in evals.items() if isinstance(v, dict)})

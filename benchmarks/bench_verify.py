@@ -140,7 +140,7 @@ def main() -> int:
     a = ap.parse_args()
     from checkpoints.specs import model_source, parse_tiny
     from uds_core.paths import world_dir
-    from meta_eval.campaign import cpu_name
+    from meta_eval.campaign.machine import cpu_name
 
     world = world_dir(*parse_tiny(a.spec)[:2])
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "UDS_QUIET": "1"}

@@ -7,7 +7,7 @@ forget01 and forget05 are the last 40 and 200 rows of forget10. Neither ships he
 derived from full.json (whose last 400 rows are forget10, row by row) and the forget10 entity
 annotations are mapped onto each split's own row indices (`idx` = row in the split).
 
-A tiny world has one forget set, which plays forget10 (benchmarks/ou_integration.sh writes it as
+A tiny world has one forget set, which plays forget10 (experiments/ou_integration.sh writes it as
 Open-Unlearning's forget10); naming forget01 or forget05 for a tiny-world model is bad input.
 """
 

@@ -20,7 +20,7 @@ from typing import Callable, Iterable
 import torch
 from safetensors.torch import load_file, save_file
 
-from meta_eval.campaign_files import digest_of
+from meta_eval.campaign.files import digest_of
 from metrics.hidden import EntityStates
 from metrics.work import WorkKey
 from uds_core.atomic import atomic_file, read_json, write_json

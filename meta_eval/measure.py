@@ -22,7 +22,7 @@ import torch
 
 from meta_eval.anchor_work import AnchorWorkFiles
 from meta_eval.assemble import FILTER_SOURCE
-from meta_eval.campaign_files import digest_of
+from meta_eval.campaign.files import digest_of
 from meta_eval.perturb import NF4, ORIG, RELEARN, RelearnRecipe, ensure_relearned, load_nf4, nf4_description
 from meta_eval.store import MeasurementStore
 from meta_eval.population import FULL, POOL, RETAIN, UNLEARNED, Member, Zoo, model_identity

@@ -1,5 +1,5 @@
 """What both ways of `uds meta-eval` write and read alike: the key list, the values `uds report`
-draws from and the plots (measuring a zoo; assembling a campaign's files, `campaign_outputs`)."""
+draws from and the plots (measuring a zoo; assembling a campaign's files, `campaign.outputs`)."""
 
 from __future__ import annotations
 

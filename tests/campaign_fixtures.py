@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from uds_core.sealed import seal
-from meta_eval.campaign_files import digest_of, settings_digest
+from meta_eval.campaign.files import digest_of, settings_digest
 from meta_eval.measure import MEASURE_VERSION
 
 KEYS = ["es", "uds", "mia_loss", "s_mia_loss"]       # a knowledge, an erasure and a filter-sourced s_* key

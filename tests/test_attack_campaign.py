@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from meta_eval.campaign_files import CampaignFiles, settings_digest
+from meta_eval.campaign.files import CampaignFiles, settings_digest
 from tests.campaign_fixtures import fresh_home
 from uds_core.sealed import read_sealed, seal
 
@@ -44,7 +44,7 @@ class StandInMetrics:
 
 
 def campaign_of(camp: Path, said: list[str]):
-    from meta_eval.attack_campaign import AttackRunner, CampaignMeasurer
+    from meta_eval.campaign.attack import AttackRunner, CampaignMeasurer
     from uds.commands.campaign import attack_settings, make_campaign
 
     c = make_campaign(args_of(camp))
@@ -115,7 +115,7 @@ def test_every_file_records_its_code_and_the_settings_digest_covers_it(run):
     files = CampaignFiles(run["camp"])
     protocol = read_sealed(files.protocol)[0]
     head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
-    code = measure_code(("meta_eval.attack_campaign", "meta_eval.attacks.*"))
+    code = measure_code(("meta_eval.campaign.attack", "meta_eval.attacks.*"))
     assert protocol["version"] == 2 and protocol["plan"] == "attack" and protocol["measure_code"] == code
     assert protocol["fixed_at"]["commit"] == head
     docs = files.measurements()
@@ -159,7 +159,7 @@ def test_the_plan_is_derived_from_the_catalogue():
     suppressed pool and the N controls measured as built."""
     from checkpoints.catalogue import recipes
     from checkpoints.world.presets import get_preset
-    from meta_eval.attack_campaign import attack_plan, attack_zoo
+    from meta_eval.campaign.attack import attack_plan, attack_zoo
     from metrics.registry import META_KEYS
 
     preset = get_preset("test")

@@ -16,9 +16,9 @@ import numpy as np
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from meta_eval.attack_assemble import assemble_attacks
-from meta_eval.campaign_files import settings_digest
-from meta_eval.campaign_read import read_campaign
+from meta_eval.campaign.attack_assemble import assemble_attacks
+from meta_eval.campaign.files import settings_digest
+from meta_eval.campaign.read import read_campaign
 from uds_analyses.doc_tables import attacks as page
 from uds_core.sealed import seal
 from tests.campaign_fixtures import SyntheticCampaign

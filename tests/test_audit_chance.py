@@ -134,7 +134,7 @@ def test_attribution_figure_with_chance(tmp_path):
 def test_leaky_chance_file_is_the_rebuilt_worlds():
     """docs/audit/leaky_test/chance.json is what `audit_leaky.py --chance-only` computes (no model),
     and the committed runs audited databases of the same variants and prompt counts."""
-    from benchmarks.audit_leaky import check_against_runs, world_chance
+    from experiments.audit_leaky import check_against_runs, world_chance
 
     folder = ROOT / "docs/audit/leaky_test"
     committed = json.loads((folder / "chance.json").read_text())
@@ -145,7 +145,7 @@ def test_leaky_chance_file_is_the_rebuilt_worlds():
 @pytest.mark.skipif(not (published_root() / "published_outputs").is_dir(), reason=LMLM_SKIP)
 def test_published_chance_is_the_shared_datas():
     from uds_analyses.audit.published import published_cells
-    from benchmarks.audit_published_claims import chance_cells
+    from experiments.audit_published_claims import chance_cells
 
     data = json.loads((ROOT / "docs/audit/published_claims.json").read_text())
     pub = published_root() / "published_outputs"

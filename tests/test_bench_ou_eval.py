@@ -9,7 +9,7 @@ import pytest
 
 from benchmarks.bench_ou_eval import (OU_SUITE, SHARED_KEYS, compare_values, ou_log_times, ou_values, per_metric,
                                       summarize)
-from meta_eval.leaderboard_inputs import OU_KEYS
+from uds_leaderboard.inputs import OU_KEYS
 
 LOG = """\
 [2026-01-01 10:00:00,000][evaluator][INFO] - Evaluations stored in the experiment directory: ./saves/eval/x

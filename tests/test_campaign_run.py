@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from meta_eval.campaign_files import CampaignFiles
+from meta_eval.campaign.files import CampaignFiles
 from tests.campaign_fixtures import fresh_home
 from uds.cli import main
 from uds_core.sealed import read_sealed
@@ -244,7 +244,7 @@ def test_the_tables_assemble_from_the_files(killed, moved, uds, tmp_path):
 
 
 def test_eta_estimates_an_untimed_kind_from_its_family():
-    from meta_eval.campaign import GUESS, Progress
+    from meta_eval.campaign.progress import GUESS, Progress
 
     p = Progress()
     assert p.estimate("build:pool") == GUESS["build:pool"] and p.estimate("pool:orig") == GUESS["pool:orig"]
@@ -258,7 +258,7 @@ def test_eta_estimates_an_untimed_kind_from_its_family():
 
 
 def test_spread_models_are_the_quickest_to_train_again():
-    from meta_eval.campaign import cheapest_to_rebuild
+    from meta_eval.campaign.anchors import cheapest_to_rebuild
 
     docs = [{"model": m} for m in ("altpo", "graddiff", "rmu", "npo", "nobuild")]
     builds = {"altpo": {"train_seconds": 1249.4}, "graddiff": {"train_seconds": 547.7},

@@ -164,7 +164,7 @@ def test_a_deliberate_edit_is_recorded_and_other_damage_still_seen(folder):
 
 
 def test_legacy_fields_written_into_a_built_folder_keep_it_whole(tmp_path):
-    """benchmarks/ou_integration.py adds the transformers-4.x fields to copies of built folders:
+    """experiments/ou_integration.py adds the transformers-4.x fields to copies of built folders:
     the edited files' digests are recorded with them, so the copy is not taken for damaged."""
     from checkpoints.world.store import write_legacy_fields
 

@@ -240,7 +240,7 @@ def test_a_measurement_written_before_digests_is_sealed_once(tmp_path, capsys):
 def test_same_size_damage_to_a_campaign_measurement_file_is_said_and_redone(tmp_path):
     """A committed measurement file with one digit changed: not counted as done (so the campaign
     measures it again), said once."""
-    from meta_eval.campaign_files import CampaignFiles
+    from meta_eval.campaign.files import CampaignFiles
 
     campaign = Path(__file__).resolve().parents[1] / "docs" / "smol" / "campaign"
     committed = sorted((campaign / "measurements").rglob("*.json"))

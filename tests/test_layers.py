@@ -3,8 +3,9 @@
 Layers, lowest first: `uds_core` (the foundation: engine, hooks, loading, prompts; imports nothing of
 the project) <- `checkpoints` (spec resolution, the registry of real checkpoints, the tiny world)
 <- `metrics` (the metric families, the registry, the evaluation session) <- `uds_analyses` and
-`meta_eval` (two wings side by side that do not import each other) <- `uds` (the front door: the
-command line, the commands, the Open-Unlearning plug-in, the device and executor flags). A module
+`meta_eval` (two wings side by side that do not import each other) <- `uds_leaderboard` (the
+leaderboards, on the benchmark aggregation) <- `uds` (the front door: the command line, the commands,
+the Open-Unlearning plug-in, the device and executor flags). A module
 imports only from its own package or lower layers, nothing imports a command module but the
 command line, and no set of modules imports itself in a cycle. Every import statement counts:
 top-level, inside functions and under TYPE_CHECKING.
@@ -18,10 +19,11 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-PACKAGES = ("uds_core", "checkpoints", "metrics", "uds_analyses", "meta_eval", "uds")
+PACKAGES = ("uds_core", "checkpoints", "metrics", "uds_analyses", "meta_eval", "uds_leaderboard", "uds")
 COMMANDS = ("uds.cli", "uds.__main__", "uds.commands")
-LAYERS = {"uds_core": 0, "checkpoints": 1, "metrics": 2, "uds_analyses": 3, "meta_eval": 3, "uds": 4}
-TOP = 4
+LAYERS = {"uds_core": 0, "checkpoints": 1, "metrics": 2, "uds_analyses": 3, "meta_eval": 3, "uds_leaderboard": 4,
+          "uds": 5}
+TOP = 5
 
 
 def module_files(root: Path = REPO) -> dict[str, Path]:
@@ -178,6 +180,7 @@ def test_the_foundation_imports_nothing_of_the_project():
 
 @pytest.mark.parametrize("module, expected", [("uds_core.engine", 0), ("checkpoints.world.build", 1),
                                               ("metrics.registry", 2), ("meta_eval.measure", 3),
+                                              ("uds_leaderboard.rows", 4),
                                               ("uds.commands.score", TOP), ("uds.cli", TOP),
                                               ("uds.ou.handlers", TOP)])
 def test_layer_of(module, expected):

@@ -10,9 +10,9 @@ import json
 import pytest
 
 from meta_eval.benchmark import AGGREGATE_KEYS, benchmark_rows
-from meta_eval.leaderboard import to_html
-from meta_eval.leaderboard_rows import leaderboard_rows
-from meta_eval.leaderboard_inputs import describe, load_results
+from uds_leaderboard.render import to_html
+from uds_leaderboard.rows import leaderboard_rows
+from uds_leaderboard.inputs import describe, load_results
 from metrics.utility import UTILITY_KEYS
 from uds.cli import main
 

@@ -22,13 +22,13 @@ from sklearn.metrics import roc_auc_score
 from uds_analyses.doc_tables import campaign as pages
 from uds_core.errors import UdsInputError
 from meta_eval.assemble import meta_evaluate
-from meta_eval.campaign_assemble import assemble_campaign
+from meta_eval.campaign.assemble import assemble_campaign
 from uds_core.sealed import read_sealed
-from meta_eval.campaign_read import campaign_zoo, read_campaign
+from meta_eval.campaign.read import campaign_zoo, read_campaign
 from meta_eval.faithfulness import MIN_POOL
 from meta_eval.pool_variants import confused_pairs, knowledge_by_variant
 from meta_eval.published import PUBLISHED
-from meta_eval.campaign_files import digest_of
+from meta_eval.campaign.files import digest_of
 from tests.campaign_fixtures import ANCHORS, KEYS, POOL, UNLEARNED, SyntheticCampaign
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import pytest
 
 from uds.commands import meta_eval as cmd
 from meta_eval import measure
-from meta_eval.campaign_files import digest_of
+from meta_eval.campaign.files import digest_of
 from meta_eval.measure import Job, Measurer, plan_jobs
 from meta_eval.perturb import ORIG, relearn_config
 from meta_eval.store import MeasurementStore

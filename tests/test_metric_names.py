@@ -50,7 +50,7 @@ def test_register_refuses_a_metric_without_a_label():
 def test_every_registered_metric_is_named_alike_wherever_it_is_shown():
     """The names table, the report's columns and `uds leaderboard`'s html header give each registered
     metric its registration's label and orientation; none falls into the report's group "other"."""
-    from meta_eval.leaderboard import to_html
+    from uds_leaderboard.render import to_html
     from meta_eval.names import DIRECTIONS, name_of
     from metrics.registry import REGISTRY
     from uds.site.columns import column

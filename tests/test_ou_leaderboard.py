@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-from meta_eval.leaderboard import ID_COLUMNS, SHOWN, to_markdown
-from meta_eval.leaderboard_rows import leaderboard_rows
-from meta_eval.leaderboard_inputs import load_results
+from uds_leaderboard.render import ID_COLUMNS, SHOWN, to_markdown
+from uds_leaderboard.rows import leaderboard_rows
+from uds_leaderboard.inputs import load_results
 from metrics.registry import REGISTRY
 from uds.cli import main
 

@@ -29,7 +29,7 @@ from uds.ou.callback import RegisterUds
 from uds.ou.register import register
 
 # The test world was saved by transformers 5 without the 4.x fields (its tokenizer class does not
-# exist in 4.45): under OU's pin, tests/test_ou_compat.py and benchmarks/ou_integration.sh cover this.
+# exist in 4.45): under OU's pin, tests/test_ou_compat.py and experiments/ou_integration.sh cover this.
 pytestmark = pytest.mark.skipif(transformers_major() < 5, reason="test world saved without the 4.x fields")
 
 FULL, RETAIN = "tiny:test/full", "tiny:test/retain"

@@ -112,7 +112,7 @@ def test_report_has_the_rows_values_and_order_of_uds_leaderboard(tmp_path, form)
 
 
 def test_printing_rule():
-    from meta_eval.leaderboard_rows import decimals_of, display_number
+    from uds_leaderboard.rows import decimals_of, display_number
 
     for value, want in ((7e-12, "0"), (-3e-8, "0"), (0.0, "0"), (0.12345, f"{0.12345:.3f}"), (1.0, "1.000"),
                         (-0.0004, "0.000"), (-0.25, "-0.250"), (None, None), (float("nan"), None)):

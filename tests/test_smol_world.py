@@ -145,12 +145,12 @@ def test_a_second_build_trains_nothing(world, monkeypatch):
 
 
 def test_results_script_writes_build_json_from_the_recipes(world, tmp_path):
-    """benchmarks/smol_results.py's build stage, without training: one row per built model,
+    """experiments/smol_results.py's build stage, without training: one row per built model,
     with the seconds and settings its recipe.json recorded."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("smol_results", Path(__file__).resolve().parents[1]
-                                                  / "benchmarks" / "smol_results.py")
+                                                  / "experiments" / "smol_results.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     mod.stage_build(tmp_path, "cpu", PRESET, built_only=True)

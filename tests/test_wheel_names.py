@@ -1,4 +1,4 @@
-"""The wheel's installed import names: the layout's six top-level packages and nothing generic beside
+"""The wheel's installed import names: the layout's seven top-level packages and nothing generic beside
 them; the docs' table generators stay in the checkout."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LAYOUT = {"uds", "uds_core", "checkpoints", "metrics", "meta_eval", "uds_analyses"}
+LAYOUT = {"uds", "uds_core", "checkpoints", "metrics", "meta_eval", "uds_analyses", "uds_leaderboard"}
 
 
 def _source_copy(dest: Path) -> Path:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterable
 
 ROOT = Path(__file__).resolve().parents[1]   # the folder holding the project's top-level packages
-PROJECT = ("uds_core", "checkpoints", "metrics", "meta_eval", "uds_analyses", "uds")
+PROJECT = ("uds_core", "checkpoints", "metrics", "meta_eval", "uds_analyses", "uds_leaderboard", "uds")
 
 
 def module_path(module: str, root: Path = ROOT) -> Path | None:

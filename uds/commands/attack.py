@@ -9,7 +9,7 @@ run), `DIR/hits.jsonl` (per attack, model and question: the answer and whether i
 and `DIR/attack.png`. Deterministic: the same seed gives the same shares.
 
 `uds attack --from-campaign DIR [--legacy DIR] --out OUT` assembles the attack campaign's result
-from its committed files alone (`meta_eval.attack_assemble`): OUT/result.json and OUT/rho.png;
+from its committed files alone (`meta_eval.campaign.attack_assemble`): OUT/result.json and OUT/rho.png;
 `--legacy` names the meta-evaluation campaign whose committed values the rebuilt models are compared
 with (default: docs/smol/campaign beside DIR's, when it exists).
 """
@@ -133,9 +133,9 @@ def run(args: argparse.Namespace) -> int:
 
 def assemble(args: argparse.Namespace) -> int:
     """`--from-campaign`: the result document and its figure, from the campaign's files."""
-    from meta_eval.attack_assemble import assemble_attacks
+    from meta_eval.campaign.attack_assemble import assemble_attacks
     from meta_eval.attacks.figure import rho_figure
-    from meta_eval.campaign_read import read_campaign
+    from meta_eval.campaign.read import read_campaign
     from metrics.registry import META_KEYS
     from uds_core import atomic
     import sys

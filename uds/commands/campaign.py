@@ -7,7 +7,7 @@ all its settings, and stops cleanly on SIGINT / SIGTERM; run it again (here or o
 machine) to continue. `uds campaign status` counts what is done without loading any model;
 `uds meta-eval --from-campaign DIR` assembles the tables from the files.
 
-`--plan attack` runs the attack campaign instead (`meta_eval.attack_campaign`): the unlearned
+`--plan attack` runs the attack campaign instead (`meta_eval.campaign.attack`): the unlearned
 models, full, retain, the suppressed pool with its P parents and the N controls, each measured as
 built and attacked (`uds attack`'s attacks); `uds attack --from-campaign DIR` assembles its result.
 A folder fixed under campaign version 1 (recipe digests of scheme 1) is read but not continued.
@@ -138,8 +138,10 @@ def make_campaign(args: argparse.Namespace):
     from checkpoints.world.store import model_dir
     from uds_core.digests import model_folder_digest
     from uds_core.paths import uds_home, world_dir
-    from meta_eval.campaign import LEGACY_VERSION, Campaign, CampaignSpec, check_protocol
-    from meta_eval.campaign_files import CampaignFiles
+    from meta_eval.campaign.driver import Campaign
+    from meta_eval.campaign.protocol import LEGACY_VERSION, check_protocol
+    from meta_eval.campaign.spec import CampaignSpec
+    from meta_eval.campaign.files import CampaignFiles
     from metrics.registry import META_KEYS
 
     if args.batch_size < 1 or args.max_new_tokens < 1:
@@ -212,7 +214,7 @@ def campaign_zoo(tag: str, plan: str):
     from meta_eval.population import tiny_zoo
 
     if plan == "attack":
-        from meta_eval.attack_campaign import attack_zoo
+        from meta_eval.campaign.attack import attack_zoo
 
         return attack_zoo(tag)
     return tiny_zoo(tag)
@@ -222,7 +224,7 @@ def plan_parts(zoo, plan: str) -> dict:
     """The CampaignSpec fields of a plan other than the meta-evaluation's: its jobs, order, parents."""
     if plan != "attack":
         return {}
-    from meta_eval.attack_campaign import attack_order, attack_plan, parent_of
+    from meta_eval.campaign.attack import attack_order, attack_plan, parent_of
     from meta_eval.attacks import ATTACKS
     from metrics.registry import META_KEYS
 
@@ -242,7 +244,7 @@ def attack_settings(zoo):
 def measure_code_of(plan: str) -> str:
     from meta_eval.measure import measure_code
 
-    return measure_code(("meta_eval.attack_campaign", "meta_eval.attacks.*") if plan == "attack" else ())
+    return measure_code(("meta_eval.campaign.attack", "meta_eval.attacks.*") if plan == "attack" else ())
 
 
 def measure_settings(args: argparse.Namespace, zoo):
@@ -258,7 +260,7 @@ def setting_recipes(zoo, plan: str, settings, recipe, attack) -> dict[str, dict]
     from metrics.registry import META_KEYS
 
     if plan == "attack":
-        from meta_eval.attack_campaign import ATTACK
+        from meta_eval.campaign.attack import ATTACK
         from meta_eval.attacks import ATTACKS
         from meta_eval.perturb import ORIG
 
@@ -271,8 +273,8 @@ def setting_recipes(zoo, plan: str, settings, recipe, attack) -> dict[str, dict]
 def settings_digest(setting: str, setting_recipe: dict, settings, code: str | None) -> str:
     """The settings digest a measurement of `setting` carries: version 2 with the measuring code's
     digest (`code`); a version-1 folder's (code None) with the declared measurement version."""
-    from meta_eval.campaign import CAMPAIGN_VERSION, LEGACY_VERSION
-    from meta_eval.campaign_files import settings_digest as digest
+    from meta_eval.campaign.protocol import CAMPAIGN_VERSION, LEGACY_VERSION
+    from meta_eval.campaign.files import settings_digest as digest
     from meta_eval.measure import MEASURE_VERSION, stamp_settings
 
     if code is None:
@@ -282,7 +284,7 @@ def settings_digest(setting: str, setting_recipe: dict, settings, code: str | No
 
 def legacy_protocol(zoo, digests: dict[str, str], settings, recipe, campaign) -> dict:
     """A version-1 folder's protocol as this code would have fixed it (to check the folder's)."""
-    from meta_eval.campaign import LEGACY_VERSION
+    from meta_eval.campaign.protocol import LEGACY_VERSION
     from meta_eval.knowledge import CHECK_TOKENS, WORDINGS
     from meta_eval.measure import setting_recipe, stamp_settings
     from metrics.registry import META_KEYS
@@ -304,7 +306,7 @@ def protocol(zoo, plan: str, digests: dict[str, str], recipes_of_settings: dict,
     from checkpoints.catalogue import find_recipe
     from checkpoints.world.presets import get_preset
     from checkpoints.world.recipe_digest import RECIPE_SCHEME, trainer_code, world_settings
-    from meta_eval.campaign import CAMPAIGN_VERSION
+    from meta_eval.campaign.protocol import CAMPAIGN_VERSION
     from meta_eval.knowledge import CHECK_TOKENS, WORDINGS
     from meta_eval.measure import stamp_settings
     from metrics.registry import META_KEYS
@@ -356,7 +358,7 @@ def measurer_factory(zoo, scratch: Path, settings, recipe, attack):
         return lambda: make_measurer(zoo, scratch, settings, recipe)
 
     def make():
-        from meta_eval.attack_campaign import AttackRunner, CampaignMeasurer
+        from meta_eval.campaign.attack import AttackRunner, CampaignMeasurer
 
         log = lambda line: print(f"campaign: {line}", file=sys.stderr, flush=True)  # noqa: E731
         return CampaignMeasurer(lambda: make_measurer(zoo, scratch, settings, recipe),

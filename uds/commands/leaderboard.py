@@ -2,7 +2,7 @@
 
 --results: a folder of per-model folders (`metrics.json` + `summary.json`, or Open-Unlearning
 `TOFU_SUMMARY.json` / `TOFU_EVAL.json`), or one JSON file of per-model records (see
-meta_eval/leaderboard_inputs.py for the forms and the key mapping). Writes md (default), csv or
+uds_leaderboard/inputs.py for the forms and the key mapping). Writes md (default), csv or
 html to --out (stdout without it) and, with --out, a Mem vs Privacy scatter beside it.
 """
 
@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from meta_eval.leaderboard import FORMATS
+from uds_leaderboard.render import FORMATS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -26,9 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from meta_eval.leaderboard import RENDERERS, mem_privacy_scatter
-    from meta_eval.leaderboard_rows import leaderboard_rows
-    from meta_eval.leaderboard_inputs import load_results
+    from uds_leaderboard.render import RENDERERS, mem_privacy_scatter
+    from uds_leaderboard.rows import leaderboard_rows
+    from uds_leaderboard.inputs import load_results
 
     fmt = args.format or (Path(args.out).suffix.lstrip(".").lower() if args.out else "md")
     fmt = {"markdown": "md", "htm": "html"}.get(fmt, fmt)

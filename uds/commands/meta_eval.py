@@ -5,7 +5,7 @@ Builds what the zoo lacks, measures every (model, setting) it needs (cached unde
 is missing), then writes to --out: `meta_eval.json` (docs/design.md), `results.json` (benchmark rows,
 a `uds leaderboard` input), `summary.md` (ranked table), `pn_histograms.png`,
 `quantization_scatter.png`, `relearning_scatter.png`. With `--from-campaign DIR` it measures nothing:
-the same files are assembled from a campaign folder (`meta_eval/campaign_outputs.py`).
+the same files are assembled from a campaign folder (`meta_eval/campaign/outputs.py`).
 """
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
     from meta_eval.population import parse_zoo
 
     if args.from_campaign:
-        from meta_eval.campaign_outputs import run_from_campaign
+        from meta_eval.campaign.outputs import run_from_campaign
 
         check_flags(args)
         return run_from_campaign(Path(args.from_campaign), args.metrics, args.robustness, not args.no_filters,

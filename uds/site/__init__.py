@@ -2,7 +2,7 @@
 
 No torch, no metric registry, so `uds report` starts in well under a second: the standard library
 plus the benchmark formulas and leaderboard order it shares with `uds leaderboard`
-(meta_eval/leaderboard_rows.py, numpy) and the published meta-evaluation table
+(uds_leaderboard/rows.py, numpy) and the published meta-evaluation table
 (meta_eval/published.py). Modules: `readers` (files -> `Results`), `model` (the data model),
 `table` (one leaderboard row per model, merged from every source), `columns` (headline columns,
 groups, directions), `meta` (the meta-evaluation beside the published values), `payload` (data

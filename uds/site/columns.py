@@ -10,7 +10,7 @@ know goes to the group "other", without a direction (no rank).
 
 from __future__ import annotations
 
-from meta_eval.leaderboard_rows import DECIMALS, UDS_DECIMALS
+from uds_leaderboard.rows import DECIMALS, UDS_DECIMALS
 from meta_eval.names import LOWER_IS_BETTER, name_of
 from metrics.registry import REGISTRY
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from uds_core.curves import Curve
-from meta_eval.leaderboard_rows import REFERENCES
+from uds_leaderboard.rows import REFERENCES
 from meta_eval.names import DIRECTIONS, label_of
 from uds.site.columns import PUBLISHED_PREFIX, columns_of, groups_of
 from uds.site.meta import meta_document, pair_runs

@@ -21,7 +21,7 @@ from typing import Any, Iterable
 
 from uds_core.curves import is_header, read_curve
 from uds_core.errors import UdsInputError
-from meta_eval.leaderboard_inputs import is_ou_summary, published_record, summary_values
+from uds_leaderboard.inputs import is_ou_summary, published_record, summary_values
 from uds.site.model import AuditRun, MetaEval, MetricsRun, ProbeRun, Results, RowsFile, ScoreRun
 
 MAX_DEPTH = 6

@@ -17,7 +17,7 @@ which sources differ at the printed precision (and by at least half a unit of th
 digit) is kept with each source's value and the spread; smaller disagreements are counted, not
 flagged. The reference's published table (`kind` "published") is kept apart: its values are the
 row only for a model no other source has, else a comparison beside ours. The records then go
-through `meta_eval.leaderboard_rows.leaderboard_rows`, the function `uds leaderboard` uses: the
+through `uds_leaderboard.rows.leaderboard_rows`, the function `uds leaderboard` uses: the
 same aggregates (spec §6.1) and the same default order.
 
 Each model belongs to one population: the references (full, retain), the unlearned models, the
@@ -32,8 +32,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from meta_eval.leaderboard_inputs import describe
-from meta_eval.leaderboard_rows import REFERENCES, display_number, leaderboard_rows
+from uds_leaderboard.inputs import describe
+from uds_leaderboard.rows import REFERENCES, display_number, leaderboard_rows
 from uds.site.columns import format_of
 from uds.site.model import Results, RowsFile, ScoreRun
 

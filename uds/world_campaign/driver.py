@@ -212,7 +212,7 @@ def code_state() -> dict:
 def machine() -> dict:
     import torch
 
-    from meta_eval.campaign import cpu_name
+    from meta_eval.campaign.machine import cpu_name
 
     return {"cpu": cpu_name(), "platform": platform.platform(), "torch": torch.__version__, "threads": 1,
             "cores": os.cpu_count()}

@@ -14,7 +14,7 @@ from uds_analyses.doc_tables.markdown import table
 
 
 def published_claims(path: Path) -> str:
-    """The statements about the published audit (`benchmarks/audit_published_claims.py`'s JSON)."""
+    """The statements about the published audit (`experiments/audit_published_claims.py`'s JSON)."""
     return claims_markdown(json.loads(path.read_text())["claims"])
 
 
@@ -24,7 +24,7 @@ VARIANT_ORDER = ("base", "alias", "noise", "collision", "released")
 
 def published_chance_table(path: Path) -> str:
     """Per published (database, variant), pooled over its prompt styles (count-weighted): the
-    chance levels (`chance` rows of `benchmarks/audit_published_claims.py`'s JSON) next to the
+    chance levels (`chance` rows of `experiments/audit_published_claims.py`'s JSON) next to the
     published DEL-ON EM, L and R (its `cells`, counts over n)."""
     data = json.loads(path.read_text())
     cells = {(c["domain"], c["variant"], c["style"]): c for c in data["cells"]}
@@ -49,7 +49,7 @@ def published_chance_table(path: Path) -> str:
 
 
 def uds_link_table(path: Path) -> str:
-    """`benchmarks/audit_uds_link.py` summary.json: full and retain, then the other models by UDS."""
+    """`experiments/audit_uds_link.py` summary.json: full and retain, then the other models by UDS."""
     models = json.loads(path.read_text())["models"]
     rest = sorted(set(models) - {"full", "retain"}, key=lambda n: models[n]["uds"])
     rows = [[n, f"{m['del_off_correct']:.3f}", f"{m['uds']:.3f}", f"{m['mem_bits']:.2f}", str(m["hidden"])]
@@ -62,7 +62,7 @@ def _f(v: float) -> str:
 
 
 def _models(folder: Path) -> list[str]:
-    """The audited models of a `benchmarks/audit_leaky.py` folder, in subset.json's order."""
+    """The audited models of a `experiments/audit_leaky.py` folder, in subset.json's order."""
     return list(json.loads((folder / "subset.json").read_text())["models"])
 
 
@@ -71,7 +71,7 @@ def _summary(run: Path) -> dict:
 
 
 def leaky_table(folder: Path) -> str:
-    """A `benchmarks/audit_leaky.py` folder: per model and variant, the audit's EMs, L̂, R̂, artefact
+    """A `experiments/audit_leaky.py` folder: per model and variant, the audit's EMs, L̂, R̂, artefact
     rate and near-miss evidence rate (the model's summary.json), then L̂ on the leaked subset's
     prompts and on the other targets' prompts (facts.csv), and the variant's chance level
     (chance.json, the same database for every model)."""
@@ -88,7 +88,7 @@ def leaky_table(folder: Path) -> str:
 
 
 def full_style_table(folder: Path) -> str:
-    """FULL EM per prompt style of each model of a `benchmarks/audit_leaky.py` folder, on the
+    """FULL EM per prompt style of each model of a `experiments/audit_leaky.py` folder, on the
     `base` variant (the cells of its summary.json)."""
     rows, styles = [], None
     for m in _models(folder):
@@ -143,7 +143,7 @@ def _comparison_sums(run: Path) -> dict[tuple[str, str], dict]:
 
 
 def published_runs_table(folder: Path) -> str:
-    """`benchmarks/audit_published_runs.py`'s folder (one `uds audit` run per published database):
+    """`experiments/audit_published_runs.py`'s folder (one `uds audit` run per published database):
     per (database, variant), ours / published FULL EM, DEL-ON EM, L and R, each count-weighted
     over the prompt styles (our cells' counts; the published cells are the same prompt files)."""
     sums = {k: v for run in sorted(p for p in folder.iterdir() if p.is_dir()) for k, v in _comparison_sums(run).items()}

@@ -83,7 +83,7 @@ def overhead_table(path: Path) -> str:
 
 
 def ou_check_table(path: Path) -> str:
-    """ou_train_curve.json: what benchmarks/ou_train_curve.sh found on Open-Unlearning's trainer."""
+    """ou_train_curve.json: what experiments/ou_train_curve.sh found on Open-Unlearning's trainer."""
     d = json.loads(path.read_text())
     rows = [["curve steps", ", ".join(map(str, d["curve_steps"]))],
             ["last point's UDS", repr(d["last_point_uds"])],

@@ -1,4 +1,4 @@
-"""docs/llama1b.md's tables, from the files `benchmarks/llama1b.py` writes under docs/llama1b/
+"""docs/llama1b.md's tables, from the files `experiments/llama1b.py` writes under docs/llama1b/
 (a file not written yet renders as a row saying so and the command that writes it)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-COMMAND = "OMP_NUM_THREADS=1 flock /tmp/uds-bigmem.lock python benchmarks/llama1b.py"
+COMMAND = "OMP_NUM_THREADS=1 flock /tmp/uds-bigmem.lock python experiments/llama1b.py"
 
 
 def _load(folder: Path, name: str) -> dict | None:
@@ -30,7 +30,7 @@ def alignment_table(folder: Path) -> str:
     doc = _load(folder, "alignment.json")
     head = "| what | rows | compared with | fields | mismatches |\n|---|---|---|---|---|\n"
     if doc is None:
-        return head + "| prompts, labels, spans | not measured yet: `python benchmarks/llama1b.py alignment` | | | |\n"
+        return head + "| prompts, labels, spans | not measured yet: `python experiments/llama1b.py alignment` | | | |\n"
     chat, uds = doc["chat"], doc["uds_inputs"]
     ou = sum(chat["mismatches"][k] for k in ("ou_input_ids", "ou_labels", "ou_prompt"))
     meta = sum(chat["mismatches"][k] for k in ("meta_input_ids", "meta_prompt"))

@@ -15,7 +15,7 @@ def _order(names: list[str]) -> list[str]:
 
 
 def sanity_table(path: Path) -> str:
-    """`benchmarks/mem_bits_sanity.py --out` JSON: one row per model, then the interpolation row."""
+    """`experiments/mem_bits_sanity.py --out` JSON: one row per model, then the interpolation row."""
     d = json.loads(path.read_text())
     models = {k.rsplit("/", 1)[-1]: v for k, v in d["rows"].items() if not k.startswith("interp:")}
     rows = [[n, sig(models[n]["mem_bits"]), sig(models[n]["mem_bits_per_token"]), sig(models[n]["mem_bits_erased"])]
@@ -61,7 +61,7 @@ KERNEL_ORDER = ("native", "avx2", "default")
 
 
 def kernels_table(folder: Path) -> str:
-    """`benchmarks/mem_bits_kernels.py` files, one per kernel build (file name = kernel set): per model,
+    """`experiments/mem_bits_kernels.py` files, one per kernel build (file name = kernel set): per model,
     mem_bits, mem_bits_erased and UDS of each build, joined by ' / ' in KERNEL_ORDER."""
     runs = {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json")}
     builds = [k for k in KERNEL_ORDER if k in runs]

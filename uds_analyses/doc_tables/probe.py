@@ -1,6 +1,6 @@
-"""docs/probe.md's generated tables from `benchmarks/probe_ladder.py`'s ladder.json (QA corpus), its
+"""docs/probe.md's generated tables from `experiments/probe_ladder.py`'s ladder.json (QA corpus), its
 passages JSON (`--corpus passages`, the long-passage corpus) and
-`benchmarks/probe_repetition.py`'s results.json."""
+`experiments/probe_repetition.py`'s results.json."""
 
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def ladder_table(path: Path) -> str:
 
 
 def repetition_runs(folder: Path) -> dict[int, list[dict]]:
-    """`benchmarks/probe_repetition.py` results.json files of `folder` (one per seed and number of
+    """`experiments/probe_repetition.py` results.json files of `folder` (one per seed and number of
     passes), grouped by the number of passes over the repeated list, in increasing order."""
     by_passes: dict[int, list[dict]] = {}
     for p in sorted(folder.glob("*.json")):

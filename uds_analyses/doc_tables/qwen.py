@@ -1,7 +1,7 @@
 """docs/qwen.md's tables: the `qwen` world campaign (docs/qwen/campaign), beside the `smol` world.
 
 `snapshot` reads the campaign's sealed unit files (and the smol world's committed scores) into one
-document, `docs/qwen/snapshot.json` (`python benchmarks/qwen_snapshot.py`); every table of the page
+document, `docs/qwen/snapshot.json` (`python experiments/qwen_snapshot.py`); every table of the page
 is rendered from that snapshot, so the page moves only when the snapshot is taken again, however
 far the campaign has run. A unit not finished when the snapshot was taken shows as "pending".
 """

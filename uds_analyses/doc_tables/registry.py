@@ -53,7 +53,7 @@ ATTACK_BLOCKS: list[Block] = [
           attacks.protocol_block)]
 
 # curves during unlearning: the smol curves and their cost (benchmarks/bench_curve.py), and the
-# check on Open-Unlearning's own trainer (benchmarks/ou_train_curve.sh)
+# check on Open-Unlearning's own trainer (experiments/ou_train_curve.sh)
 CURVE_COMMAND = ("python benchmarks/bench_curve.py --preset smol --every 3 --models ... --out docs/smol/curves "
                  "&& python benchmarks/doc_tables.py")
 CURVE_BLOCKS: list[Block] = [
@@ -61,23 +61,23 @@ CURVE_BLOCKS: list[Block] = [
     Block("docs/curves.md", "curves-moves", "docs/smol/curves", curves.moves_table, CURVE_COMMAND),
     Block("docs/curves.md", "curves-overhead", "docs/smol/curves/overhead.json", curves.overhead_table, CURVE_COMMAND),
     Block("docs/curves.md", "curves-ou", "docs/curves/ou_train_curve.json", curves.ou_check_table,
-          "VENV=... bash benchmarks/ou_train_curve.sh && python benchmarks/doc_tables.py"),
+          "VENV=... bash experiments/ou_train_curve.sh && python benchmarks/doc_tables.py"),
 ]
 
-# the users' model at its scale: benchmarks/llama1b.py's files
-LLAMA1B_COMMAND = "bash benchmarks/llama1b_all.sh && python benchmarks/doc_tables.py"
+# the users' model at its scale: experiments/llama1b.py's files
+LLAMA1B_COMMAND = "bash experiments/llama1b_all.sh && python benchmarks/doc_tables.py"
 LLAMA1B_BLOCKS: list[Block] = [
     Block("docs/llama1b.md", "llama1b-alignment", "docs/llama1b", llama1b.alignment_table,
-          "python benchmarks/llama1b.py alignment && python benchmarks/doc_tables.py"),
+          "python experiments/llama1b.py alignment && python benchmarks/doc_tables.py"),
     *(Block("docs/llama1b.md", f"llama1b-{name}", "docs/llama1b", render, LLAMA1B_COMMAND)
       for name, render in (("score", llama1b.score_table), ("parity", llama1b.parity_table),
                            ("bf16", llama1b.bf16_table), ("metrics", llama1b.metrics_table),
                            ("commands", llama1b.commands_table), ("scale", llama1b.scale_table),
                            ("profile", llama1b.profile_table)))]
 
-# the qwen world: one snapshot of its campaign folder, taken by benchmarks/qwen_snapshot.py
+# the qwen world: one snapshot of its campaign folder, taken by experiments/qwen_snapshot.py
 QWEN_SNAPSHOT = "docs/qwen/snapshot.json"
-QWEN_COMMAND = "python benchmarks/qwen_snapshot.py && python benchmarks/doc_tables.py"
+QWEN_COMMAND = "python experiments/qwen_snapshot.py && python benchmarks/doc_tables.py"
 QWEN_BLOCKS: list[Block] = [
     Block("docs/qwen.md", f"qwen-{name}", QWEN_SNAPSHOT, render, QWEN_COMMAND)
     for name, render in (("status", qwen.status_block), ("build", qwen.build_block),
@@ -94,21 +94,21 @@ BLOCKS: list[Block] = [
     Block("docs/probe.md", "probe-repetition-kinds-smol", "docs/probe/repetition_smol", probe.repetition_kind_table),
     *PASSAGE_BLOCKS,
     Block("docs/audit.md", "published-claims", "docs/audit/published_claims.json", audit.published_claims,
-          command="python benchmarks/audit_published_claims.py"),
+          command="python experiments/audit_published_claims.py"),
     Block("docs/audit.md", "published-chance", "docs/audit/published_claims.json", audit.published_chance_table,
-          command="python benchmarks/audit_published_claims.py && python benchmarks/doc_tables.py"),
+          command="python experiments/audit_published_claims.py && python benchmarks/doc_tables.py"),
     Block("docs/audit.md", "audit-leaky-test", "docs/audit/leaky_test", audit.leaky_table,
-          command="python benchmarks/audit_leaky.py && python benchmarks/doc_tables.py"),
+          command="python experiments/audit_leaky.py && python benchmarks/doc_tables.py"),
     Block("docs/audit.md", "audit-leaky-styles-test", "docs/audit/leaky_test", audit.leaky_style_table,
-          command="python benchmarks/audit_leaky.py && python benchmarks/doc_tables.py"),
+          command="python experiments/audit_leaky.py && python benchmarks/doc_tables.py"),
     *(Block("docs/audit.md", name, "docs/audit/leaky_small", render,
-            command="python benchmarks/audit_leaky.py --runs RUNS --preset small --out docs/audit/leaky_small "
+            command="python experiments/audit_leaky.py --runs RUNS --preset small --out docs/audit/leaky_small "
                     "&& python benchmarks/doc_tables.py")
       for name, render in (("audit-world-small", audit.leaky_table),
                            ("audit-world-styles-small", audit.full_style_table),
                            ("audit-leaky-styles-small", audit.leaky_style_table))),
     Block("docs/audit.md", "audit-published-small", "docs/audit/published_small", audit.published_runs_table,
-          command="python benchmarks/audit_published_runs.py --runs RUNS && python benchmarks/doc_tables.py"),
+          command="python experiments/audit_published_runs.py --runs RUNS && python benchmarks/doc_tables.py"),
     Block("docs/audit.md", "audit-uds-link", "docs/audit_uds_link/summary.json", audit.uds_link_table),
     Block("docs/mem_bits.md", "mem-bits-sanity-test", "docs/mem_bits/sanity_test.json", mem_bits.sanity_table),
     Block("docs/mem_bits.md", "mem-bits-signed-test", "docs/mem_bits/signed_test", mem_bits.signed_table),
@@ -120,7 +120,7 @@ BLOCKS: list[Block] = [
     Block("docs/mem_bits.md", "mem-bits-meta-eval-test-no-filters", "docs/mem_bits/meta_eval_test_no_filters.json",
           mem_bits.meta_eval_table),
     Block("docs/mem_bits.md", "mem-bits-kernels-small", "docs/mem_bits/kernels_small", mem_bits.kernels_table,
-          "python benchmarks/mem_bits_kernels.py --kernels K && python benchmarks/doc_tables.py"),
+          "python experiments/mem_bits_kernels.py --kernels K && python benchmarks/doc_tables.py"),
     Block("docs/mem_bits.md", "capacity-quick", "docs/mem_bits/capacity_quick_runs.csv", capacity.quick_table),
     Block("docs/mem_bits.md", "capacity-default", "docs/mem_bits/capacity_default_runs.csv", capacity.default_table),
     Block("docs/mem_bits.md", "capacity-plateau-small-alpha", "docs/mem_bits/capacity_plateau_small_summary.json",
@@ -148,14 +148,14 @@ BLOCKS: list[Block] = [
           command="python benchmarks/bench_ou_eval.py --src-home UDS_HOME --out docs/smol/bench_ou_eval.json "
                   "&& python benchmarks/doc_tables.py"),
     Block("docs/spans.md", "spans-splits", "docs/spans/splits.json", spans.splits_table,
-          command="python benchmarks/span_validation.py splits && python benchmarks/doc_tables.py"),
+          command="python experiments/span_validation.py splits && python benchmarks/doc_tables.py"),
     Block("docs/spans.md", "spans-agreement", "docs/spans/agreement.json", spans.agreement_table,
-          command="python benchmarks/span_validation.py agreement && python benchmarks/doc_tables.py"),
+          command="python experiments/span_validation.py agreement && python benchmarks/doc_tables.py"),
     Block("docs/spans.md", "spans-relations", "docs/spans/agreement.json", spans.relation_table),
     Block("docs/spans.md", "spans-uds-summary", "docs/spans", spans.uds_summary_table,
-          command="python benchmarks/span_validation.py uds --world WORLD && python benchmarks/doc_tables.py"),
+          command="python experiments/span_validation.py uds --world WORLD && python benchmarks/doc_tables.py"),
     *(Block("docs/spans.md", f"spans-uds-{world}", f"docs/spans/uds_{world}.json", spans.uds_table,
-            command=f"UDS_HOME=... python benchmarks/span_validation.py uds --world {world} "
+            command=f"UDS_HOME=... python experiments/span_validation.py uds --world {world} "
                     "&& python benchmarks/doc_tables.py")
       for world in ("test", "small", "smol")),
     Block("docs/reliability.md", "verify-cost", "docs/smol/verify_cost.json", reliability.verify_cost_table,

@@ -1,4 +1,4 @@
-"""docs/smol.md's and the README's tables of the `smol` world, from `benchmarks/smol_results.py`'s files."""
+"""docs/smol.md's and the README's tables of the `smol` world, from `experiments/smol_results.py`'s files."""
 
 from __future__ import annotations
 
@@ -168,7 +168,7 @@ def bench_table(path: Path) -> str:
 
 
 def spread_table(folder: Path) -> str:
-    """rebuild/ (a second build of the world, `benchmarks/smol_results.py --stage build,score
+    """rebuild/ (a second build of the world, `experiments/smol_results.py --stage build,score
     --built-only --out docs/smol/rebuild`) against the first build's files beside it: per model
     scored in both, UDS of each build, the largest per-example |ΔUDS|, whether the unlearned
     model's weights are the same (`uds score`'s fingerprints) and the training seconds of each."""

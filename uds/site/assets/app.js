@@ -59,7 +59,7 @@
   function byId(id) { return document.getElementById(id); }
 
   // ---------- numbers ----------
-  // The rule of meta_eval/leaderboard_rows.py's display_number: fixed decimals, "0" below 1e-6 in
+  // The rule of uds_leaderboard/rows.py's display_number: fixed decimals, "0" below 1e-6 in
   // magnitude (7e-12 is spec §6.1's epsilon, not a measurement), never "-0.000"; the exact value
   // goes into the title of the cell (exactTitle).
   var ZERO_BELOW = 1e-6;

@@ -1,0 +1,62 @@
+"""A campaign folder's protocol (protocol.json): fixed by the first run, and every later run refused
+under another one; the campaign versions it is read under."""
+
+from __future__ import annotations
+
+from meta_eval.campaign.files import CampaignFiles
+from uds_core.errors import UdsInputError
+
+# Version 2: recipe digests of scheme 2 (world settings and trainer code, `checkpoints.world.
+# recipe_digest`), the measuring code's digest in the settings digest, the code commit in every file.
+CAMPAIGN_VERSION = 2
+LEGACY_VERSION = 1   # folders fixed before: read (status, assembly) under their own rules, never run
+
+
+RECORDED_ONLY = ("digest", "fixed_at")   # protocol fields that are recorded, not compared
+
+
+def check_protocol(files: CampaignFiles, protocol: dict, write: bool = True, refix: bool = False) -> None:
+    """Write the protocol on the first run (`write`); afterwards refuse to run under another one
+    (every field but the recorded-only ones: its seal and the commit that fixed it). `refix`: while
+    no build or measurement file exists, another protocol replaces the fixed one (said on stderr)."""
+    import json
+    import sys
+
+    doc = files.read(files.protocol)
+    unmeasured = not any((files.root / "builds").glob("*.json")) and not any(
+        (files.root / "measurements").glob("*/*.json"))
+    if doc is not None and refix and unmeasured and {k: v for k, v in doc.items() if k not in RECORDED_ONLY} != {
+            k: v for k, v in protocol.items() if k not in RECORDED_ONLY}:
+        changed = sorted(k for k in set(doc) | set(protocol)
+                         if k not in RECORDED_ONLY and doc.get(k) != protocol.get(k))
+        print(f"campaign: {files.protocol} fixed again (no unit was measured under it; changed: {', '.join(changed)})",
+              file=sys.stderr)
+        files.write(files.protocol, protocol)
+        return
+    if doc is None:
+        if files.protocol.is_file():
+            raise UdsInputError(f"{files.protocol} is damaged; restore it from git (it fixes the campaign's protocol)")
+        if write:
+            files.write(files.protocol, protocol)
+        return
+    body = {k: v for k, v in doc.items() if k not in RECORDED_ONLY}
+    protocol = {k: v for k, v in protocol.items() if k not in RECORDED_ONLY}
+    if body != protocol:
+        diff = sorted(k for k in set(body) | set(protocol) if body.get(k) != protocol.get(k))
+        detail = diff
+        if "measure_code" in diff:
+            detail = [d for d in detail if d != "measure_code"] + [
+                "the measuring code (its digest; run from the commit in protocol.json's fixed_at)"]
+        if "recipes" in diff:
+            old, new = body.get("recipes", {}), protocol.get("recipes", {})
+            changed = sorted(n for n in set(old) | set(new) if old.get(n) != new.get(n))
+            detail = [d for d in detail if d != "recipes"] + [f"recipes of {', '.join(changed[:6])}"
+                                                            + (" ..." if len(changed) > 6 else "")]
+        if unmeasured:
+            raise UdsInputError(f"the campaign in {files.root} was fixed under another protocol (differs in: "
+                                f"{'; '.join(detail)}) and nothing is measured under it yet: `uds campaign protocol` "
+                                "with the same options fixes it again for this code")
+        raise UdsInputError(f"the campaign in {files.root} was fixed under another protocol (differs in: "
+                            f"{'; '.join(detail)}); its files are not mixed with new ones: start a new "
+                            "campaign folder with --dir, or restore "
+                            f"the code that made {json.dumps(files.protocol.name)}")
