@@ -61,7 +61,9 @@ def test_stacked_chain_computes_the_merged_model(chain):
     plain = chain["load"]()(IDS).logits
     got, want = stacked(IDS).logits, merged(IDS).logits
     assert (got - plain).abs().max() > 1e-2            # the adapters change the output
-    assert torch.allclose(got, want, atol=1e-5, rtol=0)  # and unmerged equals merged up to rounding
+    # and unmerged equals merged up to float32 rounding, which grows with the logits' scale (about 12 here:
+    # merged weights round once more than the sum of the base and adapter outputs)
+    assert (got - want).abs().max() <= 1e-5 * want.abs().max()
 
 
 @torch.no_grad()
