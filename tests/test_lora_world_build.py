@@ -13,6 +13,10 @@ from pathlib import Path
 
 import pytest
 
+# the whole world is built here (a base trained, three adapters): minutes of the default run's 15, so it
+# runs with the slow tests; tests/test_lora_world.py keeps the LoRA plumbing in the default run
+pytestmark = pytest.mark.slow
+
 PRESET = "test-lora"
 NPO = "npo_lr1e-3_b01_a1_ep5"
 
