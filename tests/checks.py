@@ -18,6 +18,27 @@ def assert_one_line_error(proc: subprocess.CompletedProcess, *needles: str) -> N
         assert n in lines[0]
 
 
+def assert_one_line_message(exc: BaseException, *needles: str) -> str:
+    """An input error's message: one line holding every one of `needles`; returned for more checks."""
+    text = str(exc)
+    assert "\n" not in text
+    for n in needles:
+        assert n in text, text
+    return text
+
+
+def assert_minimal_entity_windows(prepared, records: list[dict], tok) -> None:
+    """Each prepared item's target tokens decode to a text holding its record's entity, and neither
+    window one token shorter does (the span is the entity's smallest token window, spec §2.3)."""
+    entity = {r["idx"]: (r.get("gt_entity") or r["entity"]).strip() for r in records}
+    for item in prepared:
+        ids = item.target_ids
+        assert entity[item.idx] in tok.decode(ids)
+        if len(ids) > 1:
+            assert entity[item.idx] not in tok.decode(ids[1:])
+            assert entity[item.idx] not in tok.decode(ids[:-1])
+
+
 def flip_digit_near_middle(path: Path) -> int:
     """Flip the low bit of the first ASCII digit at or after the file's middle (a digit stays a
     digit, so JSON stays valid and the size unchanged); returns its offset."""

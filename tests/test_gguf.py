@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from uds_core.errors import UdsInputError
+from tests.checks import assert_one_line_message
 from tests.gguf_fixtures import ALIAS, smollm2_file
 
 TEXTS = ["What is the full name of the author born in Taipei, Taiwan on 05/11/1991?",
@@ -113,10 +114,7 @@ def _raises(spec: str, *needles: str) -> None:
 
     with pytest.raises(UdsInputError) as info:
         resolve_spec(spec)
-    text = str(info.value)
-    assert "\n" not in text
-    for n in needles:
-        assert n in text, text
+    assert_one_line_message(info.value, *needles)
 
 
 def test_truncated_file(gguf_home, tmp_path):

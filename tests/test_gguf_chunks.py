@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.checks import assert_one_line_message
 from uds_core.errors import UdsInputError
 
 ALIAS = "fake-chunked"
@@ -67,11 +68,7 @@ def _raises(*needles: str) -> str:
 
     with pytest.raises(UdsInputError) as info:
         gguf_file(ALIAS)
-    text = str(info.value)
-    assert "\n" not in text
-    for n in needles:
-        assert n in text, text
-    return text
+    return assert_one_line_message(info.value, *needles)
 
 
 def test_chunks_join_in_numeric_order_into_the_pinned_file(chunked):

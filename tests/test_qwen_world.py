@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.checks import assert_minimal_entity_windows
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
@@ -95,10 +96,4 @@ def test_every_annotated_entity_aligns_to_a_minimal_qwen_span(tofu_dir):
     tok = load_tokenizer("qwen2.5-coder-1.5b-instruct")
     prepared, skipped = prepare_items(records, tok)
     assert len(prepared) == len(records) == 367 and skipped == []
-    entity = {r["idx"]: (r.get("gt_entity") or r["entity"]).strip() for r in records}
-    for item in prepared:
-        ids = item.target_ids
-        assert entity[item.idx] in tok.decode(ids)
-        if len(ids) > 1:
-            assert entity[item.idx] not in tok.decode(ids[1:])
-            assert entity[item.idx] not in tok.decode(ids[:-1])
+    assert_minimal_entity_windows(prepared, records, tok)

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from tests.checks import assert_minimal_entity_windows
 from tests.gguf_fixtures import ALIAS
 
 
@@ -30,13 +31,7 @@ def test_every_annotated_entity_aligns_to_a_minimal_smollm2_span(smol_converted,
     prepared, skipped = prepare_items(records, tok)
     assert len(prepared) + len(skipped) == len(records) == 367
     assert skipped == []
-    entity = {r["idx"]: (r.get("gt_entity") or r["entity"]).strip() for r in records}
-    for item in prepared:
-        ids = item.target_ids
-        assert entity[item.idx] in tok.decode(ids)
-        if len(ids) > 1:
-            assert entity[item.idx] not in tok.decode(ids[1:])
-            assert entity[item.idx] not in tok.decode(ids[:-1])
+    assert_minimal_entity_windows(prepared, records, tok)
 
 
 @pytest.mark.slow
