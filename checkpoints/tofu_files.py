@@ -15,15 +15,13 @@ variable. Files are read in any of TOFU's layouts (`read_records`).
 from __future__ import annotations
 
 import json
-import logging
 import os
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from uds_core.data import jsonl_values
 from uds_core.errors import UdsInputError
+from uds_core.quiet import quiet_logger
 from uds_core.paths import ANNOTATED_FORGET10, packaged_file, uds_home
 
 ANNOTATED = "forget10_annotated"
@@ -143,7 +141,7 @@ def hub_copy(spec: TofuFile) -> Path:
     from huggingface_hub import hf_hub_download
 
     try:
-        with _hub_retries_quiet():
+        with quiet_logger("huggingface_hub"):   # its retries are warnings; `unreachable` says the failure once
             path = hf_hub_download(spec.repo, spec.filename, repo_type="dataset", cache_dir=hub_cache(),
                                    endpoint=os.environ.get("HF_ENDPOINT") or None, local_files_only=offline())
     except Exception as exc:   # no network, no such file, a proxy: all mean "no copy from the Hub"
@@ -164,16 +162,3 @@ def offline() -> bool:
     """`HF_HUB_OFFLINE` as huggingface_hub reads it, but read now (the library reads it once, at
     import)."""
     return os.environ.get("HF_HUB_OFFLINE", "").upper() in {"1", "ON", "YES", "TRUE"}
-
-
-@contextmanager
-def _hub_retries_quiet() -> Iterator[None]:
-    """huggingface_hub logs each retry of an unreachable Hub as a warning; the failure itself is
-    said once, by `unreachable`."""
-    logger = logging.getLogger("huggingface_hub")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from contextlib import contextmanager
+from typing import Iterator
 
 
 def quiet_libraries() -> None:
@@ -24,3 +26,16 @@ def quiet_libraries() -> None:
 
         hf_logging.disable_progress_bar()
         hf_logging.set_verbosity_error()
+
+
+@contextmanager
+def quiet_logger(name: str) -> Iterator[None]:
+    """Within the block, the logger `name` says errors only (a library's warnings about what the
+    caller reports itself, once, in its own words); its level is restored after."""
+    log = logging.getLogger(name)
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        log.setLevel(level)

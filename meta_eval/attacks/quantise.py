@@ -13,17 +13,15 @@ others go on.
 
 from __future__ import annotations
 
-import logging
 import warnings
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator
 
 import torch
 
 from meta_eval.attacks.base import (Answered, AttackData, AttackSettings, AttackUnavailable, Target, greedy,
                                     plain_prompts)
 from meta_eval.perturb import NF4_BLOCK, dequantize_linears
+from uds_core.quiet import quiet_logger
 
 INT8_THRESHOLD = 6.0   # bitsandbytes' default outlier threshold (Dettmers et al.)
 # words of an exception that says the quantisation cannot run here rather than that the code is wrong
@@ -72,7 +70,7 @@ class Quantised:
 
     def answers(self, target: Target, data: AttackData, s: AttackSettings) -> Answered:
         # LLM.int8 says at every matmul that it casts inputs to 16-bit (a logging warning)
-        with warnings.catch_warnings(), _quiet("bitsandbytes"):
+        with warnings.catch_warnings(), quiet_logger("bitsandbytes"):
             warnings.simplefilter("ignore")
             try:
                 model = self.load(target, s)
@@ -83,17 +81,6 @@ class Quantised:
                 if any(w in str(exc).lower() for w in _UNAVAILABLE):
                     raise AttackUnavailable(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}") from exc
                 raise
-
-
-@contextmanager
-def _quiet(logger: str) -> Iterator[None]:
-    log = logging.getLogger(logger)
-    level = log.level
-    log.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        log.setLevel(level)
 
 
 INT8 = Quantised("quant_int8", "LLM.int8 8-bit weights (bitsandbytes)", 8)
