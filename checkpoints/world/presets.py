@@ -18,7 +18,7 @@ Open-Unlearning checkpoints are.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from checkpoints.world.encode import BOTH_FORMS
 from checkpoints.world.lora import LoraSettings
@@ -138,6 +138,20 @@ QWEN_SHAPE = ModelShape(1536, 28, 12, 2, 8960, max_positions=32768)
 QWEN_LORA = LoraSettings(r=16, alpha=32)
 QWEN_METHODS = ("graddiff", "npo", "simnpo", "idknll")   # RMU hooks a block and does not train through LoRA
 
+# The smol world's authors (2 forget, 4 retain) on Qwen2.5-Coder-1.5B-Instruct, every model a LoRA adapter
+# (docs/qwen.md). LoRA moves a model less per step than full fine-tuning: 10x smol's learning rates.
+QWEN_PRESET = Preset(
+    "qwen", "tofu", QWEN_SHAPE, 151936,
+    base=TrainConfig(lr=0.0, epochs=0, batch_size=1),
+    finetune=TrainConfig(lr=1e-3, epochs=6, batch_size=8),
+    world=dict(n_forget_authors=2, n_retain_authors=4, n_holdout_authors=2, n_utility=40,
+               bio_source="paraphrased"),
+    # unlearning batch 4: a step holds the forget and the retain batch (and NPO's reference pass) at
+    # once, and at 8 + 8 a step's peak passed 11 GB (the qwen-ci build), at 4 + 4 it stays near 7
+    base_model=QWEN, forms=("chat",), rehearse_utility=False,
+    unlearn_batch=4, grid=GridSize(lr_index=(1,), n_values=1, epochs=(5,), lr_scale=10.0, methods=QWEN_METHODS),
+    pool=PoolSize(continued=()), lora=QWEN_LORA, train_dtype="bfloat16")
+
 PRESETS: dict[str, Preset] = {
     "test": Preset(
         "test", "synthetic", ModelShape(64, 4, 4, 2, 256), 1000,
@@ -207,28 +221,12 @@ PRESETS: dict[str, Preset] = {
         forms=("chat",), rehearse_utility=False, unlearn_batch=32,
         grid=GridSize(lr_index=(), n_values=0, methods=()), pool=PoolSize(),
         tokenizer="llama3", random=RandomModels(), system_prompt=OU_SYSTEM_PROMPT),
-    # The smol world's authors (2 forget, 4 retain) on Qwen2.5-Coder-1.5B-Instruct, every model a LoRA adapter
-    # (docs/qwen.md). LoRA moves a model less per step than full fine-tuning: 10x smol's learning rates.
-    "qwen": Preset(
-        "qwen", "tofu", QWEN_SHAPE, 151936,
-        base=TrainConfig(lr=0.0, epochs=0, batch_size=1),
-        finetune=TrainConfig(lr=1e-3, epochs=6, batch_size=8),
-        world=dict(n_forget_authors=2, n_retain_authors=4, n_holdout_authors=2, n_utility=40,
-                   bio_source="paraphrased"),
-        # unlearning batch 4: a step holds the forget and the retain batch (and NPO's reference pass) at
-        # once, and at 8 + 8 a step's peak passed 11 GB (the qwen-ci build), at 4 + 4 it stays near 7
-        base_model=QWEN, forms=("chat",), rehearse_utility=False,
-        unlearn_batch=4, grid=GridSize(lr_index=(1,), n_values=1, epochs=(5,), lr_scale=10.0, methods=QWEN_METHODS),
-        pool=PoolSize(continued=()), lora=QWEN_LORA, train_dtype="bfloat16"),
+    "qwen": QWEN_PRESET,
     # Two authors (one forget, one retain), 8 QA each: the slow test's world (tests/test_qwen_world.py).
-    "qwen-ci": Preset(
-        "qwen-ci", "tofu", QWEN_SHAPE, 151936,
-        base=TrainConfig(lr=0.0, epochs=0, batch_size=1),
-        finetune=TrainConfig(lr=1e-3, epochs=4, batch_size=8),
+    "qwen-ci": replace(
+        QWEN_PRESET, name="qwen-ci", finetune=TrainConfig(lr=1e-3, epochs=4, batch_size=8),
         world=dict(n_forget_authors=1, n_retain_authors=1, n_holdout_authors=1, n_utility=4, items_per_author=8),
-        base_model=QWEN, forms=("chat",), rehearse_utility=False,
-        unlearn_batch=4, grid=GridSize(lr_index=(1,), n_values=1, epochs=(2,), lr_scale=10.0, methods=("npo",)),
-        pool=PoolSize(continued=()), lora=QWEN_LORA, train_dtype="bfloat16"),
+        grid=GridSize(lr_index=(1,), n_values=1, epochs=(2,), lr_scale=10.0, methods=("npo",))),
 }
 
 
