@@ -105,7 +105,7 @@ class LiveEvaluator:
             raise RuntimeError("LiveEvaluator.evaluate before attach")
         s = self.session
         run, _, _ = s.score_uds(EngineSettings(batch_size=self.batch_size), self.tau, use_cache=self.s1_cache,
-                                unlearned=model, runs=self.runs)
+                                model=model, runs=self.runs)
         out = {"uds": float(run.result.mean), "n_scored": sum(v is not None for v in run.result.uds),
                "s1_cache": run.state}
         if self.metrics:
