@@ -88,6 +88,7 @@ def run(test_world, tmp_path_factory):
     mp.undo()
 
 
+@pytest.mark.slow   # the `run` fixture: a campaign of the test world stopped and resumed (a minute)
 def test_the_order_puts_each_suppressed_member_before_its_parent(run):
     c, order = run["c"], run["order"]
     assert order[:4] == ["orig/full", "attack/full", "orig/retain", "attack/retain"]
@@ -99,6 +100,7 @@ def test_the_order_puts_each_suppressed_member_before_its_parent(run):
     assert set(kinds) == {"full", "retain", "unlearned", "suppressedS", "poolP", "poolN"}
 
 
+@pytest.mark.slow   # the `run` fixture: a campaign of the test world stopped and resumed (a minute)
 def test_the_parent_is_kept_for_its_child_and_used_again_not_rebuilt(run):
     files = CampaignFiles(run["camp"])
     parent = run["parent"].name
@@ -109,6 +111,7 @@ def test_the_parent_is_kept_for_its_child_and_used_again_not_rebuilt(run):
     assert not run["c"].spec.folder(run["parent"]).exists()                    # dropped once measured
 
 
+@pytest.mark.slow   # the `run` fixture: a campaign of the test world stopped and resumed (a minute)
 def test_every_file_records_its_code_and_the_settings_digest_covers_it(run):
     from meta_eval.measure import measure_code
 
@@ -128,6 +131,7 @@ def test_every_file_records_its_code_and_the_settings_digest_covers_it(run):
         assert b["code"]["commit"] == head and b["legacy_recipe_digest"] and b["recipe_covers"]["scheme"] == 2
 
 
+@pytest.mark.slow   # the `run` fixture: a campaign of the test world stopped and resumed (a minute)
 def test_attack_units_hold_every_attack_and_plain_is_the_build_files_knowledge_check(run):
     from meta_eval.attacks import ATTACKS
 
@@ -146,6 +150,7 @@ def test_attack_units_hold_every_attack_and_plain_is_the_build_files_knowledge_c
     assert full["plain"] > retain["plain"]
 
 
+@pytest.mark.slow   # the `run` fixture: a campaign of the test world stopped and resumed (a minute)
 def test_status_counts_the_files(run):
     st = run["c"].status()
     assert st["units"] == run["stop"] + 2 and st["units_total"] == len(run["order"])

@@ -162,6 +162,7 @@ def test_results_script_writes_build_json_from_the_recipes(world, tmp_path):
         assert row["device"] == "cpu"
 
 
+@pytest.mark.slow   # every metric twice on the 30-layer model; tests/test_fast_paths.py keeps it on the test world
 def test_fast_measurement_paths_equal_the_straightforward_ones(world):
     """Metrics of the world's unlearned model on the real 30-layer model, on the fast paths
     (labels-only logits, entity-only Fisher logits, the continuous greedy loop) and on the

@@ -70,6 +70,7 @@ def _kill_first_attempt(out: Path, label: str, killed: list[int], stop: threadin
         time.sleep(0.01)
 
 
+@pytest.mark.slow   # a Ray cluster started and a worker killed: over a minute
 def test_ray_sweep_equals_serial_survives_a_killed_worker_and_resumes(ray_cluster, models_file, tmp_path):
     serial = _sweep(models_file, tmp_path / "serial")
     killed, stop = [], threading.Event()
@@ -100,7 +101,7 @@ def _small_zoo(text: str):
     return replace(zoo, members=tuple(m for m in zoo.members if m.name in keep))
 
 
-@pytest.mark.slow   # the sweep test above runs the same executor through a killed worker by default
+@pytest.mark.slow   # the default run keeps the executor's plumbing (tests/test_sweep_tasks.py)
 def test_ray_meta_eval_equals_serial(ray_cluster, tmp_path, monkeypatch):
     """meta_eval.json numbers of a 5-model cut of the test zoo (8 tasks: orig, nf4, relearn), utility
     and fluency left out of the plan to keep it short (hence --no-filters)."""
