@@ -30,12 +30,17 @@ POOLS = ["pos_full_lr3e-3_ep12", "neg_retain_lr3e-3_ep12"]
 
 
 @pytest.fixture(scope="module")
-def ray_cluster(test_world):
-    """A fresh 2-CPU cluster for this module (the models it measures built first, as a fresh clone
-    has only base, full and retain); shut down after it so other tests see no Ray."""
+def built_models(test_world) -> None:
+    """The models the sweeps measure, built before any worker starts (a fresh clone has only base,
+    full and retain); the bad-input tests stop before any task, so they go without."""
     from checkpoints.world.build import build_world
 
     build_world("test", 0, progress=False, names=[m.split("/")[1] for m in MODELS] + POOLS)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster(test_world):
+    """A fresh 2-CPU cluster for this module; shut down after it so other tests see no Ray."""
     if ray.is_initialized():
         ray.shutdown()
     env = {k: v for k, v in os.environ.items() if k.startswith(("UDS_", "HF_"))}
@@ -71,7 +76,8 @@ def _kill_first_attempt(out: Path, label: str, killed: list[int], stop: threadin
 
 
 @pytest.mark.slow   # a Ray cluster started and a worker killed: over a minute
-def test_ray_sweep_equals_serial_survives_a_killed_worker_and_resumes(ray_cluster, models_file, tmp_path):
+def test_ray_sweep_equals_serial_survives_a_killed_worker_and_resumes(built_models, ray_cluster, models_file,
+                                                                      tmp_path):
     serial = _sweep(models_file, tmp_path / "serial")
     killed, stop = [], threading.Event()
     killer = threading.Thread(target=_kill_first_attempt, args=(tmp_path / "ray", KILLED, killed, stop))
@@ -102,7 +108,7 @@ def _small_zoo(text: str):
 
 
 @pytest.mark.slow   # the default run keeps the executor's plumbing (tests/test_sweep_tasks.py)
-def test_ray_meta_eval_equals_serial(ray_cluster, tmp_path, monkeypatch):
+def test_ray_meta_eval_equals_serial(built_models, ray_cluster, tmp_path, monkeypatch):
     """meta_eval.json numbers of a 5-model cut of the test zoo (8 tasks: orig, nf4, relearn), utility
     and fluency left out of the plan to keep it short (hence --no-filters)."""
     monkeypatch.setattr("meta_eval.population.tiny_zoo", _small_zoo)
@@ -131,7 +137,9 @@ def _closed_port() -> int:
     (["--address", f"127.0.0.1:{_closed_port()}"], "no Ray cluster reachable"),
     (["--gpus-per-task", "1"], "--gpus-per-task 1: the Ray cluster has 0 GPU(s)"),
 ])
-def test_bad_ray_input_exits_2_before_any_task(ray_cluster, models_file, tmp_path, capsys, flags, needle):
+def test_bad_ray_input_exits_2_before_any_task(ray_cluster, tmp_path, capsys, flags, needle):
+    models_file = tmp_path / "models.txt"   # a model the test world has built: the sweep checks that first
+    models_file.write_text("tiny:test/retain\n")
     out = tmp_path / "o"
     assert main(["sweep", "--models", str(models_file), "--out", str(out), "--executor", "ray", *flags]) == 2
     err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
