@@ -10,7 +10,7 @@ compute S1, also alone), training seconds per step, the total evaluation and tra
 and their ratio in percent at this N; the machine's load average before and after.
 
     OMP_NUM_THREADS=1 UDS_HOME=/tmp/home python benchmarks/bench_curve.py --preset smol --every 3 \\
-        --models npo_lr3e-5_b01_a1_ep5,graddiff_lr3e-5_a1_ep5 --out docs/smol/curves
+        --models npo_lr3e-5_b01_a1_ep5,graddiff_lr3e-5_a1_ep5 --out results/smol/curves
 
 The models must not be built in UDS_HOME yet (a built model is not trained again); their parents
 (full) and the retain anchor are used as they are.

@@ -7,7 +7,7 @@ product path: this benchmark measures what it would save and how far it moves th
 and the three `fisher_masked_*` scores.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_fisher_batch1.py --preset smol-ci \\
-        --model npo_lr3e-5_b01_a1_ep2 [--items N] --json docs/smol/bench_fisher_batch1.json
+        --model npo_lr3e-5_b01_a1_ep2 [--items N] --json results/smol/bench_fisher_batch1.json
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ after the redraw; several columns, both ways), and filters (typing into the text
 method; to the next frame). Prints medians and maxima in ms and, with --json, writes them with the
 machine's core count and load.
 
-    python benchmarks/bench_leaderboard.py [--models 150] [--repeats 5] [--json docs/report/bench_leaderboard.json]
+    python benchmarks/bench_leaderboard.py [--models 150] [--repeats 5] [--json results/report/bench_leaderboard.json]
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """LoRA training step time with the base in bfloat16 against float32 on this CPU, side by side in one run.
 
     OMP_NUM_THREADS=1 flock /tmp/uds-bigmem.lock python benchmarks/bench_lora_dtype.py \
-        --model qwen2.5-coder-1.5b-instruct --out docs/qwen/bench_lora_dtype.json
+        --model qwen2.5-coder-1.5b-instruct --out results/qwen/bench_lora_dtype.json
 
 Each round runs one child process per dtype, the order alternating round by round so that load
 drift on a shared machine hits both alike. A child loads the base in its dtype (mapped from a file

@@ -10,7 +10,7 @@ the chosen unlearned model as built, NF4 and relearned, as a campaign does in on
 computed once before (both paths read it from the on-disk cache).
 
     OMP_NUM_THREADS=1 python benchmarks/bench_measure.py --preset smol --model npo_lr3e-5_b01_a1_ep5 \\
-        --out docs/smol/bench_measure.json
+        --out results/smol/bench_measure.json
 
 Checks (exit status 1 when one fails): every metric value of both paths within 1e-6, every
 generation token-identical.

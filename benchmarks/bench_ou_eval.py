@@ -2,7 +2,7 @@
 compute, timed side by side in one run.
 
     OMP_NUM_THREADS=1 python benchmarks/bench_ou_eval.py --preset smol --model npo_lr3e-5_b01_a1_ep5 \\
-        --src-home UDS_HOME --work /tmp/ou_bench/ou --out docs/smol/bench_ou_eval.json
+        --src-home UDS_HOME --work /tmp/ou_bench/ou --out results/smol/bench_ou_eval.json
 
 Setup (untimed, its seconds recorded): `experiments/ou_integration.sh` steps 1-3 (OU's venv with its
 pins, this project as a wheel into it, a copy of the vendored OU with the world's splits as its local

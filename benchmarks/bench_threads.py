@@ -7,7 +7,7 @@ their ratio; `--json` writes them. Each unit is a separate Python process measur
 (model, setting) of the zoo with a fresh work cache, as a worker would.
 
     python benchmarks/bench_threads.py --preset smol-ci --units orig:npo_lr3e-5_b01_a1_ep2,nf4:npo_lr3e-5_b01_a1_ep2 \\
-        --json docs/smol/bench_threads.json [--pause-pid PID]
+        --json results/smol/bench_threads.json [--pause-pid PID]
 
 `--pause-pid` stops another process (SIGSTOP) for the duration of the timing and resumes it
 (SIGCONT) at the end, so that a background campaign does not share the cores being measured.

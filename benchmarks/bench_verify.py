@@ -17,7 +17,7 @@ generated from it). The last line is `verify_cpu_s=<x> score_cpu_s=<x> share_pct
 S1 cache hit, medians).
 
     OMP_NUM_THREADS=1 UDS_HOME=/tmp/bench_home python benchmarks/bench_verify.py --rounds 5 \\
-        --out docs/smol/verify_cost.json
+        --out results/smol/verify_cost.json
 """
 
 from __future__ import annotations

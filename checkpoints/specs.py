@@ -192,13 +192,20 @@ def load_model(spec: str | CheckpointSpec, *, device: str = "cpu", dtype: torch.
                trust_pickle: bool = False, base: str | None = None, **kwargs) -> PreTrainedModel:
     """The causal LM a spec names, in eval mode on `device` with parameters in `dtype`; an adapter
     is merged into its base (`base` overrides the adapter config's)."""
-    s = as_spec(spec, base)
+    s = built_spec(as_spec(spec, base))
     if s.kind == "adapter":
         return _load_adapter(s, device, dtype, trust_pickle, **kwargs)
-    source = model_source(s)
-    if s.kind == "tiny" and adapters.is_adapter_folder(Path(source)):   # a LoRA world's model, merged
-        return _load_adapter(_resolve_adapter(s.raw, Path(source), None), device, dtype, trust_pickle, **kwargs)
-    return load_model_from(source, s.kind == "hub", device, dtype, trust_pickle, **kwargs)
+    return load_model_from(model_source(s), s.kind == "hub", device, dtype, trust_pickle, **kwargs)
+
+
+def built_spec(spec: CheckpointSpec) -> CheckpointSpec:
+    """`spec` once its model exists: a tiny model is built, and one whose folder is a PEFT adapter
+    (a LoRA world's model, `checkpoints.world.lora`) is that adapter on its base, so that it loads
+    merged and has its base's config; other specs are returned as they are."""
+    if spec.kind != "tiny":
+        return spec
+    folder = Path(model_source(spec))
+    return _resolve_adapter(spec.raw, folder, None) if adapters.is_adapter_folder(folder) else spec
 
 
 def is_lora_world(spec: CheckpointSpec) -> bool:
@@ -259,13 +266,10 @@ def _load_adapter(s: CheckpointSpec, device: str, dtype: torch.dtype, trust_pick
 
 def load_config(spec: str | CheckpointSpec, *, base: str | None = None):
     """The transformers config of the model a spec names (an adapter: its base's), weights not loaded."""
-    s = as_spec(spec, base)
+    s = built_spec(as_spec(spec, base))
     if s.kind == "adapter":
         return load_config(s.base)
-    source = model_source(s)
-    if s.kind == "tiny" and adapters.is_adapter_folder(Path(source)):   # a LoRA world's model: its base's
-        return load_config(_resolve_adapter(s.raw, Path(source), None))
-    return load_config_from(source, s.kind == "hub")
+    return load_config_from(model_source(s), s.kind == "hub")
 
 
 def has_own_tokenizer(spec: str | CheckpointSpec, *, base: str | None = None) -> bool:

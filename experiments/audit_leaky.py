@@ -1,8 +1,8 @@
-"""Collect the audits of `lmlm_leaky`, `lmlm` and `lmlm_parametric` into docs/audit/leaky_test/.
+"""Collect the audits of `lmlm_leaky`, `lmlm` and `lmlm_parametric` into results/audit/leaky_test/.
 
     uds world build --preset test --models lmlm_leaky,lmlm,lmlm_parametric
     uds audit --model tiny:test/<model> --db tiny:test --out RUNS/<model>     # for each of the three
-    python experiments/audit_leaky.py --runs RUNS [--preset test] [--out docs/audit/leaky_test]
+    python experiments/audit_leaky.py --runs RUNS [--preset test] [--out results/audit/leaky_test]
     python experiments/audit_leaky.py --chance-only [--preset test]           # chance.json alone, no runs
 
 Copies each run's summary.json and grid.csv, and writes facts.csv (`uds_analyses.audit.leaky`:
@@ -36,7 +36,7 @@ from checkpoints.world.presets import get_preset
 from checkpoints.world.store import make_world
 
 MODELS = ("lmlm_leaky", "lmlm", "lmlm_parametric")
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "docs" / "audit" / "leaky_test"
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "results" / "audit" / "leaky_test"
 
 
 def _jsonl(path: Path) -> list[dict]:

@@ -1,6 +1,6 @@
 """Recompute docs/audit.md's statements about the published deletion audit, per cell.
 
-    python experiments/audit_published_claims.py [--data DIR] [--out docs/audit/published_claims.json]
+    python experiments/audit_published_claims.py [--data DIR] [--out results/audit/published_claims.json]
 
 Reads `published_outputs/{per_state,cross_state}_metrics.csv` of the published audit data
 (`--data DIR`, else `$UDS_LMLM_AUDIT_DIR`, else `$UDS_HOME/lmlm_audit`; spec-probes §3.8) and writes
@@ -23,7 +23,7 @@ from uds_analyses.audit.sources import resolve_sets
 from checkpoints.lmlm.prompts import STYLES
 from checkpoints.lmlm.recipes import published_root
 
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "docs" / "audit" / "published_claims.json"
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "results" / "audit" / "published_claims.json"
 
 
 def chance_cells(data: Path, cells: list[dict]) -> list[dict]:

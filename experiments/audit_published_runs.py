@@ -1,10 +1,10 @@
-"""Collect `uds audit` runs of one model on the published databases into docs/audit/published_small/.
+"""Collect `uds audit` runs of one model on the published databases into results/audit/published_small/.
 
     D=$UDS_LMLM_AUDIT_DIR     # the published audit data (spec-probes §3.8)
     # for <domain> in countries, politicians, sports:
     uds audit --model tiny:small/lmlm --db $D/custom_databases/<domain> --out RUNS/<domain>
     uds audit --model tiny:small/lmlm --db $D/released_database/lmlm_database.json --out RUNS/released
-    python experiments/audit_published_runs.py --runs RUNS [--preset small] [--out docs/audit/published_small]
+    python experiments/audit_published_runs.py --runs RUNS [--preset small] [--out results/audit/published_small]
 
 Copies each run's summary.json and published_comparison.csv (ours next to the published CSVs per
 variant, style and state), and writes model.json (the audited model and its recipe digest, so the
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=Path, required=True, help="folder holding one `uds audit --out` folder per domain")
     ap.add_argument("--preset", default="small")
     ap.add_argument("--model", default="lmlm", help="the world's model the runs audited")
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs/audit/published_small")
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parents[1] / "results/audit/published_small")
     a = ap.parse_args(argv)
     spec = f"tiny:{a.preset}/{a.model}"
     for d in DOMAINS:

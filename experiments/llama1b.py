@@ -1,6 +1,6 @@
 """The users' model at its scale on this machine: the `llama1b` world (Llama-3.2-1B architecture,
 Llama 3 tokenizer and chat format, random weights; docs/llama1b.md) through `uds score`, `uds
-metrics` and the reference implementation, each result a JSON file under docs/llama1b/.
+metrics` and the reference implementation, each result a JSON file under results/llama1b/.
 
     OMP_NUM_THREADS=1 flock /tmp/uds-bigmem.lock python experiments/llama1b.py score --dtype float32
     OMP_NUM_THREADS=1 flock /tmp/uds-bigmem.lock python experiments/llama1b.py score --dtype bfloat16
@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))   # measure_profile (the phase cloc
 
 PRESET = "llama1b"
 MODELS = ("full", "retain", "unlearned")
-OUT = REPO / "docs" / "llama1b"
+OUT = REPO / "results" / "llama1b"
 REFERENCE_ENV = "UDS_REFERENCE_REPO"   # a checkout of gnueaj/unlearning-depth-score (its compute_uds.py)
 # On a shared machine the memory available comes and goes: each child starts once this much is
 # available (measured peaks plus a margin) and starts again after a refusal or an out-of-memory kill.

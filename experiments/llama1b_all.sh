@@ -25,14 +25,14 @@ step() {   # name, output file, command...
 
 for s in $STEPS; do
   case $s in
-    parity) step parity docs/llama1b/parity_float32.json $PY experiments/llama1b.py parity --n-examples 50 \
+    parity) step parity results/llama1b/parity_float32.json $PY experiments/llama1b.py parity --n-examples 50 \
               --reference-commit "${REFERENCE_COMMIT:-}" ;;
-    score_float32) step score_float32 docs/llama1b/score_float32.json $PY experiments/llama1b.py score --dtype float32 ;;
-    score_bfloat16) step score_bfloat16 docs/llama1b/score_bfloat16.json $PY experiments/llama1b.py score --dtype bfloat16 ;;
-    scale) step scale docs/llama1b/scale_smollm2.json $PY experiments/llama1b.py scale ;;
-    profile) step profile docs/llama1b/profile_float32.json $PY experiments/llama1b.py profile --dtype float32 ;;
-    commands) step commands docs/llama1b/commands.json $PY experiments/llama1b.py commands ;;
-    metrics) step metrics docs/llama1b/metrics_bfloat16.json $PY experiments/llama1b.py metrics --dtype bfloat16 ;;
+    score_float32) step score_float32 results/llama1b/score_float32.json $PY experiments/llama1b.py score --dtype float32 ;;
+    score_bfloat16) step score_bfloat16 results/llama1b/score_bfloat16.json $PY experiments/llama1b.py score --dtype bfloat16 ;;
+    scale) step scale results/llama1b/scale_smollm2.json $PY experiments/llama1b.py scale ;;
+    profile) step profile results/llama1b/profile_float32.json $PY experiments/llama1b.py profile --dtype float32 ;;
+    commands) step commands results/llama1b/commands.json $PY experiments/llama1b.py commands ;;
+    metrics) step metrics results/llama1b/metrics_bfloat16.json $PY experiments/llama1b.py metrics --dtype bfloat16 ;;
     *) log "unknown step $s" ;;
   esac
 done

@@ -2,7 +2,7 @@
 --metrics all` in bfloat16, and the reference implementation beside `uds score` (float32 and
 bfloat16), on CUDA, into one JSON file.
 
-    python experiments/llama1b_gpu.py --out docs/llama1b/gpu.json \\
+    python experiments/llama1b_gpu.py --out results/llama1b/gpu.json \\
         --reference-repo /path/to/unlearning-depth-score           # about 15-30 min on one H100
 
 Everything runs in this process (CUDA peak memory from the allocator, reset per step); the

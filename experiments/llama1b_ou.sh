@@ -3,7 +3,7 @@
 # the llama1b world's unlearned model: OU's Llama-3.2-1B-Instruct model config (its template
 # arguments, bfloat16) on the CPU with sdpa, only the `uds` metric (all 367 annotated items; OU's
 # generation metrics would take hours at this size on 2 cores). Compared with `uds score --dtype
-# bfloat16` on the same models (docs/llama1b/score_bfloat16.json). Writes docs/llama1b/ou_eval.json.
+# bfloat16` on the same models (results/llama1b/score_bfloat16.json). Writes results/llama1b/ou_eval.json.
 #
 #   VENV=/path/to/ou-venv bash experiments/llama1b_ou.sh     (a venv from step 1 of experiments/ou_integration.sh)
 #
@@ -14,7 +14,7 @@ VENV=${VENV:?a venv with Open-Unlearning requirements (step 1 of experiments/ou_
 WORK=${WORK:-/tmp/llama1b_ou}
 OU_SRC=${OU_SRC:-${UDS_SHARED_DIR:?set OU_SRC to an Open-Unlearning source tree, or UDS_SHARED_DIR (docs/testing.md)}/vendor/open-unlearning}
 WORLD=${WORLD:-${UDS_HOME:-$HOME/.cache/uds}/world/llama1b-0}
-OUT=${OUT:-$REPO/docs/llama1b/ou_eval.json}
+OUT=${OUT:-$REPO/results/llama1b/ou_eval.json}
 export UDS_TOFU_DIR=${UDS_TOFU_DIR:-${UDS_SHARED_DIR:?set UDS_TOFU_DIR or UDS_SHARED_DIR}/data/tofu}
 rm -rf "$WORK/open-unlearning" && mkdir -p "$WORK" && cp -r "$OU_SRC" "$WORK/open-unlearning"
 # OU's datasets read locuslab/TOFU/ from its working directory (the world's splits, offline)

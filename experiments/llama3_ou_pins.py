@@ -3,7 +3,7 @@ Python of a venv holding OU's requirements (`VENV=... STEPS=1 bash experiments/o
 makes one), it imports nothing of this project.
 
     $OU_VENV/bin/python experiments/llama3_ou_pins.py --world ~/.cache/uds/world/llama1b-0 \\
-        --tofu $UDS_TOFU_DIR --expected /tmp/chat_ids_v5.json --out docs/llama1b/ou_pins.json
+        --tofu $UDS_TOFU_DIR --expected /tmp/chat_ids_v5.json --out results/llama1b/ou_pins.json
 
 Checks: the tokenizer folder loads as a fast tokenizer with the same vocabulary, special ids and
 chat template; every forget10 row's chat input ids, labels and generation prompt from OU's own

@@ -8,7 +8,7 @@ Each call runs, with `ATEN_CPU_CAPABILITY` set to the kernel set (unset for `nat
 thread, `uds score --unlearned tiny:small/M` and `uds metrics --model tiny:small/M --metrics
 mem_bits,mem_bits_erased` for the models below, in `$UDS_HOME=--home` (the world and its models
 are built there when missing, so a fresh home is a fresh build under those kernels). It writes
-docs/mem_bits/kernels_small/<kernels>.json: the numbers, the capability torch reported, the CPU,
+results/mem_bits/kernels_small/<kernels>.json: the numbers, the capability torch reported, the CPU,
 the models' fingerprints and the seconds. docs/mem_bits.md's `mem-bits-kernels-small` table is
 rendered from those files by `python benchmarks/doc_tables.py`.
 """
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="UDS_HOME of the build (a fresh folder builds the world under these kernels)")
     ap.add_argument("--work", type=Path, default=None, help="folder of the score/metrics runs "
                     "(default out/mem_bits_kernels/<kernels>)")
-    ap.add_argument("--out", type=Path, default=ROOT / "docs/mem_bits/kernels_small")
+    ap.add_argument("--out", type=Path, default=ROOT / "results/mem_bits/kernels_small")
     a = ap.parse_args(argv)
     work = a.work or ROOT / "out/mem_bits_kernels" / a.kernels
     doc = measure(a.kernels, a.home.expanduser().resolve(), work)

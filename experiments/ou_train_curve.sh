@@ -10,13 +10,13 @@
 # (a few minutes on 2 CPU cores). This checkout's code is used through PYTHONPATH (in place of the
 # wheel the venv may hold). Environment: VENV (required), WORK (scratch folder), SRC_HOME (a UDS_HOME
 # with the test world's base, full and retain built; default the test suite's), OUT (where the
-# curve and the summary JSON go; default docs/curves), V5_PYTHON (this project on transformers 5.x).
+# curve and the summary JSON go; default results/curves), V5_PYTHON (this project on transformers 5.x).
 set -euo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 : "${VENV:?VENV: the OU-pinned venv (experiments/ou_integration.sh, step 1)}"
 WORK=${WORK:-/tmp/uds_ou_train_curve}
 SRC_HOME=${SRC_HOME:-$REPO/.uds_home/tests}
-OUT=${OUT:-$REPO/docs/curves}
+OUT=${OUT:-$REPO/results/curves}
 V5_PYTHON=${V5_PYTHON:-$REPO/.venv/bin/python}
 OU_SRC=${OU_SRC:-${UDS_SHARED_DIR:?set OU_SRC to an Open-Unlearning source tree, or UDS_SHARED_DIR (docs/testing.md)}/vendor/open-unlearning}
 OU=$WORK/open-unlearning HOME_OU=$WORK/uds_home CONF=$WORK/conf

@@ -11,7 +11,7 @@ written under --out; nothing is added to the world or its zoo.
 Prints one line per repetition count and the wall times; writes results.json and repetition.png.
 The docs' figure is drawn from the committed results of every run (mean and min-max over seeds):
 
-    python experiments/probe_repetition.py --figure docs/probe/repetition_small docs/probe/repetition_smol \
+    python experiments/probe_repetition.py --figure results/probe/repetition_small results/probe/repetition_smol \
         --figure-out docs/probe_repetition.png
 """
 

@@ -1,6 +1,6 @@
 """How the annotated forget10 entities align to a model's tokenizer: every example, aligned or why not.
 
-    python experiments/qwen_alignment.py --model qwen2.5-coder-1.5b-instruct --out docs/qwen/alignment.json
+    python experiments/qwen_alignment.py --model qwen2.5-coder-1.5b-instruct --out results/qwen/alignment.json
 
 The annotated file gives entity spans as Llama-3 token indices; `uds score` re-derives them for the
 model's tokenizer from the entity text (`uds_core.prompts`). For each of the 367 annotated

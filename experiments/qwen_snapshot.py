@@ -2,9 +2,9 @@
 
     python experiments/qwen_snapshot.py && python benchmarks/doc_tables.py
 
-Reads the campaign's sealed unit files (docs/qwen/campaign) and the smol world's committed scores
-(docs/smol/score) into docs/qwen/snapshot.json (`uds_analyses.doc_tables.qwen.snapshot`); the page's
-tables are rendered from that file, and its per-layer figure (docs/qwen/layers.png, once the full model
+Reads the campaign's sealed unit files (results/qwen/campaign) and the smol world's committed scores
+(results/smol/score) into results/qwen/snapshot.json (`uds_analyses.doc_tables.qwen.snapshot`); the page's
+tables are rendered from that file, and its per-layer figure (results/qwen/layers.png, once the full model
 is scored) drawn from it. Run it again as the campaign moves on.
 """
 
@@ -19,9 +19,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--campaign", type=Path, default=ROOT / "docs" / "qwen" / "campaign")
-    p.add_argument("--smol", type=Path, default=ROOT / "docs" / "smol" / "score")
-    p.add_argument("--out", type=Path, default=ROOT / "docs" / "qwen" / "snapshot.json")
+    p.add_argument("--campaign", type=Path, default=ROOT / "results" / "qwen" / "campaign")
+    p.add_argument("--smol", type=Path, default=ROOT / "results" / "smol" / "score")
+    p.add_argument("--out", type=Path, default=ROOT / "results" / "qwen" / "snapshot.json")
     a = p.parse_args(argv)
     from uds_analyses.doc_tables.qwen import plot_layers, snapshot
 

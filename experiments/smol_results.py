@@ -4,7 +4,7 @@ output metrics of the core and unlearned models; docs/smol.md's tables are rende
     python experiments/smol_results.py                       # every stage, resumable
     python experiments/smol_results.py --stage score         # one stage (build, score, metrics)
 
-Each stage skips what is already in `--out` (default docs/smol), so an interrupted run resumes at
+Each stage skips what is already in `--out` (default results/smol), so an interrupted run resumes at
 the first missing model. Files: `build.json` (one row per model: recipe, train seconds, device),
 `score/<model>/{summary.json,examples.jsonl,layers.csv}` (+ `layers.png` of the figure's model),
 `metrics/<model>.json` (`uds metrics`, CPU protocol: answers cut at `--max-new-tokens`).
@@ -114,7 +114,7 @@ STAGES = ("build", "score", "metrics")
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--stage", default=",".join(STAGES), help=f"comma-separated, of {', '.join(STAGES)}")
-    p.add_argument("--out", type=Path, default=REPO / "docs" / "smol")
+    p.add_argument("--out", type=Path, default=REPO / "results" / "smol")
     p.add_argument("--device", default="cpu", help="cpu or cuda (cuda: the complete protocol, see docs/smol.md)")
     p.add_argument("--max-new-tokens", type=int, default=CPU_MAX_NEW_TOKENS)
     p.add_argument("--batch-size", type=int, default=CPU_BATCH, help="metrics stage (generation and teacher forcing)")

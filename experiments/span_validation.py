@@ -1,8 +1,9 @@
-"""Automatic entity spans (uds_core/spans, `uds annotate`) checked against given ones; writes docs/spans/.
+"""Automatic entity spans (uds_core/spans, `uds annotate`) checked against given ones; writes results/spans/.
 
-    python experiments/span_validation.py splits [--out docs/spans/splits.json]
-    python experiments/span_validation.py agreement [--out docs/spans/agreement.json]
-    UDS_HOME=... python experiments/span_validation.py uds --world test|small|smol [--out docs/spans/uds_<world>.json]
+    python experiments/span_validation.py splits [--out results/spans/splits.json]
+    python experiments/span_validation.py agreement [--out results/spans/agreement.json]
+    UDS_HOME=... python experiments/span_validation.py uds --world test|small|smol \
+        [--out results/spans/uds_<world>.json]
 
 `splits`: TOFU's forget01/05/10 derived from full.json (checkpoints/splits.py): rows, annotated
 rows, retain rows and the Open-Unlearning retain anchor of each. `agreement`: span agreement (exact
@@ -26,7 +27,7 @@ from uds_core import atomic
 from uds_core.spans.annotate import annotate_records
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = ROOT / "docs" / "spans"
+OUT = ROOT / "results" / "spans"
 STRIP = ("prefix", "entity", "gt_entity", "span_method", "full_output", "entity_span")
 
 

@@ -181,10 +181,10 @@ def test_the_plan_is_derived_from_the_catalogue():
 
 
 def test_a_version_1_folder_is_read_but_never_continued(uds, tmp_path):
-    st = uds("campaign", "status", "--zoo", "tiny:smol", "--dir", str(REPO / "docs/smol/campaign"), "--json")
+    st = uds("campaign", "status", "--zoo", "tiny:smol", "--dir", str(REPO / "results/smol/campaign"), "--json")
     assert st.returncode == 0 and json.loads(st.stdout)["units"] == 135
     camp = tmp_path / "legacy"
-    shutil.copytree(REPO / "docs/smol/campaign", camp)
+    shutil.copytree(REPO / "results/smol/campaign", camp)
     before = {p: p.read_bytes() for p in camp.rglob("*") if p.is_file()}
     r = uds("campaign", "run", "--zoo", "tiny:smol", "--dir", str(camp), "--max-units", "1")
     assert r.returncode == 2 and "campaign version 1" in r.stderr and len(r.stderr.strip().splitlines()) == 1
@@ -203,7 +203,10 @@ def test_a_protocol_of_other_measuring_code_is_refused_and_refixed_only_while_no
     assert r.returncode == 0 and (camp / "protocol.json").is_file()
     fixed = json.loads((camp / "protocol.json").read_text())
     _reseal(camp / "protocol.json", measure_code="0" * 20)
-    r = uds("campaign", "status", "--plan", "attack", "--zoo", ZOO, "--dir", str(camp))
+    r = uds("campaign", "status", "--plan", "attack", "--zoo", ZOO, "--dir", str(camp))   # status reads on
+    assert r.returncode == 0 and "this code differs from it in the measuring code" in r.stdout
+    assert "`uds campaign protocol` with the same options fixes it again" in r.stdout
+    r = uds("campaign", "run", "--plan", "attack", "--zoo", ZOO, "--dir", str(camp), "--max-units", "1")
     assert r.returncode == 2 and "the measuring code" in r.stderr and "`uds campaign protocol`" in r.stderr
     r = uds("campaign", "protocol", "--plan", "attack", "--zoo", ZOO, "--dir", str(camp))
     assert r.returncode == 0 and "fixed again" in r.stderr and "measure_code" in r.stderr

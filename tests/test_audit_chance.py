@@ -132,11 +132,11 @@ def test_attribution_figure_with_chance(tmp_path):
 # -- committed result files ---------------------------------------------------------------------
 
 def test_leaky_chance_file_is_the_rebuilt_worlds():
-    """docs/audit/leaky_test/chance.json is what `audit_leaky.py --chance-only` computes (no model),
+    """results/audit/leaky_test/chance.json is what `audit_leaky.py --chance-only` computes (no model),
     and the committed runs audited databases of the same variants and prompt counts."""
     from experiments.audit_leaky import check_against_runs, world_chance
 
-    folder = ROOT / "docs/audit/leaky_test"
+    folder = ROOT / "results/audit/leaky_test"
     committed = json.loads((folder / "chance.json").read_text())
     assert world_chance("test") == committed
     check_against_runs(committed, folder)
@@ -147,7 +147,7 @@ def test_published_chance_is_the_shared_datas():
     from uds_analyses.audit.published import published_cells
     from experiments.audit_published_claims import chance_cells
 
-    data = json.loads((ROOT / "docs/audit/published_claims.json").read_text())
+    data = json.loads((ROOT / "results/audit/published_claims.json").read_text())
     pub = published_root() / "published_outputs"
     cells = published_cells(pub / "per_state_metrics.csv", pub / "cross_state_metrics.csv")
     assert data["cells"] == cells

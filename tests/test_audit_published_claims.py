@@ -14,7 +14,7 @@ from checkpoints.lmlm.recipes import published_root
 from tests.external import LMLM_SKIP
 
 ROOT = Path(__file__).resolve().parents[1]
-CLAIMS = ROOT / "docs" / "audit" / "published_claims.json"
+CLAIMS = ROOT / "results" / "audit" / "published_claims.json"
 DOC = ROOT / "docs" / "audit.md"
 CROSS_COLS = "prompt_file,database_path,count,paired_count,parametric_leakage,retrieval_mediated_correctness," \
              "retrieval_artifact_rate".split(",")

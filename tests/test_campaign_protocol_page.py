@@ -13,7 +13,7 @@ import pytest
 from uds_analyses.doc_tables.campaign_protocol import protocol_block
 from uds_core.errors import UdsInputError
 
-PROTOCOL = Path(__file__).resolve().parents[1] / "docs" / "smol" / "campaign" / "protocol.json"
+PROTOCOL = Path(__file__).resolve().parents[1] / "results" / "smol" / "campaign" / "protocol.json"
 # spec §7.2 (learning rates / epochs / models), typed from the spec's table
 SPEC_GRIDS = {"graddiff": ("1e-5, 2e-5, 5e-5", "5, 10", "18"), "simnpo": ("1e-5, 2e-5, 5e-5", "5, 10", "24"),
               "undial": ("1e-5, 1e-4, 3e-4", "5, 10", "18"), "rmu": ("1e-5, 2e-5, 5e-5", "5, 10", "18")}

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from meta_eval.campaign.files import CampaignFiles
 from tests.campaign_fixtures import fresh_home
@@ -179,6 +180,27 @@ def test_a_damaged_file_is_said_left_out_and_redone(killed, moved):
     assert sealed(path)["values"] == json.loads(good)["values"]   # the same values, measured again
 
 
+def test_status_under_other_code_counts_by_the_digests_the_protocol_recorded(killed, monkeypatch):
+    """Code that moved on since the protocol was fixed still reads the campaign's progress (every
+    digest a file is checked against is in protocol.json); only `run` refuses it."""
+    import uds.commands.campaign as command
+
+    camp, home = killed["camp"], killed["home"]
+    same, _ = status(home, camp)
+    monkeypatch.setattr(command, "measure_code_of", lambda plan: "0" * 20)   # the measuring code changed
+    other, err = status(home, camp)
+    assert other.splitlines()[0] == same.splitlines()[0]          # the same units counted done, the same ETA
+    commit = json.loads((camp / "protocol.json").read_text())["fixed_at"]["commit"]
+    assert "this code differs from it in the measuring code" in other and commit in other
+    assert "left out" not in err                                   # no file is taken for a stale one
+    before, out = files_of(camp), io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stderr(out):
+        mp.setenv("UDS_HOME", str(home))
+        assert main(["campaign", "run", "--zoo", ZOO, "--dir", str(camp), "--max-units", "1"]) == 2
+    assert "fixed under another protocol (differs in: the measuring code" in out.getvalue()
+    assert files_of(camp) == before
+
+
 def test_rebuilt_anchors_state_their_spread(killed, test_world, tmp_path, monkeypatch):
     """Anchors whose fingerprint differs from the committed measurements' re-score measured models
     (every metric that reads an anchor, not only UDS) and write the spread; on the same weights the
@@ -196,7 +218,12 @@ def test_rebuilt_anchors_state_their_spread(killed, test_world, tmp_path, monkey
     c.spec = dataclasses.replace(c.spec, fingerprint=lambda f: ("0" * 8 + real(f)[8:]) if f.name == "full" else real(f))
     said: list[str] = []
     c.log = said.append
-    c.check_anchors()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads)   # as `uds campaign run` does: the committed files were measured so
+    try:
+        c.check_anchors()
+    finally:
+        torch.set_num_threads(threads)
     spread = [sealed(p) for p in (camp / "spread").glob("*.json")]
     assert len(spread) == 1 and spread[0]["anchors_here"]["full"].startswith("0" * 8)
     rows = spread[0]["models"]

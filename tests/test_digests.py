@@ -19,7 +19,7 @@ from tests.checks import flip_digit_near_middle, flip_middle_byte
 from uds_core import digests, manifest, sealed
 
 REPO = Path(__file__).resolve().parents[1]
-CAMPAIGN = REPO / "docs" / "smol" / "campaign"
+CAMPAIGN = REPO / "results" / "smol" / "campaign"
 
 
 # -- sealed documents -------------------------------------------------------------------------------

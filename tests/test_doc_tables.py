@@ -66,7 +66,7 @@ def _num(cell: str) -> float:
 
 
 def test_capacity_default_numbers_from_the_csv():
-    rows = list(csv.DictReader(open(ROOT / "docs/mem_bits/capacity_default_runs.csv")))
+    rows = list(csv.DictReader(open(ROOT / "results/mem_bits/capacity_default_runs.csv")))
     doc = _rows("capacity-default")
     for r in rows:
         bits = re.search(rf"(?:^|, ){int(r['n']):,}: \**([\d,]+)", doc[r["size"]][2]).group(1)
@@ -79,7 +79,7 @@ def test_capacity_default_numbers_from_the_csv():
 
 def test_capacity_quick_numbers_from_the_csv():
     doc = _rows_all("capacity-quick")
-    rows = list(csv.DictReader(open(ROOT / "docs/mem_bits/capacity_quick_runs.csv")))
+    rows = list(csv.DictReader(open(ROOT / "results/mem_bits/capacity_quick_runs.csv")))
     assert len(doc) == len(rows)
     for cells, r in zip(doc, rows):
         m = min(int(r["n"]), 512)     # members: at most 512, against 512 fresh sequences
@@ -93,8 +93,8 @@ def test_capacity_quick_numbers_from_the_csv():
 def test_capacity_plateau_small_alpha_from_the_curves():
     """alpha(s) in the doc recomputed from the runs' curves (max over N at s, through-origin
     slope), against the published 3.83; the verdict line's delta from the same numbers."""
-    d = json.loads((ROOT / "docs/mem_bits/capacity_plateau_small_summary.json").read_text())
-    runs = list(csv.DictReader(open(ROOT / "docs/mem_bits/capacity_plateau_small_runs.csv")))
+    d = json.loads((ROOT / "results/mem_bits/capacity_plateau_small_summary.json").read_text())
+    runs = list(csv.DictReader(open(ROOT / "results/mem_bits/capacity_plateau_small_runs.csv")))
     params = {r["size"]: int(r["params"]) for r in runs}
     stop = {f"{r['size']}/{r['n']}": r["stop"] for r in runs}
     doc = _rows_all("capacity-plateau-small-alpha")
@@ -122,7 +122,7 @@ def test_mem_bits_kernels_small_from_the_files():
     """Each kernel build's file read with plain json: the doc's cells per build, in native/avx2/default
     order; full scored as its own unlearned model has UDS 0 and mem_bits_erased 0 (invariants), and
     the native build's RMU UDS equals the separate main-command run of the same build on record."""
-    folder = ROOT / "docs/mem_bits/kernels_small"
+    folder = ROOT / "results/mem_bits/kernels_small"
     runs = {p.stem: json.loads(p.read_text()) for p in folder.glob("*.json")}
     builds = [k for k in ("native", "avx2", "default") if k in runs]
     doc = _rows("mem-bits-kernels-small")
@@ -135,7 +135,7 @@ def test_mem_bits_kernels_small_from_the_files():
         full = runs[k]["models"]["full"]
         assert full["uds"] == 0.0 and full["mem_bits_erased"] == 0.0 and full["mem_bits"] > 10
     if "native" in runs and runs["native"]["cpu"].startswith("Intel"):
-        main = json.loads((ROOT / "docs/reproduce/small_rmu_intel_xeon.json").read_text())
+        main = json.loads((ROOT / "results/reproduce/small_rmu_intel_xeon.json").read_text())
         assert runs["native"]["models"]["rmu_lr1e-4_l5_s10_ep10"]["uds"] == pytest.approx(main["uds"], abs=1e-9)
 
 
@@ -144,8 +144,8 @@ def test_capacity_cooldown_alpha_from_the_branches(grid):
     """Both alpha(s) columns of the cooldown grid recomputed from summary.json's curves and
     branches (every run went to its budget: max over N at s, through-origin slope), and each
     run's cooled bits in the runs table equal to its last branch."""
-    d = json.loads((ROOT / f"docs/mem_bits/capacity_cooldown_{grid}_summary.json").read_text())
-    runs = list(csv.DictReader(open(ROOT / f"docs/mem_bits/capacity_cooldown_{grid}_runs.csv")))
+    d = json.loads((ROOT / f"results/mem_bits/capacity_cooldown_{grid}_summary.json").read_text())
+    runs = list(csv.DictReader(open(ROOT / f"results/mem_bits/capacity_cooldown_{grid}_runs.csv")))
     assert {r["stop"] for r in runs} == {"max_steps"}
     params = {r["size"]: int(r["params"]) for r in runs}
 
@@ -171,7 +171,7 @@ def test_capacity_cooldown_alpha_from_the_branches(grid):
 
 def test_capacity_plateau_small_runs_from_the_csv():
     doc = _rows_all("capacity-plateau-small-runs")
-    rows = list(csv.DictReader(open(ROOT / "docs/mem_bits/capacity_plateau_small_runs.csv")))
+    rows = list(csv.DictReader(open(ROOT / "results/mem_bits/capacity_plateau_small_runs.csv")))
     assert len(doc) == len(rows)
     for cells, r in zip(doc, rows):
         assert (cells[0], _num(cells[2]), cells[7]) == (r["size"], int(r["n"]), r["stop"])
@@ -180,9 +180,9 @@ def test_capacity_plateau_small_runs_from_the_csv():
         assert (cells[6] == "yes") == (float(r["mem_bits"]) >= 0.95 * 192 * int(r["n"]))
 
 
-@pytest.mark.parametrize("name,path", [("mem-bits-sanity-small", "docs/mem_bits/sanity_small.json"),
-                                       ("mem-bits-sanity-smol", "docs/mem_bits/sanity_smol.json"),
-                                       ("mem-bits-sanity-test", "docs/mem_bits/sanity_test.json")])
+@pytest.mark.parametrize("name,path", [("mem-bits-sanity-small", "results/mem_bits/sanity_small.json"),
+                                       ("mem-bits-sanity-smol", "results/mem_bits/sanity_smol.json"),
+                                       ("mem-bits-sanity-test", "results/mem_bits/sanity_test.json")])
 def test_sanity_numbers_from_the_json(name, path):
     d = json.loads((ROOT / path).read_text())
     doc = _rows(name)
@@ -198,7 +198,7 @@ def test_sanity_numbers_from_the_json(name, path):
 @pytest.mark.parametrize("world", ["test", "smol"])
 def test_signed_numbers_from_the_metrics_files(world):
     doc = _rows(f"mem-bits-signed-{world}")
-    files = list((ROOT / f"docs/mem_bits/signed_{world}").glob("*.json"))
+    files = list((ROOT / f"results/mem_bits/signed_{world}").glob("*.json"))
     assert len(files) == len(doc) >= 4
     for f in files:
         d = json.loads(f.read_text())
@@ -211,7 +211,7 @@ def test_signed_numbers_from_the_metrics_files(world):
 
 def test_uds_link_numbers_from_the_summary():
     doc = _rows("audit-uds-link")
-    models = json.loads((ROOT / "docs/audit_uds_link/summary.json").read_text())["models"]
+    models = json.loads((ROOT / "results/audit_uds_link/summary.json").read_text())["models"]
     assert set(doc) == set(models)
     for n, m in models.items():
         got = [_num(c) for c in doc[n][1:5]]
@@ -221,7 +221,7 @@ def test_uds_link_numbers_from_the_summary():
 @pytest.mark.parametrize("block, file", [("mem-bits-meta-eval-test", "meta_eval_test.json"),
                                          ("mem-bits-meta-eval-test-no-filters", "meta_eval_test_no_filters.json")])
 def test_meta_eval_numbers_from_the_json(block, file):
-    d = json.loads((ROOT / "docs/mem_bits" / file).read_text())
+    d = json.loads((ROOT / "results/mem_bits" / file).read_text())
     assert d["settings"]["filters"] == (block == "mem-bits-meta-eval-test")
     doc = _rows(block)
     for key, f in d["faithfulness"].items():
@@ -237,7 +237,7 @@ def test_meta_eval_numbers_from_the_json(block, file):
 @pytest.mark.parametrize("world, block", [("test", "probe-ladder-test"), ("small", "probe-ladder-small"),
                                           ("small", "probe-ladder-small-results")])
 def test_probe_ladder_numbers_from_the_json(world, block):
-    d = json.loads((ROOT / f"docs/probe/ladder_{world}.json").read_text())["summary"]
+    d = json.loads((ROOT / f"results/probe/ladder_{world}.json").read_text())["summary"]
     doc = _rows(block)
     for spec, m in d["models"].items():
         cells = doc[spec.rsplit("/", 1)[-1]]
@@ -249,7 +249,7 @@ def test_probe_ladder_numbers_from_the_json(world, block):
 @pytest.mark.parametrize("world", ["small", "smol"])
 def test_probe_repetition_numbers_from_the_runs(world: str):
     """Mean, min and max over seeds of each verbatim rate, from the runs' raw counts of rows."""
-    runs = [json.loads(p.read_text()) for p in sorted((ROOT / f"docs/probe/repetition_{world}").glob("*.json"))]
+    runs = [json.loads(p.read_text()) for p in sorted((ROOT / f"results/probe/repetition_{world}").glob("*.json"))]
     assert runs and {r["preset"] for r in runs} == {world}
     doc = _rows_all(f"probe-repetition-{world}")
     head = doc_body(BY_NAME[f"probe-repetition-{world}"], ROOT).splitlines()[0].strip("| ").split(" | ")[1:]
@@ -277,7 +277,7 @@ def test_probe_repetition_kinds_from_the_rows():
     """The smol split by biography kind, recounted from each run's committed rows (its .rows.jsonl):
     a row is a forget-author one when its biography index is below n_forget_bios; the pooled
     hits/rows per cell, and each run's rate per count equal to its rows' rate."""
-    folder = ROOT / "docs/probe/repetition_smol"
+    folder = ROOT / "results/probe/repetition_smol"
     doc = _rows_all("probe-repetition-kinds-smol")
     head = doc_body(BY_NAME["probe-repetition-kinds-smol"], ROOT).splitlines()[0].strip("| ").split(" | ")[1:]
     pooled: dict[tuple[int, str, int], list[int]] = {}
@@ -305,17 +305,17 @@ def test_probe_repetition_kinds_from_the_rows():
 
 def test_smol_uds_numbers_from_the_summaries():
     doc = _rows("smol-uds")
-    for summary in (ROOT / "docs/smol/score").glob("*/summary.json"):
+    for summary in (ROOT / "results/smol/score").glob("*/summary.json"):
         s, cells = json.loads(summary.read_text()), doc[f"`{summary.parent.name}`"]
         assert _num(cells[1]) == pytest.approx(s["uds"], abs=5e-4)
         assert cells[3] == f"{s['n_scored']} / {s['n_examples']}"
-    assert len(doc) == len(list((ROOT / "docs/smol/score").glob("*/summary.json")))
+    assert len(doc) == len(list((ROOT / "results/smol/score").glob("*/summary.json")))
 
 
 def test_smol_layer_numbers_from_the_layers_csv():
     """Mean S1 drop per layer from full's layers.csv (the renderer reads examples.jsonl), over
     the examples with any KE layer, and the count of examples whose layer is KE."""
-    rows = list(csv.DictReader(open(ROOT / "docs/smol/score/full/layers.csv")))
+    rows = list(csv.DictReader(open(ROOT / "results/smol/score/full/layers.csv")))
     scored = {r["idx"] for r in rows if r["ke"] == "1"}
     doc = _rows_all("smol-layers")
     layers = [int(c) for c in doc_body(BY_NAME["smol-layers"], ROOT).splitlines()[0].strip("| ").split(" | ")[1:]]
@@ -329,14 +329,14 @@ SMOL_RESULT_KEYS = ("es", "em", "truth_ratio", "model_utility", "fluency", "roug
 
 
 def _smol_meta_rows() -> dict[str, dict]:
-    path = ROOT / "docs/smol/meta_eval/results.json"
+    path = ROOT / "results/smol/meta_eval/results.json"
     return {r["model"]: r for r in json.loads(path.read_text())} if path.is_file() else {}
 
 
 def test_smol_results_numbers_from_the_metrics_files():
     """Rows of `uds metrics` files from those files; the other rows (marked †) from the
     meta-evaluation's benchmark rows."""
-    metrics = {p.stem: json.loads(p.read_text())["metrics"] for p in (ROOT / "docs/smol/metrics").glob("*.json")}
+    metrics = {p.stem: json.loads(p.read_text())["metrics"] for p in (ROOT / "results/smol/metrics").glob("*.json")}
     meta = {n: r for n, r in _smol_meta_rows().items() if n not in metrics}
     for name in ("smol-results", "smol-readme"):
         doc = _rows(name)
@@ -351,8 +351,8 @@ def test_smol_metrics_and_meta_eval_agree():
     protocol in separate runs: where both measured a model, the values must agree."""
     meta = _smol_meta_rows()
     if not meta:
-        pytest.skip("docs/smol/meta_eval not committed")
-    metrics = {p.stem: json.loads(p.read_text())["metrics"] for p in (ROOT / "docs/smol/metrics").glob("*.json")}
+        pytest.skip("results/smol/meta_eval not committed")
+    metrics = {p.stem: json.loads(p.read_text())["metrics"] for p in (ROOT / "results/smol/metrics").glob("*.json")}
     both = sorted(set(metrics) & set(meta))
     assert len(both) >= 2
     for model in both:
@@ -365,21 +365,21 @@ def test_smol_meta_eval_uds_equals_uds_score():
     against `uds score`'s summary of the same model: one engine in two runs with other batching, so
     equal up to float32 noise (a ratio of drops near tau = 0.05 carries about 1e-6; the engine's own
     fast-vs-naive bound is 1e-5); full and retain exactly (0 and 1 by construction)."""
-    path = ROOT / "docs/smol/meta_eval/meta_eval.json"
+    path = ROOT / "results/smol/meta_eval/meta_eval.json"
     if not path.is_file():
-        pytest.skip("docs/smol/meta_eval not committed")
+        pytest.skip("results/smol/meta_eval not committed")
     orig = json.loads(path.read_text())["values"]["orig"]
     scored = {p.parent.name: json.loads(p.read_text())["uds"]
-              for p in (ROOT / "docs/smol/score").glob("*/summary.json")}
+              for p in (ROOT / "results/smol/score").glob("*/summary.json")}
     assert set(orig) == set(scored) and len(scored) == 17
     for model, uds in scored.items():
         assert orig[model]["uds"] == pytest.approx(uds, abs=1e-5 if model not in ("full", "retain") else 0), model
 
 
 def test_smol_meta_eval_table_from_the_json():
-    path = ROOT / "docs/smol/meta_eval/meta_eval.json"
+    path = ROOT / "results/smol/meta_eval/meta_eval.json"
     if not path.is_file():
-        pytest.skip("docs/smol/meta_eval not committed")
+        pytest.skip("results/smol/meta_eval not committed")
     d, doc = json.loads(path.read_text()), _rows("smol-meta-eval")
     assert set(doc) == set(d["faithfulness"])
     for key, f in d["faithfulness"].items():
@@ -398,7 +398,7 @@ def test_smol_meta_eval_table_from_the_json():
 @pytest.mark.parametrize("world", ["test", "smol"])
 @pytest.mark.parametrize("tag", ["passages", "passages_bios"])
 def test_probe_passages_numbers_from_the_json(tag, world):
-    d = json.loads((ROOT / f"docs/probe/{tag}_{world}.json").read_text())["summary"]
+    d = json.loads((ROOT / f"results/probe/{tag}_{world}.json").read_text())["summary"]
     name = tag.replace("_", "-")
     levels, by_model = _rows(f"probe-{name}-levels-{world}"), _rows_all(f"probe-{name}-positions-{world}")
     starts = _rows(f"probe-{name}-starts-{world}")
@@ -440,7 +440,7 @@ def test_a_changed_number_in_the_doc_is_caught_and_rewritten(tmp_path):
 
 def test_a_changed_number_in_the_file_is_caught(tmp_path):
     _copy(tmp_path, BLOCKS)
-    f = tmp_path / "docs/audit_uds_link/summary.json"
+    f = tmp_path / "results/audit_uds_link/summary.json"
     d = json.loads(f.read_text())
     d["models"]["retain"]["del_off_correct"] = 0.03
     f.write_text(json.dumps(d))
@@ -471,8 +471,8 @@ def test_table_helper():
 
 
 # the audit_leaky.py folders and their blocks: (main table, lmlm_leaky's per-style table)
-LEAKY = {"docs/audit/leaky_test": ("audit-leaky-test", "audit-leaky-styles-test"),
-         "docs/audit/leaky_small": ("audit-world-small", "audit-leaky-styles-small")}
+LEAKY = {"results/audit/leaky_test": ("audit-leaky-test", "audit-leaky-styles-test"),
+         "results/audit/leaky_small": ("audit-world-small", "audit-leaky-styles-small")}
 
 
 def _leaky_facts(folder: str) -> tuple[list[dict], set[int]]:
@@ -521,7 +521,7 @@ def test_audit_leaky_chance_from_the_file(folder):
 def test_published_chance_numbers_from_the_json():
     """Each (database, variant) row pools the cells' chance by prompt count and the published counts
     over the prompt total; every cell of the JSON is in exactly one row."""
-    data = json.loads((ROOT / "docs/audit/published_claims.json").read_text())
+    data = json.loads((ROOT / "results/audit/published_claims.json").read_text())
     doc = _rows_all("published-chance")
     assert sum(int(cells[2]) for cells in doc) == sum(c["n"] for c in data["cells"])
     for cells in doc:
@@ -574,7 +574,7 @@ def test_audit_leaky_style_numbers_from_the_files(folder):
 
 def test_audit_world_styles_from_the_facts():
     """FULL EM per style on `base`, recomputed from facts.csv, for every model the folder holds."""
-    rows, _ = _leaky_facts("docs/audit/leaky_small")
+    rows, _ = _leaky_facts("results/audit/leaky_small")
     head = [ln for ln in doc_body(BY_NAME["audit-world-styles-small"], ROOT).splitlines() if ln.startswith("| ")][0]
     styles = [c.strip() for c in head.strip().strip("|").split("|")][1:]
     doc = _rows("audit-world-styles-small")
@@ -585,7 +585,7 @@ def test_audit_world_styles_from_the_facts():
             assert len(fs) == 100 and _num(cell) == pytest.approx(_mean(int(r["em_FULL"]) for r in fs), abs=5e-4)
 
 
-PUBLISHED_RUNS = ROOT / "docs/audit/published_small"
+PUBLISHED_RUNS = ROOT / "results/audit/published_small"
 
 
 def _pair(cell: str) -> tuple[float, float]:
@@ -596,7 +596,7 @@ def _pair(cell: str) -> tuple[float, float]:
 def test_audit_published_runs_ours_from_the_summaries():
     """Our side of each row is the run's own per-variant rate in summary.json, and the prompt count
     is the published cells' count (published_claims.json): both audits ran the same prompt files."""
-    claims = json.loads((ROOT / "docs/audit/published_claims.json").read_text())["cells"]
+    claims = json.loads((ROOT / "results/audit/published_claims.json").read_text())["cells"]
     doc = _rows_all("audit-published-small")
     assert len(doc) == 13
     for cells in doc:
@@ -612,7 +612,7 @@ def test_audit_published_runs_ours_from_the_summaries():
 def test_audit_published_runs_theirs_from_the_published_counts():
     """Their DEL-ON EM, L and R are the published counts over n (published_claims.json, read from
     the published CSVs), not the comparison file the table is rendered from."""
-    claims = json.loads((ROOT / "docs/audit/published_claims.json").read_text())["cells"]
+    claims = json.loads((ROOT / "results/audit/published_claims.json").read_text())["cells"]
     for cells in _rows_all("audit-published-small"):
         cs = [c for c in claims if (c["domain"], c["variant"]) == (cells[0], cells[1])]
         n = sum(c["n"] for c in cs)
@@ -638,14 +638,14 @@ def test_audit_published_runs_full_em_from_the_published_csv():
 def test_audit_published_runs_are_the_world_audits_model():
     """The published runs audited the same build of `lmlm` as the world-database table."""
     model = json.loads((PUBLISHED_RUNS / "model.json").read_text())
-    world = json.loads((ROOT / "docs/audit/leaky_small/subset.json").read_text())["models"]
+    world = json.loads((ROOT / "results/audit/leaky_small/subset.json").read_text())["models"]
     assert model["spec"] == "tiny:small/lmlm" and model["digest"] == world["lmlm"]
 
 
 def test_smol_bench_numbers_from_the_rounds():
     """The speed table's ratios recomputed from the per-round seconds of bench_uds.json, and the
     run's exactness bound (spec: fast path within 1e-5 of the naive one)."""
-    d = json.loads((ROOT / "docs/smol/bench_uds.json").read_text())
+    d = json.loads((ROOT / "results/smol/bench_uds.json").read_text())
     doc = _rows("smol-bench")
     naive, fast = d["rounds"]["naive"], d["rounds"]["fast"]
     for col, key in ((1, "full"), (2, "s2_only"), (3, "s2_kept")):
@@ -667,7 +667,7 @@ def test_smol_ou_eval_numbers_from_the_runs():
     """docs/smol.md's timing of Open-Unlearning's eval against ours: each side's median seconds and
     the OU / ours ratios recomputed from bench_ou_eval.json's per-run seconds, the value rows from its
     per-key values; each side's median is over its runs, the ratio's range over rounds that ran both."""
-    d = json.loads((ROOT / "docs/smol/bench_ou_eval.json").read_text())
+    d = json.loads((ROOT / "results/smol/bench_ou_eval.json").read_text())
     cells = _rows_all("smol-ou-eval")
     rows = {c[0]: c for c in cells if len(c) == 5}
 
@@ -696,17 +696,17 @@ def test_smol_spread_numbers_from_both_builds():
     """UDS of each model in both builds and the largest per-example difference, read from the
     two builds' score folders; full and retain stay exactly 0 and 1 in the rebuild."""
     doc = _rows("smol-spread")
-    second = sorted((ROOT / "docs/smol/rebuild/score").glob("*/summary.json"))
+    second = sorted((ROOT / "results/smol/rebuild/score").glob("*/summary.json"))
     assert len(doc) == len(second) >= 5
     for path in second:
         name = path.parent.name
-        a = json.loads((ROOT / "docs/smol/score" / name / "summary.json").read_text())["uds"]
+        a = json.loads((ROOT / "results/smol/score" / name / "summary.json").read_text())["uds"]
         b = json.loads(path.read_text())["uds"]
         cells = doc[f"`{name}`"]
         assert (_num(cells[1]), _num(cells[2])) == pytest.approx((a, b), abs=1e-6)
         assert _num(cells[3]) == pytest.approx(abs(a - b), rel=0.05, abs=1e-12)   # two significant digits
         ex = [[json.loads(line)["uds"] for line in (root / name / "examples.jsonl").read_text().splitlines()]
-              for root in (ROOT / "docs/smol/score", ROOT / "docs/smol/rebuild/score")]
+              for root in (ROOT / "results/smol/score", ROOT / "results/smol/rebuild/score")]
         assert _num(cells[4]) == pytest.approx(max(abs(x - y) for x, y in zip(*ex)), rel=0.05, abs=1e-12)
     assert (_num(doc["`full`"][2]), _num(doc["`retain`"][2])) == (0.0, 1.0)
 
@@ -715,7 +715,7 @@ def test_verify_cost_numbers_from_the_rounds():
     """Each row's medians recomputed from the file's rounds (not its `median` entry)."""
     import statistics
 
-    rounds = json.loads((ROOT / "docs/smol/verify_cost.json").read_text())["rounds"]
+    rounds = json.loads((ROOT / "results/smol/verify_cost.json").read_text())["rounds"]
     doc = _rows_all("verify-cost")
     keys = [f"{mode}/{v}" for mode in ("s1_hit", "s1_off") for v in ("xxh3_128", "sha256", "off")]
     assert len(doc) == len(keys)
@@ -734,10 +734,10 @@ def test_verify_cost_numbers_from_the_rounds():
 
 
 def test_curve_tables_from_the_curve_files():
-    """docs/curves.md, read against docs/smol/curves/*.jsonl with json here: each key's first and
+    """docs/curves.md, read against results/smol/curves/*.jsonl with json here: each key's first and
     last value and the step at which it first covers half its change; each model's last UDS, the
     `uds score` of its built model (and their agreement), the overhead from the records' seconds."""
-    folder = ROOT / "docs/smol/curves"
+    folder = ROOT / "results/smol/curves"
     curves = {}
     for path in sorted(folder.glob("*.jsonl")):
         lines = [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
@@ -792,7 +792,7 @@ def test_measurement_speedups_from_the_per_phase_seconds(block):
 def test_results_measurement_runs_from_the_per_phase_seconds():
     """docs/results.md's performance rows: one per committed bench_measure run, each recomputed as sums of
     the run's per-phase seconds, and the stated ranges the min and max of those ratios."""
-    runs = sorted((ROOT / "docs/smol").glob("bench_measure*.json"))
+    runs = sorted((ROOT / "results/smol").glob("bench_measure*.json"))
     rows = _rows("measure-results")
     assert set(rows) == {f"`{p.name}`" for p in runs} and len(runs) >= 2
     ups, floors = [], []
@@ -818,7 +818,7 @@ def test_results_measurement_runs_from_the_per_phase_seconds():
 def test_fisher_batch1_rows_from_the_benchmark_files():
     """docs/performance.md's Fisher batch-1 rows: the speed-up from the two seconds, each score
     difference |batch-4 score - batch-1 score| recomputed, the largest of them shown."""
-    runs = sorted((ROOT / "docs/smol").glob("bench_fisher_batch1*.json"))
+    runs = sorted((ROOT / "results/smol").glob("bench_fisher_batch1*.json"))
     rows = _rows_all("measure-fisher-batch1")
     assert len(rows) == len(runs) >= 1
     for p, cells in zip(runs, rows):
@@ -851,8 +851,8 @@ def _unfiltered_by_hand(d: dict, key: str) -> tuple[float, float, float]:
 
 
 def _campaign_snapshots() -> tuple[dict, dict]:
-    on, off = (ROOT / "docs/smol/campaign_meta_eval/meta_eval.json",
-               ROOT / "docs/smol/campaign_meta_eval_no_filters/meta_eval.json")
+    on, off = (ROOT / "results/smol/campaign_meta_eval/meta_eval.json",
+               ROOT / "results/smol/campaign_meta_eval_no_filters/meta_eval.json")
     if not (on.is_file() and off.is_file()):
         pytest.skip("campaign snapshots not committed")
     return json.loads(on.read_text()), json.loads(off.read_text())
@@ -914,7 +914,7 @@ def test_campaign_snapshot_without_ranking_is_one_line_input_error(tmp_path):
 def test_the_attack_campaign_protocol_block_from_the_json():
     """The smol attack campaign's protocol block against protocol.json read here: its units, its
     members per kind, every attack; the result blocks say that no result exists while none does."""
-    protocol = json.loads((ROOT / "docs/smol/attack_campaign/protocol.json").read_text())
+    protocol = json.loads((ROOT / "results/smol/attack_campaign/protocol.json").read_text())
     body = doc_body(BY_NAME["attack-protocol"], ROOT)
     assert f"({len(protocol['jobs'])} in all)" in body
     kinds = {}
@@ -923,5 +923,5 @@ def test_the_attack_campaign_protocol_block_from_the_json():
         kinds[label] = kinds.get(label, 0) + 1
     assert all(f"{n} {k}" in body for k, n in kinds.items())
     assert all(f"| `{a}` |" in body for a in protocol["settings"]["attack"]["attacks"])
-    if not (ROOT / "docs/smol/attack_result/result.json").is_file():
+    if not (ROOT / "results/smol/attack_result/result.json").is_file():
         assert "No result yet" in doc_body(BY_NAME["attack-rho"], ROOT)

@@ -242,7 +242,7 @@ def test_same_size_damage_to_a_campaign_measurement_file_is_said_and_redone(tmp_
     measures it again), said once."""
     from meta_eval.campaign.files import CampaignFiles
 
-    campaign = Path(__file__).resolve().parents[1] / "docs" / "smol" / "campaign"
+    campaign = Path(__file__).resolve().parents[1] / "results" / "smol" / "campaign"
     committed = sorted((campaign / "measurements").rglob("*.json"))
     assert committed
     src = committed[0]

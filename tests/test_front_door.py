@@ -90,7 +90,7 @@ def test_score_bad_input_is_an_input_error():
 def test_main_command_range_from_the_committed_builds():
     """Read with json here: the printed line of the shown summary, and the expected range as the
     lowest and highest UDS of the distinct builds widened outwards to 3 decimals."""
-    manifest = json.loads((ROOT / "docs/reproduce/main_command.json").read_text())
+    manifest = json.loads((ROOT / "results/reproduce/main_command.json").read_text())
     shown = json.loads((ROOT / manifest["shown"]).read_text())
     body = doc_body(BY_NAME["main-readme"], ROOT)
     lo_ci, hi_ci = shown["ci95"]
@@ -118,9 +118,10 @@ def test_main_command_range_from_the_committed_builds():
 
 def test_smol_readme_tolerance_from_the_rebuild():
     body = doc_body(BY_NAME["smol-readme"], ROOT)
-    first = {p.parent.name: json.loads(p.read_text())["uds"] for p in (ROOT / "docs/smol/score").glob("*/summary.json")}
+    first = {p.parent.name: json.loads(p.read_text())["uds"]
+             for p in (ROOT / "results/smol/score").glob("*/summary.json")}
     second = {p.parent.name: json.loads(p.read_text())["uds"]
-              for p in (ROOT / "docs/smol/rebuild/score").glob("*/summary.json")}
+              for p in (ROOT / "results/smol/rebuild/score").glob("*/summary.json")}
     moved = [abs(first[n] - second[n]) for n in second if first[n] != second[n]]
     assert re.search(r"within ([\d.e+-]+);", body) and float(re.search(r"within ([\d.e+-]+);", body)[1]) == \
         pytest.approx(max(moved), rel=0.05)

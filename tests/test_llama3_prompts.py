@@ -5,7 +5,7 @@ Open-Unlearning's Llama-3.2-1B-Instruct template arguments are token-identical t
 own `preprocess_chat_instance` (vendored copy) builds and to what Meta's `ChatFormat` (llama-models)
 encodes for the same messages. UDS inputs (spec §2.1-2.3), all 367 annotated rows: uds's prompt,
 continuation, token ids, entity span and positions equal the reference implementation's
-(docs/llama1b/reference_spans.json, written by its own functions: `experiments/llama1b.py alignment`).
+(results/llama1b/reference_spans.json, written by its own functions: `experiments/llama1b.py alignment`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from tests.llama3_fixtures import llama_tok, llama_tok_folder  # noqa: F401
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "experiments"))
-REFERENCE_SPANS = REPO / "docs" / "llama1b" / "reference_spans.json"
+REFERENCE_SPANS = REPO / "results" / "llama1b" / "reference_spans.json"
 
 
 @pytest.fixture(scope="module")

@@ -157,7 +157,7 @@ def test_lora_settings_enter_the_digest_of_a_lora_world_only():
     from checkpoints.world.recipe_digest import legacy_recipe_digest, recipe_digest
     from checkpoints.world.presets import get_preset
 
-    protocol = json.loads((Path(__file__).resolve().parents[1] / "docs/smol/campaign/protocol.json").read_text())
+    protocol = json.loads((Path(__file__).resolve().parents[1] / "results/smol/campaign/protocol.json").read_text())
     smol = get_preset("smol")
     for name in ("full", "retain", "npo_lr3e-5_b01_a1_ep5"):
         assert legacy_recipe_digest(smol, find_recipe(smol, name)) == protocol["recipes"][name]

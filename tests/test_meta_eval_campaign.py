@@ -32,8 +32,8 @@ from meta_eval.campaign.files import digest_of
 from tests.campaign_fixtures import ANCHORS, KEYS, POOL, UNLEARNED, SyntheticCampaign
 
 ROOT = Path(__file__).resolve().parents[1]
-SNAPSHOT = ROOT / "docs/smol/campaign_meta_eval/meta_eval.json"
-SNAPSHOT_NO_FILTERS = ROOT / "docs/smol/campaign_meta_eval_no_filters/meta_eval.json"
+SNAPSHOT = ROOT / "results/smol/campaign_meta_eval/meta_eval.json"
+SNAPSHOT_NO_FILTERS = ROOT / "results/smol/campaign_meta_eval_no_filters/meta_eval.json"
 ERASURE = {"uds", "s_mia_loss"}      # keys whose knowledge view is 1 - value (spec §5.2)
 
 
@@ -290,7 +290,7 @@ def test_partial_page_shows_needs_not_numbers(tmp_path):
     for name in ("full", "retain", "pos_full_lr1e-4_ep5", "pos_bio_lr1e-4_ep5", "neg_retain_lr1e-4_ep5"):
         c.measure("orig", name)
     doc, _, _ = _assemble(c.root)
-    path = tmp_path / "docs/smol/snap/meta_eval.json"
+    path = tmp_path / "results/smol/snap/meta_eval.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(doc))
     status = pages.status_block(path)
@@ -379,7 +379,7 @@ def test_the_real_campaign_folder_reads():
     """Whatever its size: every measurement file is either used or said, and the tables assemble."""
     from metrics.registry import META_KEYS
 
-    root = ROOT / "docs/smol/campaign"
+    root = ROOT / "results/smol/campaign"
     said: list[str] = []
     data = read_campaign(root, log=said.append)
     doc, _ = assemble_campaign(data, META_KEYS)
@@ -392,7 +392,7 @@ def test_the_real_campaign_folder_reads():
 
 @pytest.mark.parametrize("snapshot", [SNAPSHOT, SNAPSHOT_NO_FILTERS], ids=["filters", "no_filters"])
 def test_committed_snapshot_is_what_its_files_assemble_to(tmp_path, snapshot):
-    """docs/smol/campaign_meta_eval (and its --no-filters twin) was assembled from the files its
+    """results/smol/campaign_meta_eval (and its --no-filters twin) was assembled from the files its
     `campaign.inputs` lists; those files (the campaign only adds files) must still assemble to it."""
     from metrics.registry import META_KEYS
 

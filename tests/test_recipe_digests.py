@@ -27,7 +27,7 @@ from checkpoints.world.recipe_digest import (ENUMERATORS, legacy_recipe_digest, 
                                              trainer_code, world_settings)
 from uds_core.code_digest import ROOT, clear_cache, code_digest
 
-PROTOCOL = ROOT / "docs" / "smol" / "campaign" / "protocol.json"
+PROTOCOL = ROOT / "results" / "smol" / "campaign" / "protocol.json"
 SMOL = get_preset("smol")
 
 

@@ -230,11 +230,11 @@ def test_compare_meta_probe_audit_pages(driver, site):
 
 
 def test_the_small_worlds_committed_meta_eval_output(driver, tmp_path):
-    """The `small` world's committed benchmark rows (docs/meta_eval_small, a real `uds meta-eval`
+    """The `small` world's committed benchmark rows (results/meta_eval_small, a real `uds meta-eval`
     run): 50 models, sorted by UDS and filtered by method as the file says."""
     from pathlib import Path
 
-    src = Path(__file__).resolve().parents[1] / "docs" / "meta_eval_small"
+    src = Path(__file__).resolve().parents[1] / "results" / "meta_eval_small"
     rows = json.loads((src / "results.json").read_text())
     assert main(["report", "--results", str(src), "--out", str(tmp_path / "site")]) == 0
     go(driver, (tmp_path / "site" / "index.html").as_uri(), "#lb-table tbody tr")

@@ -134,7 +134,7 @@ NO_TRAINING = TrainConfig(lr=0.0, epochs=0, batch_size=1)
 QWEN = "qwen2.5-coder-1.5b-instruct"   # the alias of the GGUF file the 22 chunk packages join into
 QWEN_SHAPE = ModelShape(1536, 28, 12, 2, 8960, max_positions=32768)
 # Rank 16 on every linear of the blocks, alpha 32 (scale 2); the base in bfloat16 while training:
-# a training step ran 3.2 times faster than in float32 here (docs/qwen/bench_lora_dtype.json).
+# a training step ran 3.2 times faster than in float32 here (results/qwen/bench_lora_dtype.json).
 QWEN_LORA = LoraSettings(r=16, alpha=32)
 QWEN_METHODS = ("graddiff", "npo", "simnpo", "idknll")   # RMU hooks a block and does not train through LoRA
 

@@ -51,6 +51,8 @@ class Campaign:
         self.spec = spec
         self.progress = Progress()
         self._code: dict | None = None
+        # a status read under other code: how it differs from protocol.json (whose digests it counts by)
+        self.other_code: list[str] = []
 
     @property
     def spec(self) -> CampaignSpec:

@@ -1,6 +1,6 @@
 """The committed files of a meta-evaluation campaign, and what makes one of them valid.
 
-A campaign folder (for example docs/smol/campaign) holds small JSON files only:
+A campaign folder (for example results/smol/campaign) holds small JSON files only:
 - `protocol.json`: the zoo, every member's recipe digest, the jobs, the metric and perturbation
   settings, fixed by the first run (a later run under another protocol stops, it never mixes);
 - `builds/<model>.json`: one per built member: recipe digest, content fingerprint, training

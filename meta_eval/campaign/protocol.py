@@ -3,6 +3,8 @@ under another one; the campaign versions it is read under."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from meta_eval.campaign.files import CampaignFiles
 from uds_core.errors import UdsInputError
 
@@ -15,6 +17,24 @@ LEGACY_VERSION = 1   # folders fixed before: read (status, assembly) under their
 RECORDED_ONLY = ("digest", "fixed_at")   # protocol fields that are recorded, not compared
 
 
+Verdict = Literal["fix", "refix", "same", "refused"]
+
+
+def protocol_verdict(fixed: dict | None, protocol: dict, *, unmeasured: bool, write: bool,
+                     refix: bool) -> tuple[Verdict, list[str]]:
+    """What a run does with a folder's fixed protocol `fixed` (None: none yet), with the fields that
+    differ from this code's `protocol` (the recorded-only ones aside): "fix" (none yet and
+    `write`: write it), "refix" (`refix`, it differs and nothing is measured under it: replace it),
+    "refused" (it differs otherwise), "same" (it agrees, or there is none and nothing to write)."""
+    if fixed is None:
+        return ("fix" if write else "same"), []
+    changed = sorted(k for k in set(fixed) | set(protocol)
+                     if k not in RECORDED_ONLY and fixed.get(k) != protocol.get(k))
+    if not changed:
+        return "same", []
+    return ("refix" if refix and unmeasured else "refused"), changed
+
+
 def check_protocol(files: CampaignFiles, protocol: dict, write: bool = True, refix: bool = False) -> None:
     """Write the protocol on the first run (`write`); afterwards refuse to run under another one
     (every field but the recorded-only ones: its seal and the commit that fixed it). `refix`: while
@@ -23,40 +43,52 @@ def check_protocol(files: CampaignFiles, protocol: dict, write: bool = True, ref
     import sys
 
     doc = files.read(files.protocol)
+    if doc is None and files.protocol.is_file():
+        raise UdsInputError(f"{files.protocol} is damaged; restore it from git (it fixes the campaign's protocol)")
     unmeasured = not any((files.root / "builds").glob("*.json")) and not any(
         (files.root / "measurements").glob("*/*.json"))
-    if doc is not None and refix and unmeasured and {k: v for k, v in doc.items() if k not in RECORDED_ONLY} != {
-            k: v for k, v in protocol.items() if k not in RECORDED_ONLY}:
-        changed = sorted(k for k in set(doc) | set(protocol)
-                         if k not in RECORDED_ONLY and doc.get(k) != protocol.get(k))
+    verdict, changed = protocol_verdict(doc, protocol, unmeasured=unmeasured, write=write, refix=refix)
+    if verdict == "refix":
         print(f"campaign: {files.protocol} fixed again (no unit was measured under it; changed: {', '.join(changed)})",
               file=sys.stderr)
+    if verdict in ("fix", "refix"):
         files.write(files.protocol, protocol)
+    if verdict != "refused":
         return
-    if doc is None:
-        if files.protocol.is_file():
-            raise UdsInputError(f"{files.protocol} is damaged; restore it from git (it fixes the campaign's protocol)")
-        if write:
-            files.write(files.protocol, protocol)
-        return
-    body = {k: v for k, v in doc.items() if k not in RECORDED_ONLY}
-    protocol = {k: v for k, v in protocol.items() if k not in RECORDED_ONLY}
-    if body != protocol:
-        diff = sorted(k for k in set(body) | set(protocol) if body.get(k) != protocol.get(k))
-        detail = diff
-        if "measure_code" in diff:
-            detail = [d for d in detail if d != "measure_code"] + [
-                "the measuring code (its digest; run from the commit in protocol.json's fixed_at)"]
-        if "recipes" in diff:
-            old, new = body.get("recipes", {}), protocol.get("recipes", {})
-            changed = sorted(n for n in set(old) | set(new) if old.get(n) != new.get(n))
-            detail = [d for d in detail if d != "recipes"] + [f"recipes of {', '.join(changed[:6])}"
-                                                            + (" ..." if len(changed) > 6 else "")]
-        if unmeasured:
-            raise UdsInputError(f"the campaign in {files.root} was fixed under another protocol (differs in: "
-                                f"{'; '.join(detail)}) and nothing is measured under it yet: `uds campaign protocol` "
-                                "with the same options fixes it again for this code")
+    detail = differences(doc, protocol)
+    if unmeasured:
         raise UdsInputError(f"the campaign in {files.root} was fixed under another protocol (differs in: "
-                            f"{'; '.join(detail)}); its files are not mixed with new ones: start a new "
-                            "campaign folder with --dir, or restore "
-                            f"the code that made {json.dumps(files.protocol.name)}")
+                            f"{'; '.join(detail)}) and nothing is measured under it yet: `uds campaign protocol` "
+                            "with the same options fixes it again for this code")
+    raise UdsInputError(f"the campaign in {files.root} was fixed under another protocol (differs in: "
+                        f"{'; '.join(detail)}); its files are not mixed with new ones: start a new "
+                        "campaign folder with --dir, or restore "
+                        f"the code that made {json.dumps(files.protocol.name)}")
+
+
+def differences(fixed: dict, protocol: dict) -> list[str]:
+    """What differs between a fixed protocol and this code's (the recorded-only fields aside), in
+    words for a message; empty when they agree."""
+    body = {k: v for k, v in fixed.items() if k not in RECORDED_ONLY}
+    protocol = {k: v for k, v in protocol.items() if k not in RECORDED_ONLY}
+    diff = sorted(k for k in set(body) | set(protocol) if body.get(k) != protocol.get(k))
+    detail = diff
+    if "measure_code" in diff:
+        detail = [d for d in detail if d != "measure_code"] + [
+            "the measuring code (its digest; run from the commit in protocol.json's fixed_at)"]
+    if "recipes" in diff:
+        old, new = body.get("recipes", {}), protocol.get("recipes", {})
+        changed = sorted(n for n in set(old) | set(new) if old.get(n) != new.get(n))
+        detail = [d for d in detail if d != "recipes"] + [f"recipes of {', '.join(changed[:6])}"
+                                                        + (" ..." if len(changed) > 6 else "")]
+    return detail
+
+
+def recorded_settings_digest(fixed: dict, setting: str) -> str:
+    """The settings digest a measurement of `setting` carries under the fixed protocol `fixed`
+    (version 2), from protocol.json alone: what reads a campaign under other code counts its
+    files by this."""
+    from meta_eval.campaign.files import settings_digest
+
+    return settings_digest(fixed["version"], fixed["measure_code"], setting, fixed["settings"][setting],
+                           fixed["metric_settings"])

@@ -11,7 +11,7 @@ and `DIR/attack.png`. Deterministic: the same seed gives the same shares.
 `uds attack --from-campaign DIR [--legacy DIR] --out OUT` assembles the attack campaign's result
 from its committed files alone (`meta_eval.campaign.attack_assemble`): OUT/result.json and OUT/rho.png;
 `--legacy` names the meta-evaluation campaign whose committed values the rebuilt models are compared
-with (default: docs/smol/campaign beside DIR's, when it exists).
+with (default: results/smol/campaign beside DIR's, when it exists).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`uds campaign`: a resumable meta-evaluation campaign on a tiny-world zoo, from committed files.
 
-`uds campaign run --zoo tiny:smol --dir docs/smol/campaign --commit` builds and measures the zoo
+`uds campaign run --zoo tiny:smol --dir results/smol/campaign --commit` builds and measures the zoo
 one (model, setting) at a time with one torch thread, writes each result as a small file under
 --dir (git-committed at once with --commit), deletes a model's weights once it is measured in
 all its settings, and stops cleanly on SIGINT / SIGTERM; run it again (here or on a fresh
@@ -23,6 +23,7 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from uds_core.errors import UdsInputError
@@ -90,6 +91,13 @@ def main(args: argparse.Namespace) -> int:
                   "its protocol (protocol.json) and starts it")
         elif campaign.spec.legacy:
             print("  (fixed under campaign version 1: read here, not continued by `uds campaign run`)")
+        if campaign.other_code:
+            commit = (json.loads(campaign.files.protocol.read_text()).get("fixed_at") or {}).get("commit")
+            nothing = not st["units"] and not any((campaign.files.root / "builds").glob("*.json"))
+            then = ("nothing is measured under it yet: `uds campaign protocol` with the same options fixes it again "
+                    "for this code" if nothing else f"`uds campaign run` continues it from commit {commit}")
+            print(f"  (counted by the digests protocol.json recorded: this code differs from it in "
+                  f"{'; '.join(campaign.other_code)}; {then})")
         return 0
     import torch
 
@@ -139,7 +147,7 @@ def make_campaign(args: argparse.Namespace):
     from uds_core.digests import model_folder_digest
     from uds_core.paths import uds_home, world_dir
     from meta_eval.campaign.driver import Campaign
-    from meta_eval.campaign.protocol import LEGACY_VERSION, check_protocol
+    from meta_eval.campaign.protocol import LEGACY_VERSION, check_protocol, differences, recorded_settings_digest
     from meta_eval.campaign.spec import CampaignSpec
     from meta_eval.campaign.files import CampaignFiles
     from metrics.registry import META_KEYS
@@ -190,6 +198,12 @@ def make_campaign(args: argparse.Namespace):
                         publish=git_publish(files.root) if getattr(args, "commit", False) else lambda paths, msg: None)
     body = (legacy_protocol(zoo, digests, settings, recipe, campaign) if legacy else
             protocol(zoo, plan, digests, recipes_of_settings, settings, code, campaign))
+    if args.verb == "status" and fixed is not None and not legacy and (changed := differences(fixed, body)):
+        # status only counts: under other code it counts the files by the digests protocol.json recorded
+        campaign.spec = replace(spec, recipe_digest=lambda m: fixed["recipes"].get(m.name, ""),
+                                settings_digest=lambda setting: recorded_settings_digest(fixed, setting))
+        campaign.other_code = changed
+        return campaign
     # status only reads: a folder without protocol.json stays as it is until the first run fixes it
     check_protocol(files, body, write=args.verb in ("run", "protocol"), refix=args.verb == "protocol")
     if plan == "attack" and args.verb in ("run", "protocol"):

@@ -74,21 +74,21 @@ class WorldCampaign:
     def check_protocol(self, write: bool, *, refix: bool = False) -> None:
         """Write the protocol when there is none (`write`); else refuse another one. `refix`: while
         no unit file exists, another protocol replaces the fixed one (said on stderr)."""
+        from meta_eval.campaign.protocol import protocol_verdict
+
         path = self.root / "protocol.json"
         doc, problem = read_sealed(path)
         if doc is None and path.exists():
             raise UdsInputError(f"{path} is damaged ({problem}); restore it from git")
-        body = None if doc is None else {k: v for k, v in doc.items() if k != "digest"}
-        diff = [] if body is None else sorted(k for k in set(body) | set(self.protocol)
-                                              if body.get(k) != self.protocol.get(k))
         unmeasured = not any(self.path(u).exists() for u in self.units)
-        if write and (doc is None or (refix and diff and unmeasured)):
-            if doc is not None:
-                self.log(f"campaign: {path} fixed again (no unit was measured under it; changed: {', '.join(diff)})")
+        verdict, diff = protocol_verdict(doc, self.protocol, unmeasured=unmeasured, write=write,
+                                         refix=write and refix)
+        if verdict == "refix":
+            self.log(f"campaign: {path} fixed again (no unit was measured under it; changed: {', '.join(diff)})")
+        if verdict in ("fix", "refix"):
             atomic.write_json(path, seal(self.protocol), indent=1, sort_keys=True)
             self.publish([path], f"campaign {self.zoo}: protocol")
-            return
-        if diff:
+        if verdict == "refused":
             hint = ("`uds campaign protocol --plan world` fixes it again for this code (no unit is measured yet)"
                     if unmeasured else "start a new campaign folder, or restore the code that made it")
             raise UdsInputError(f"the campaign in {self.root} was fixed under another protocol (differs in: "

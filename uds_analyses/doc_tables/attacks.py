@@ -10,8 +10,8 @@ from typing import Callable
 
 from uds_analyses.doc_tables.markdown import table
 
-ASSEMBLE = ("uds attack --from-campaign docs/smol/attack_campaign --legacy docs/smol/campaign "
-            "--out docs/smol/attack_result")
+ASSEMBLE = ("uds attack --from-campaign results/smol/attack_campaign --legacy results/smol/campaign "
+            "--out results/smol/attack_result")
 
 
 def _fmt(v, digits: int = 3) -> str:

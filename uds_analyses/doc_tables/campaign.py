@@ -10,6 +10,7 @@ standard faithfulness / robustness / overall entries); the published values from
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from uds_analyses.doc_tables.markdown import fixed, table
@@ -230,9 +231,10 @@ def _above_n_lines(by_variant: dict) -> str:
 
 
 def plots_block(path: Path) -> str:
-    """The figures beside the meta_eval.json (paths relative to docs/): the histograms shown, the
-    scatters linked."""
-    rel = path.parent.relative_to(path.parents[2]).as_posix()
+    """The figures beside the meta_eval.json (paths relative to the checkout's docs/, where the page
+    is): the histograms shown, the scatters linked."""
+    root = next(p for p in path.resolve().parents if (p / "docs").is_dir())
+    rel = Path(os.path.relpath(path.resolve().parent, root / "docs")).as_posix()
     out = ""
     for name, text, shown in PLOTS:
         if (path.parent / name).is_file():
@@ -240,7 +242,7 @@ def plots_block(path: Path) -> str:
     return out
 
 
-# the campaign snapshot and its no-filters twin sit side by side under docs/smol/
+# the campaign snapshot and its no-filters twin sit side by side under results/smol/
 FILTERED, UNFILTERED = "campaign_meta_eval", "campaign_meta_eval_no_filters"
 
 

@@ -1,4 +1,4 @@
-"""docs/llama1b.md's tables, from the files `experiments/llama1b.py` writes under docs/llama1b/
+"""docs/llama1b.md's tables, from the files `experiments/llama1b.py` writes under results/llama1b/
 (a file not written yet renders as a row saying so and the command that writes it)."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""docs/qwen.md's tables: the `qwen` world campaign (docs/qwen/campaign), beside the `smol` world.
+"""docs/qwen.md's tables: the `qwen` world campaign (results/qwen/campaign), beside the `smol` world.
 
 `snapshot` reads the campaign's sealed unit files (and the smol world's committed scores) into one
-document, `docs/qwen/snapshot.json` (`python experiments/qwen_snapshot.py`); every table of the page
+document, `results/qwen/snapshot.json` (`python experiments/qwen_snapshot.py`); every table of the page
 is rendered from that snapshot, so the page moves only when the snapshot is taken again, however
 far the campaign has run. A unit not finished when the snapshot was taken shows as "pending".
 """
@@ -56,7 +56,7 @@ def _score_entry(summary: dict, examples: list[dict], unit: dict | None = None) 
 
 
 def _smol(folder: Path) -> dict:
-    """The smol world's committed `uds score` runs (docs/smol/score/<model>/)."""
+    """The smol world's committed `uds score` runs (results/smol/score/<model>/)."""
     out: dict = {"scores": {}, "profile": None}
     for d in sorted(p for p in folder.iterdir() if (p / "summary.json").is_file()
                     and (p.name in ("full", "retain") or method_of(p.name) in METHOD_ORDER)):

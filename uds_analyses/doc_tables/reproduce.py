@@ -1,6 +1,6 @@
 """The README's main command: the lines it prints and the range to expect, from the committed builds.
 
-`docs/reproduce/main_command.json` names the evidence, no numbers: the `uds score` summary whose
+`results/reproduce/main_command.json` names the evidence, no numbers: the `uds score` summary whose
 printed lines are shown, and every committed result of the same model from a separate build of the
 world (a `uds score` summary.json, a `experiments/mem_bits_kernels.py` file, a `uds meta-eval`
 results.json), each with a label saying which machine and CPU kernels built it.

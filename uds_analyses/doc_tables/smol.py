@@ -169,7 +169,7 @@ def bench_table(path: Path) -> str:
 
 def spread_table(folder: Path) -> str:
     """rebuild/ (a second build of the world, `experiments/smol_results.py --stage build,score
-    --built-only --out docs/smol/rebuild`) against the first build's files beside it: per model
+    --built-only --out results/smol/rebuild`) against the first build's files beside it: per model
     scored in both, UDS of each build, the largest per-example |ΔUDS|, whether the unlearned
     model's weights are the same (`uds score`'s fingerprints) and the training seconds of each."""
     first, second = _scores(folder.parent / "score"), _scores(folder / "score")

@@ -1,4 +1,4 @@
-"""docs/spans.md's tables from docs/spans/ (`experiments/span_validation.py`)."""
+"""docs/spans.md's tables from results/spans/ (`experiments/span_validation.py`)."""
 
 from __future__ import annotations
 
