@@ -37,6 +37,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))   # measure_profile (the phase clock)
+sys.path.insert(0, str(REPO / "experiments"))  # llama1b_work (the arithmetic)
 
 PRESET = "llama1b"
 MODELS = ("full", "retain", "unlearned")
@@ -564,6 +565,35 @@ def run_chat_ids(args: argparse.Namespace, argv: list[str]) -> int:
     return 0
 
 
+def run_work(args: argparse.Namespace, argv: list[str]) -> int:
+    """The arithmetic of the parity run's items (llama1b_work.py): the reference's against the fast
+    engine's, from the committed reference spans (no model loaded)."""
+    from llama1b_work import Item, Shape, fast_work, gflops, reference_work
+
+    from checkpoints.world.presets import get_preset
+
+    spans = json.loads((OUT / "reference_spans.json").read_text())
+    items = [Item(len(r["prompt_ids"]), len(r["ref_ids"]), r["eval_start"], r["eval_end"])
+             for r in spans["rows"][:args.n_examples]]
+    preset = get_preset(PRESET)
+    s = preset.shape
+    shape = Shape(hidden=s.hidden, intermediate=s.intermediate, heads=s.heads, kv_heads=s.kv_heads,
+                  layers=s.layers, vocab=preset.vocab_size)
+    ref, fast = reference_work(items, shape, batch_size=args.batch_size), fast_work(items, shape)
+    doc = {"what": "matrix-multiplication work of the parity run's items, the reference against uds score",
+           "command": "python experiments/llama1b.py " + " ".join(argv), "n_examples": len(items),
+           "batch_size": args.batch_size, "shape": shape.__dict__,
+           "mean_tokens": {"prompt_plus_continuation": sum(i.prompt + i.continuation for i in items) / len(items),
+                           "to_entity_end": sum(i.end for i in items) / len(items),
+                           "window": sum(i.end - i.start for i in items) / len(items)},
+           "reference": ref | {"gflops": gflops(ref, shape)}, "uds_score": fast | {"gflops": gflops(fast, shape)}}
+    doc["ratio"] = doc["reference"]["gflops"] / doc["uds_score"]["gflops"]
+    write(args.out or OUT / "work.json", doc)
+    print(f"reference {doc['reference']['gflops']:.0f} GFLOP, uds score {doc['uds_score']['gflops']:.0f} GFLOP, "
+          f"ratio {doc['ratio']:.1f}")
+    return 0
+
+
 def provenance_light() -> str:
     return subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
 
@@ -607,6 +637,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     co.add_argument("--n-examples", type=int, default=16)
     co.add_argument("--batch-size", type=int, default=8)
     co.add_argument("--out", type=Path)
+    wk = sub.add_parser("work", help="the arithmetic of the parity run's items, reference against uds score")
+    wk.add_argument("--n-examples", type=int, default=50)
+    wk.add_argument("--batch-size", type=int, default=8)
+    wk.add_argument("--out", type=Path)
     ci = sub.add_parser("chat-ids", help="uds's forget10 chat encodings, for llama3_ou_pins.py")
     ci.add_argument("--out", type=Path, required=True)
     al = sub.add_parser("alignment", help="prompts, labels and spans against the reference, OU and Meta's format")
@@ -620,7 +654,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     return {"metrics": run_metrics, "score": run_score, "parity": run_parity, "alignment": run_alignment,
             "commands": run_commands, "scale": run_scale, "chat-ids": run_chat_ids,
-            "profile": run_profile}[args.cmd](args, argv)
+            "profile": run_profile, "work": run_work}[args.cmd](args, argv)
 
 
 if __name__ == "__main__":

@@ -163,3 +163,17 @@ def profile_table(folder: Path) -> str:
     return head + _phase_rows(doc["seconds"], 1) + (f"| **total**, {doc['n_examples']} items, "
                                                     f"{doc['dtype']}, batch {doc['batch_size']} "
                                    f"| **{doc['wall_s']:.0f}** | |\n")
+
+
+def work_table(folder: Path) -> str:
+    """The parity run's arithmetic (experiments/llama1b_work.py) beside its measured speed-up."""
+    doc, parity = _load(folder, "work.json"), _load(folder, "parity_float32.json")
+    head = ("| | token-blocks | LM-head rows | GFLOP | per item |\n|---|---|---|---|---|\n")
+    if doc is None:
+        return head + "| not computed yet: `python experiments/llama1b.py work` | | | | |\n"
+    n = doc["n_examples"]
+    rows = "".join(f"| {name} | {w['token_blocks']:,} | {w['head_rows']:,} | {w['gflops']:,.0f} | "
+                   f"{w['gflops'] / n:,.0f} GFLOP |\n"
+                   for name, w in (("reference", doc["reference"]), ("`uds score`", doc["uds_score"])))
+    measured = f"; measured wall ratio {parity['speedup_wall']:.1f}x" if parity else ""
+    return head + rows + f"| ratio | | | {doc['ratio']:.1f}x{measured} | |\n"

@@ -74,7 +74,9 @@ LLAMA1B_BLOCKS: list[Block] = [
       for name, render in (("score", llama1b.score_table), ("parity", llama1b.parity_table),
                            ("bf16", llama1b.bf16_table), ("metrics", llama1b.metrics_table),
                            ("commands", llama1b.commands_table), ("scale", llama1b.scale_table),
-                           ("profile", llama1b.profile_table)))]
+                           ("profile", llama1b.profile_table))),
+    Block("docs/llama1b.md", "llama1b-work", "results/llama1b", llama1b.work_table,
+          "python experiments/llama1b.py work && python benchmarks/doc_tables.py")]
 
 # the qwen world: one snapshot of its campaign folder, taken by experiments/qwen_snapshot.py
 QWEN_SNAPSHOT = "results/qwen/snapshot.json"
