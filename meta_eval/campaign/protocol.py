@@ -20,6 +20,19 @@ RECORDED_ONLY = ("digest", "fixed_at")   # protocol fields that are recorded, no
 Verdict = Literal["fix", "refix", "same", "refused"]
 
 
+def changed_fields(fixed: dict, protocol: dict) -> list[str]:
+    """The fields in which a fixed protocol and this code's differ, the recorded-only ones aside."""
+    return sorted(k for k in set(fixed) | set(protocol)
+                  if k not in RECORDED_ONLY and fixed.get(k) != protocol.get(k))
+
+
+def nothing_measured(files: CampaignFiles) -> bool:
+    """Whether the campaign folder holds no build and no measurement file (its protocol may be
+    fixed again)."""
+    return not any((files.root / "builds").glob("*.json")) and not any(
+        (files.root / "measurements").glob("*/*.json"))
+
+
 def protocol_verdict(fixed: dict | None, protocol: dict, *, unmeasured: bool, write: bool,
                      refix: bool) -> tuple[Verdict, list[str]]:
     """What a run does with a folder's fixed protocol `fixed` (None: none yet), with the fields that
@@ -28,8 +41,7 @@ def protocol_verdict(fixed: dict | None, protocol: dict, *, unmeasured: bool, wr
     "refused" (it differs otherwise), "same" (it agrees, or there is none and nothing to write)."""
     if fixed is None:
         return ("fix" if write else "same"), []
-    changed = sorted(k for k in set(fixed) | set(protocol)
-                     if k not in RECORDED_ONLY and fixed.get(k) != protocol.get(k))
+    changed = changed_fields(fixed, protocol)
     if not changed:
         return "same", []
     return ("refix" if refix and unmeasured else "refused"), changed
@@ -45,8 +57,7 @@ def check_protocol(files: CampaignFiles, protocol: dict, write: bool = True, ref
     doc = files.read(files.protocol)
     if doc is None and files.protocol.is_file():
         raise UdsInputError(f"{files.protocol} is damaged; restore it from git (it fixes the campaign's protocol)")
-    unmeasured = not any((files.root / "builds").glob("*.json")) and not any(
-        (files.root / "measurements").glob("*/*.json"))
+    unmeasured = nothing_measured(files)
     verdict, changed = protocol_verdict(doc, protocol, unmeasured=unmeasured, write=write, refix=refix)
     if verdict == "refix":
         print(f"campaign: {files.protocol} fixed again (no unit was measured under it; changed: {', '.join(changed)})",
@@ -69,15 +80,13 @@ def check_protocol(files: CampaignFiles, protocol: dict, write: bool = True, ref
 def differences(fixed: dict, protocol: dict) -> list[str]:
     """What differs between a fixed protocol and this code's (the recorded-only fields aside), in
     words for a message; empty when they agree."""
-    body = {k: v for k, v in fixed.items() if k not in RECORDED_ONLY}
-    protocol = {k: v for k, v in protocol.items() if k not in RECORDED_ONLY}
-    diff = sorted(k for k in set(body) | set(protocol) if body.get(k) != protocol.get(k))
+    diff = changed_fields(fixed, protocol)
     detail = diff
     if "measure_code" in diff:
         detail = [d for d in detail if d != "measure_code"] + [
             "the measuring code (its digest; run from the commit in protocol.json's fixed_at)"]
     if "recipes" in diff:
-        old, new = body.get("recipes", {}), protocol.get("recipes", {})
+        old, new = fixed.get("recipes", {}), protocol.get("recipes", {})
         changed = sorted(n for n in set(old) | set(new) if old.get(n) != new.get(n))
         detail = [d for d in detail if d != "recipes"] + [f"recipes of {', '.join(changed[:6])}"
                                                         + (" ..." if len(changed) > 6 else "")]

@@ -92,8 +92,10 @@ def main(args: argparse.Namespace) -> int:
         elif campaign.spec.legacy:
             print("  (fixed under campaign version 1: read here, not continued by `uds campaign run`)")
         if campaign.other_code:
+            from meta_eval.campaign.protocol import nothing_measured
+
             commit = (json.loads(campaign.files.protocol.read_text()).get("fixed_at") or {}).get("commit")
-            nothing = not st["units"] and not any((campaign.files.root / "builds").glob("*.json"))
+            nothing = nothing_measured(campaign.files)
             then = ("nothing is measured under it yet: `uds campaign protocol` with the same options fixes it again "
                     "for this code" if nothing else f"`uds campaign run` continues it from commit {commit}")
             print(f"  (counted by the digests protocol.json recorded: this code differs from it in "
