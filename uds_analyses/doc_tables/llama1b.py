@@ -62,14 +62,19 @@ def _bf16_vs_fp32(fp32: dict, bf16: dict) -> tuple[int, float | None, float | No
 def score_table(folder: Path) -> str:
     head = ("| run | wall | peak RSS | goal | UDS | scored of items |\n|---|---|---|---|---|---|\n")
     rows = []
-    for dtype, goal in (("float32", 12.0), ("bfloat16", 7.0)):
-        doc = _load(folder, f"score_{dtype}.json")
+    for dtype, goal, tail in (("float32", 12.0, ""), ("bfloat16", 7.0, ""), ("bfloat16", 7.0, "_kernels128")):
+        doc = _load(folder, f"score_{dtype}{tail}.json")
         if doc is None:
-            rows.append(f"| `uds score`, {dtype} | not measured yet: `{COMMAND} score --dtype {dtype}` | | | | |\n")
+            if not tail:
+                rows.append(f"| `uds score`, {dtype} | not measured yet: `{COMMAND} score --dtype {dtype}` "
+                            "| | | | |\n")
             continue
         s = doc["summary"]
         ok = "met" if doc["peak_rss_gb"] <= goal else "missed"
-        rows.append(f"| `uds score`, {dtype}, batch {doc['batch_size']}, S1 cache off | {doc['wall_s'] / 60:.1f} min "
+        cache = doc.get("onednn_primitive_cache_capacity")
+        bound = f", oneDNN kernel cache {cache}" if cache else ""
+        rows.append(f"| `uds score`, {dtype}, batch {doc['batch_size']}, S1 cache off{bound} "
+                    f"| {doc['wall_s'] / 60:.1f} min "
                     f"| {doc['peak_rss_gb']:.2f} GB | <= {goal:.0f} GB: {ok} | {s['uds']:.4f} "
                     f"| {s['n_scored']} of {s['n_examples']} |\n")
     return head + "".join(rows)
