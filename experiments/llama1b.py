@@ -73,8 +73,21 @@ def provenance(argv: list[str]) -> dict:
     return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
             "command": "python experiments/llama1b.py " + " ".join(argv), "machine": platform.machine(),
             "cpus": os.cpu_count(), "threads": int(os.environ.get("OMP_NUM_THREADS", "0") or 0),
-            "torch_threads": _torch_threads(), "recipes": digests,
+            "torch_threads": _torch_threads(), "recipes": digests, **cpu_facts(),
             "date": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
+
+
+def cpu_facts() -> dict:
+    """The CPU's name and its bfloat16 matrix units: a bfloat16 wall time depends on them (AMX
+    runs bfloat16 matmuls several times faster than float32; without it bfloat16 is the slower)."""
+    from meta_eval.campaign.machine import cpu_name
+
+    try:
+        flags = set(next(line for line in Path("/proc/cpuinfo").read_text().splitlines()
+                         if line.startswith("flags")).split(":", 1)[1].split())
+    except (OSError, StopIteration):
+        flags = set()
+    return {"cpu": cpu_name(), "cpu_bf16_units": sorted(flags & {"amx_bf16", "avx512_bf16"})}
 
 
 def _torch_threads() -> int:

@@ -55,3 +55,16 @@ def test_quiet_flag_is_accepted_anywhere_and_sets_the_environment():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.stderr.strip().splitlines()[-1] == "Q=1", proc.stderr
     assert proc.stdout.strip()
+
+
+def test_the_command_line_bounds_onednns_kernel_cache_unless_the_user_did(monkeypatch, capsys):
+    import os
+
+    from uds.cli import main
+
+    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
+    assert main([]) == 2   # no command: the help; the bound is set before any command runs
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "128"
+    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "7")
+    main([])
+    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "7"
