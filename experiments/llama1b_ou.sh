@@ -24,6 +24,9 @@ from pathlib import Path
 from ou_integration import write_ou_data
 write_ou_data(Path('$WORLD/data'), Path('$WORK/open-unlearning/locuslab/TOFU'))"
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 PYTHONPATH=$REPO PYTHONDONTWRITEBYTECODE=1 OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
+# a datasets cache of its own: offline, `datasets` would otherwise reuse a cached locuslab/TOFU of another
+# run (another world's questions), which the plug-in then refuses as misaligned with the annotated rows
+export HF_DATASETS_CACHE=$WORK/hf_datasets && rm -rf "$HF_DATASETS_CACHE"
 M=$WORLD/models/unlearned
 t0=$(date +%s)
 (cd "$WORK/open-unlearning" && "$VENV/bin/python" src/eval.py 'hydra.searchpath=[pkg://uds.ou.configs]' \

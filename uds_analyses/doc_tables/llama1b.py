@@ -177,3 +177,40 @@ def work_table(folder: Path) -> str:
                    for name, w in (("reference", doc["reference"]), ("`uds score`", doc["uds_score"])))
     measured = f"; measured wall ratio {parity['speedup_wall']:.1f}x" if parity else ""
     return head + rows + f"| ratio | | | {doc['ratio']:.1f}x{measured} | |\n"
+
+
+def kernel_cache_table(folder: Path) -> str:
+    """benchmarks/bench_kernel_cache.py's file: oneDNN's default cache against the bound `uds` sets."""
+    doc = _load(folder, "kernel_cache.json")
+    head = ("| oneDNN kernel cache | anonymous memory after the first group | after the last | per group "
+            "| peak | sweep (median) |\n|---|---|---|---|---|---|\n")
+    if doc is None:
+        return head + ("| not measured yet: `OMP_NUM_THREADS=1 python benchmarks/bench_kernel_cache.py --json "
+                       "results/llama1b/kernel_cache.json` | | | | | |\n")
+    rows = []
+    for cap, c in sorted(doc["capacities"].items(), key=lambda kv: -int(kv[0])):
+        name = f"{cap} entries ({'oneDNN default' if int(cap) == 1024 else '`uds`'})"
+        rows.append(f"| {name} | {c['anon_after_first_group_gb']:.2f} GB | {c['anon_after_last_group_gb']:.2f} GB "
+                    f"(group {c['groups']}) | {c['growth_per_group_gb']:+.3f} GB | {c['peak_anon_gb']:.2f} GB "
+                    f"| {c['median_wall_s']:.1f} s |\n")
+    same = "identical" if doc["patched_identical"] else "DIFFERENT"
+    return head + "".join(rows) + (
+        f"| {doc['n_examples']} items, {doc['dtype']}, S1 sweep, {doc['rounds']} rounds | | | | "
+        f"time ratio {doc['time_ratio_bounded_over_default']:.2f} | patched scores {same} |\n")
+
+
+def ou_eval_table(folder: Path) -> str:
+    """experiments/llama1b_ou.sh's file: OU's src/eval.py with the plug-in against `uds score`."""
+    doc = _load(folder, "ou_eval.json")
+    head = "| run | transformers | UDS | scored of items | wall |\n|---|---|---|---|---|\n"
+    if doc is None:
+        return head + ("| not measured yet: `VENV=... bash experiments/llama1b_ou.sh` | | | | |\n")
+    ours = _load(folder, "score_bfloat16.json")
+    rows = [f"| Open-Unlearning's `src/eval.py`, `uds` metric, bfloat16 | {doc['transformers']} "
+            f"| {doc['ou_uds']:.6f} | {doc.get('n_scored')} of {doc.get('n_examples')} | {doc['wall_s']:.0f} s |\n"]
+    if ours is not None:
+        s = ours["summary"]
+        rows.append(f"| `uds score --dtype bfloat16` (score_bfloat16.json) | this project's | {s['uds']:.6f} "
+                    f"| {s['n_scored']} of {s['n_examples']} | {ours['wall_s']:.0f} s |\n")
+        rows.append(f"| \\|difference\\| | | {abs(s['uds'] - doc['ou_uds']):.1e} | | |\n")
+    return head + "".join(rows)

@@ -75,6 +75,11 @@ LLAMA1B_BLOCKS: list[Block] = [
                            ("bf16", llama1b.bf16_table), ("metrics", llama1b.metrics_table),
                            ("commands", llama1b.commands_table), ("scale", llama1b.scale_table),
                            ("profile", llama1b.profile_table))),
+    Block("docs/llama1b.md", "llama1b-kernel-cache", "results/llama1b", llama1b.kernel_cache_table,
+          "OMP_NUM_THREADS=1 python benchmarks/bench_kernel_cache.py --json results/llama1b/kernel_cache.json "
+          "&& python benchmarks/doc_tables.py"),
+    Block("docs/llama1b.md", "llama1b-ou-eval", "results/llama1b", llama1b.ou_eval_table,
+          "VENV=... bash experiments/llama1b_ou.sh && python benchmarks/doc_tables.py"),
     Block("docs/llama1b.md", "llama1b-work", "results/llama1b", llama1b.work_table,
           "python experiments/llama1b.py work && python benchmarks/doc_tables.py")]
 
