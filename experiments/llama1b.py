@@ -47,6 +47,7 @@ REFERENCE_ENV = "UDS_REFERENCE_REPO"   # a checkout of gnueaj/unlearning-depth-s
 # available (measured peaks plus a margin) and starts again after a refusal or an out-of-memory kill.
 MEMORY_RETRIES, RETRY_WAIT_S = 10, 60
 NEED_GB = {"float32": 11.5, "bfloat16": 6.5, "reference": 8.5, "metrics": 10.0}
+KERNEL_CACHE_ENV = "ONEDNN_PRIMITIVE_CACHE_CAPACITY"   # oneDNN's compiled-kernel cache (docs/llama1b.md, Memory)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -74,6 +75,7 @@ def provenance(argv: list[str]) -> dict:
             "command": "python experiments/llama1b.py " + " ".join(argv), "machine": platform.machine(),
             "cpus": os.cpu_count(), "threads": int(os.environ.get("OMP_NUM_THREADS", "0") or 0),
             "torch_threads": _torch_threads(), "recipes": digests, **cpu_facts(),
+            "onednn_primitive_cache_capacity": os.environ.get(KERNEL_CACHE_ENV),   # None: oneDNN's default
             "date": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
 
 
@@ -231,12 +233,15 @@ def _timed_child(cmd: list[str]) -> tuple[float, float, int]:
 
 
 def run_score(args: argparse.Namespace, argv: list[str]) -> int:
+    if args.kernel_cache is not None:   # the child inherits it; provenance records it
+        os.environ[KERNEL_CACHE_ENV] = str(args.kernel_cache)
     meta = provenance(argv)
     with tempfile.TemporaryDirectory(prefix="llama1b-score-") as tmp:
         res = uds_score(Path(tmp), args.dtype, args.batch_size)
     doc = {**meta, "what": f"uds score on the llama1b world, all annotated items, {args.dtype}, S1 cache off",
            "dtype": args.dtype, "batch_size": args.batch_size, **res}
-    write(args.out or OUT / f"score_{args.dtype}.json", doc)
+    tail = "" if args.kernel_cache is None else f"_kernels{args.kernel_cache}"
+    write(args.out or OUT / f"score_{args.dtype}{tail}.json", doc)
     return res["exit_status"]
 
 
@@ -632,6 +637,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     sc = sub.add_parser("score", help="uds score on all annotated items: wall, peak RSS, per-example values")
     sc.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     sc.add_argument("--batch-size", type=int, default=8)
+    sc.add_argument("--kernel-cache", type=int, metavar="N",
+                    help=f"{KERNEL_CACHE_ENV}=N for the run (file score_<dtype>_kernelsN.json); default: oneDNN's")
     sc.add_argument("--out", type=Path)
     pa = sub.add_parser("parity", help="the reference implementation beside uds score, float32")
     pa.add_argument("--n-examples", type=int, default=50)

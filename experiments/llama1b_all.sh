@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1
 PY=${PY:-.venv/bin/python}
 LOCK=${LOCK:-/tmp/uds-bigmem.lock}
-STEPS=${STEPS:-"score_bfloat16 parity score_float32 scale commands profile metrics"}
+STEPS=${STEPS:-"score_bfloat16 score_bfloat16_kernels128 parity score_float32 scale commands profile metrics"}
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
 
 step() {   # name, output file, command...
@@ -29,6 +29,8 @@ for s in $STEPS; do
               --reference-commit "${REFERENCE_COMMIT:-}" ;;
     score_float32) step score_float32 results/llama1b/score_float32.json $PY experiments/llama1b.py score --dtype float32 ;;
     score_bfloat16) step score_bfloat16 results/llama1b/score_bfloat16.json $PY experiments/llama1b.py score --dtype bfloat16 ;;
+    score_bfloat16_kernels128) step score_bfloat16_kernels128 results/llama1b/score_bfloat16_kernels128.json \
+              $PY experiments/llama1b.py score --dtype bfloat16 --kernel-cache 128 ;;
     scale) step scale results/llama1b/scale_smollm2.json $PY experiments/llama1b.py scale ;;
     profile) step profile results/llama1b/profile_float32.json $PY experiments/llama1b.py profile --dtype float32 ;;
     commands) step commands results/llama1b/commands.json $PY experiments/llama1b.py commands ;;

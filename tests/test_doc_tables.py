@@ -925,3 +925,40 @@ def test_the_attack_campaign_protocol_block_from_the_json():
     assert all(f"| `{a}` |" in body for a in protocol["settings"]["attack"]["attacks"])
     if not (ROOT / "results/smol/attack_result/result.json").is_file():
         assert "No result yet" in doc_body(BY_NAME["attack-rho"], ROOT)
+
+
+def test_the_kernel_cache_table_from_the_benchmarks_file():
+    """docs/llama1b.md's kernel-cache rows against bench_kernel_cache.py's JSON read here; the time
+    ratio recomputed from the rounds' walls (medians taken here)."""
+    doc = json.loads((ROOT / "results/llama1b/kernel_cache.json").read_text())
+    rows = _rows_all("llama1b-kernel-cache")
+    by_cap = {r[0].split()[0]: r for r in rows if r[0][0].isdigit()}
+    assert sorted(by_cap) == sorted(doc["capacities"])
+    medians = {}
+    for cap, c in doc["capacities"].items():
+        walls = sorted(c["wall_s"])
+        k = len(walls)
+        medians[cap] = walls[k // 2] if k % 2 else (walls[k // 2 - 1] + walls[k // 2]) / 2
+        r = by_cap[cap]
+        assert float(r[1].split()[0]) == pytest.approx(c["anon_after_first_group_gb"], abs=0.006)
+        assert float(r[2].split()[0]) == pytest.approx(c["anon_after_last_group_gb"], abs=0.006)
+        assert f"(group {c['groups']})" in r[2]
+        grew = (c["anon_after_last_group_gb"] - c["anon_after_first_group_gb"]) / (c["groups"] - 1)
+        assert float(r[3].split()[0]) == pytest.approx(grew, abs=6e-4)
+        assert float(r[5].split()[0]) == pytest.approx(medians[cap], abs=0.06)
+    ratio = medians["128"] / medians["1024"]
+    last = rows[-1]
+    assert float(last[4].split()[-1]) == pytest.approx(ratio, abs=0.006)
+    assert last[5] == ("patched scores identical" if doc["patched_identical"] else "patched scores DIFFERENT")
+
+
+def test_the_open_unlearning_eval_table_at_the_llama1b_shape():
+    """OU's own eval with the plug-in against `uds score` in bfloat16: both UDS values from their
+    files, and the difference the doc prints recomputed here."""
+    ou = json.loads((ROOT / "results/llama1b/ou_eval.json").read_text())
+    ours = json.loads((ROOT / "results/llama1b/score_bfloat16.json").read_text())["summary"]
+    rows = _rows_all("llama1b-ou-eval")
+    assert float(rows[0][2]) == pytest.approx(ou["ou_uds"], abs=5e-7)
+    assert ou["transformers"] == "4.45.1" == rows[0][1]
+    assert float(rows[1][2]) == pytest.approx(ours["uds"], abs=5e-7)
+    assert float(rows[2][2]) == pytest.approx(abs(ou["ou_uds"] - ours["uds"]), rel=0.05, abs=1e-12)

@@ -56,15 +56,3 @@ def test_quiet_flag_is_accepted_anywhere_and_sets_the_environment():
     assert proc.stderr.strip().splitlines()[-1] == "Q=1", proc.stderr
     assert proc.stdout.strip()
 
-
-def test_the_command_line_bounds_onednns_kernel_cache_unless_the_user_did(monkeypatch, capsys):
-    import os
-
-    from uds.cli import main
-
-    monkeypatch.delenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", raising=False)
-    assert main([]) == 2   # no command: the help; the bound is set before any command runs
-    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "128"
-    monkeypatch.setenv("ONEDNN_PRIMITIVE_CACHE_CAPACITY", "7")
-    main([])
-    assert os.environ["ONEDNN_PRIMITIVE_CACHE_CAPACITY"] == "7"

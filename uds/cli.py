@@ -13,7 +13,6 @@ import sys
 from typing import Sequence
 
 from uds_core.errors import UdsInputError
-from uds_core.kernel_cache import bound_kernel_cache
 from uds_core.quiet import quiet_libraries
 
 # Command name -> (module that provides it, one-line help), in the order `uds --help` lists them.
@@ -67,7 +66,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     flags = {f for f in GLOBAL_FLAGS if f in argv}
     argv = [a for a in argv if a not in GLOBAL_FLAGS]
     quiet_libraries()
-    bound_kernel_cache()
     parser = build_parser(argv)
     args = parser.parse_args(argv)
     args.debug = "--debug" in flags
