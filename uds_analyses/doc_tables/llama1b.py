@@ -194,7 +194,7 @@ def kernel_cache_table(folder: Path) -> str:
                        "results/llama1b/kernel_cache.json` | | | | | |\n")
     rows = []
     for cap, c in sorted(doc["capacities"].items(), key=lambda kv: -int(kv[0])):
-        name = f"{cap} entries ({'oneDNN default' if int(cap) == 1024 else '`uds`'})"
+        name = f"{cap} entries ({'oneDNN default' if int(cap) == 1024 else 'bounded'})"
         rows.append(f"| {name} | {c['anon_after_first_group_gb']:.2f} GB | {c['anon_after_last_group_gb']:.2f} GB "
                     f"(group {c['groups']}) | {c['growth_per_group_gb']:+.3f} GB | {c['peak_anon_gb']:.2f} GB "
                     f"| {c['median_wall_s']:.1f} s |\n")
