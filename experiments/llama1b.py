@@ -80,16 +80,11 @@ def provenance(argv: list[str]) -> dict:
 
 
 def cpu_facts() -> dict:
-    """The CPU's name and its bfloat16 matrix units: a bfloat16 wall time depends on them (AMX
-    runs bfloat16 matmuls several times faster than float32; without it bfloat16 is the slower)."""
-    from meta_eval.campaign.machine import cpu_name
+    """The CPU's name and its bfloat16 matrix units: a bfloat16 wall time depends on them (with AMX,
+    bfloat16 matrix products outrun float32 ones; without, the order of the two may turn)."""
+    from meta_eval.campaign.machine import cpu_flags, cpu_name
 
-    try:
-        flags = set(next(line for line in Path("/proc/cpuinfo").read_text().splitlines()
-                         if line.startswith("flags")).split(":", 1)[1].split())
-    except (OSError, StopIteration):
-        flags = set()
-    return {"cpu": cpu_name(), "cpu_bf16_units": sorted(flags & {"amx_bf16", "avx512_bf16"})}
+    return {"cpu": cpu_name(), "cpu_bf16_units": sorted(cpu_flags() & {"amx_bf16", "avx512_bf16"})}
 
 
 def _torch_threads() -> int:

@@ -55,4 +55,3 @@ def test_quiet_flag_is_accepted_anywhere_and_sets_the_environment():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert proc.stderr.strip().splitlines()[-1] == "Q=1", proc.stderr
     assert proc.stdout.strip()
-

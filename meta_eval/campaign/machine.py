@@ -8,15 +8,25 @@ from pathlib import Path
 import torch
 
 
-def cpu_name() -> str:
-    """The CPU's model name (Linux), else the architecture."""
+def _cpuinfo_field(name: str) -> str | None:
+    """The first value of `name` in /proc/cpuinfo (Linux), else None."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
+            if line.split(":", 1)[0].strip() == name:
                 return line.split(":", 1)[1].strip()
     except OSError:
         pass
-    return platform.processor() or platform.machine()
+    return None
+
+
+def cpu_name() -> str:
+    """The CPU's model name (Linux), else the architecture."""
+    return _cpuinfo_field("model name") or platform.processor() or platform.machine()
+
+
+def cpu_flags() -> set[str]:
+    """The CPU's feature flags (Linux; empty elsewhere)."""
+    return set((_cpuinfo_field("flags") or "").split())
 
 
 def machine() -> dict:
