@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 COMMAND = "OMP_NUM_THREADS=1 flock /tmp/uds-bigmem.lock python experiments/llama1b.py"
@@ -22,15 +23,23 @@ def _g(x, digits: int = 3) -> str:
     return f"{x:.{digits}f}" if isinstance(x, float) else str(x)
 
 
-def _missing(what: str, sub: str) -> str:
-    return f"| {what} | not measured yet: `{COMMAND} {sub}` | | | |\n"
+def _pending(head: str, text: str, *lead: str) -> str:
+    """A row for a file not written yet: the `lead` cells, then `text`, then empty cells up to the
+    columns of `head` (its first line; escaped pipes are cell text)."""
+    columns = len(re.findall(r"(?<!\\)\|", head.splitlines()[0])) - 1
+    cells = [*lead, text]
+    return "| " + " | ".join(cells) + " |" + " |" * (columns - len(cells)) + "\n"
+
+
+def _not_yet(command: str) -> str:
+    return f"not measured yet: `{command}`"
 
 
 def alignment_table(folder: Path) -> str:
     doc = _load(folder, "alignment.json")
     head = "| what | rows | compared with | fields | mismatches |\n|---|---|---|---|---|\n"
     if doc is None:
-        return head + "| prompts, labels, spans | not measured yet: `python experiments/llama1b.py alignment` | | | |\n"
+        return head + _pending(head, _not_yet("python experiments/llama1b.py alignment"), "prompts, labels, spans")
     chat, uds = doc["chat"], doc["uds_inputs"]
     ou = sum(chat["mismatches"][k] for k in ("ou_input_ids", "ou_labels", "ou_prompt"))
     meta = sum(chat["mismatches"][k] for k in ("meta_input_ids", "meta_prompt"))
@@ -66,8 +75,7 @@ def score_table(folder: Path) -> str:
         doc = _load(folder, f"score_{dtype}{tail}.json")
         if doc is None:
             if not tail:
-                rows.append(f"| `uds score`, {dtype} | not measured yet: `{COMMAND} score --dtype {dtype}` "
-                            "| | | | |\n")
+                rows.append(_pending(head, _not_yet(f"{COMMAND} score --dtype {dtype}"), f"`uds score`, {dtype}"))
             continue
         s = doc["summary"]
         ok = "met" if doc["peak_rss_gb"] <= goal else "missed"
@@ -85,7 +93,7 @@ def bf16_table(folder: Path) -> str:
     head = ("| examples scored in both | max \\|UDS bf16 - UDS fp32\\| | mean | scored in one dtype only |\n"
             "|---|---|---|---|\n")
     if fp32 is None or bf16 is None:
-        return head + "| not measured yet (both `score` files needed) | | | |\n"
+        return head + _pending(head, "not measured yet (both `score` files needed)")
     n, mx, mean, flips = _bf16_vs_fp32(fp32, bf16)
     return head + f"| {n} | {_g(mx, 4)} | {_g(mean, 4)} | {flips} |\n"
 
@@ -95,7 +103,7 @@ def parity_table(folder: Path) -> str:
     head = ("| examples | scored (reference) | max \\|dUDS\\| | max \\|d delta S1\\| | max \\|d delta S2\\| "
             "| reference wall | uds score wall | speed-up | goal |\n|---|---|---|---|---|---|---|---|---|\n")
     if doc is None:
-        return head + f"| not measured yet: `{COMMAND} parity --n-examples 50` | | | | | | | | |\n"
+        return head + _pending(head, _not_yet(f"{COMMAND} parity --n-examples 50"))
     ours = ", ".join(f"{o['wall_s']:.0f} s" for o in doc["ours"])
     ok_uds = doc["max_abs_uds_diff"] is not None and doc["max_abs_uds_diff"] <= 1e-5 and doc["null_mismatches"] == 0
     goal = f"1e-5: {'met' if ok_uds else 'missed'}; 20x: {'met' if doc['speedup_wall'] >= 20 else 'missed'}"
@@ -115,7 +123,7 @@ def metrics_table(folder: Path) -> str:
     doc = _load(folder, "metrics_bfloat16.json")
     head = "| phase | seconds | share |\n|---|---|---|\n"
     if doc is None:
-        return head + f"| not measured yet: `{COMMAND} metrics --dtype bfloat16` | | |\n"
+        return head + _pending(head, _not_yet(f"{COMMAND} metrics --dtype bfloat16"))
     return head + _phase_rows(doc["phases"]["seconds"], 0) + ("| **total** "
                                                               f"(`{doc['uds_command']}`, exit {doc['exit_status']}) | "
                                    f"**{doc['wall_s']:.0f}** ({doc['wall_s'] / 3600:.2f} h), peak RSS "
@@ -132,14 +140,14 @@ def scale_table(folder: Path) -> str:
             rows.append(f"| SmolLM2-135M (30 x 576, vocab 49152) | {dtype} | {r['wall_s']:.0f} s "
                         f"| {r['wall_s'] / r['n_examples']:.2f} s | {r['peak_rss_gb']:.2f} GB |\n")
         else:
-            rows.append(f"| SmolLM2-135M | {dtype} | not measured yet: `{COMMAND} scale` | | |\n")
+            rows.append(_pending(head, _not_yet(f"{COMMAND} scale"), "SmolLM2-135M", dtype))
         big = _load(folder, f"score_{dtype}.json")
         if big is not None:
             n = big["summary"]["n_examples"]
             rows.append(f"| Llama-3.2-1B (16 x 2048, vocab 128256) | {dtype} | {big['wall_s']:.0f} s "
                         f"| {big['wall_s'] / n:.2f} s | {big['peak_rss_gb']:.2f} GB |\n")
         else:
-            rows.append(f"| Llama-3.2-1B | {dtype} | not measured yet: `{COMMAND} score --dtype {dtype}` | | |\n")
+            rows.append(_pending(head, _not_yet(f"{COMMAND} score --dtype {dtype}"), "Llama-3.2-1B", dtype))
     return head + "".join(rows)
 
 
@@ -147,7 +155,7 @@ def commands_table(folder: Path) -> str:
     doc = _load(folder, "commands.json")
     head = "| path | items | result | wall | peak RSS |\n|---|---|---|---|---|\n"
     if doc is None:
-        return head + f"| PEFT adapter, NF4 | not measured yet: `{COMMAND} commands` | | | |\n"
+        return head + _pending(head, _not_yet(f"{COMMAND} commands"), "PEFT adapter, NF4")
     a, q = doc["adapter"], doc["nf4"]
     n = doc["n_examples"]
     return head + (
@@ -164,7 +172,7 @@ def profile_table(folder: Path) -> str:
     doc = _load(folder, "profile_float32.json")
     head = "| phase | seconds | share |\n|---|---|---|\n"
     if doc is None:
-        return head + f"| not measured yet: `{COMMAND} profile --dtype float32` | | |\n"
+        return head + _pending(head, _not_yet(f"{COMMAND} profile --dtype float32"))
     return head + _phase_rows(doc["seconds"], 1) + (f"| **total**, {doc['n_examples']} items, "
                                                     f"{doc['dtype']}, batch {doc['batch_size']} "
                                    f"| **{doc['wall_s']:.0f}** | |\n")
@@ -175,7 +183,7 @@ def work_table(folder: Path) -> str:
     doc, parity = _load(folder, "work.json"), _load(folder, "parity_float32.json")
     head = ("| | token-blocks | LM-head rows | GFLOP | per item |\n|---|---|---|---|---|\n")
     if doc is None:
-        return head + "| not computed yet: `python experiments/llama1b.py work` | | | | |\n"
+        return head + _pending(head, "not computed yet: `python experiments/llama1b.py work`")
     n = doc["n_examples"]
     rows = "".join(f"| {name} | {w['token_blocks']:,} | {w['head_rows']:,} | {w['gflops']:,.0f} | "
                    f"{w['gflops'] / n:,.0f} GFLOP |\n"
@@ -185,13 +193,13 @@ def work_table(folder: Path) -> str:
 
 
 def kernel_cache_table(folder: Path) -> str:
-    """benchmarks/bench_kernel_cache.py's file: oneDNN's default cache against the bound `uds` sets."""
+    """benchmarks/bench_kernel_cache.py's file: oneDNN's default cache against a bounded one."""
     doc = _load(folder, "kernel_cache.json")
     head = ("| oneDNN kernel cache | anonymous memory after the first group | after the last | per group "
             "| peak | sweep (median) |\n|---|---|---|---|---|---|\n")
     if doc is None:
-        return head + ("| not measured yet: `OMP_NUM_THREADS=1 python benchmarks/bench_kernel_cache.py --json "
-                       "results/llama1b/kernel_cache.json` | | | | | |\n")
+        return head + _pending(head, _not_yet("OMP_NUM_THREADS=1 python benchmarks/bench_kernel_cache.py --json "
+                                              "results/llama1b/kernel_cache.json"))
     rows = []
     for cap, c in sorted(doc["capacities"].items(), key=lambda kv: -int(kv[0])):
         name = f"{cap} entries ({'oneDNN default' if int(cap) == 1024 else 'bounded'})"
@@ -209,7 +217,7 @@ def ou_eval_table(folder: Path) -> str:
     doc = _load(folder, "ou_eval.json")
     head = "| run | transformers | UDS | scored of items | wall |\n|---|---|---|---|---|\n"
     if doc is None:
-        return head + ("| not measured yet: `VENV=... bash experiments/llama1b_ou.sh` | | | | |\n")
+        return head + _pending(head, _not_yet("VENV=... bash experiments/llama1b_ou.sh"))
     ours = _load(folder, "score_bfloat16.json")
     rows = [f"| Open-Unlearning's `src/eval.py`, `uds` metric, bfloat16 | {doc['transformers']} "
             f"| {doc['ou_uds']:.6f} | {doc.get('n_scored')} of {doc.get('n_examples')} | {doc['wall_s']:.0f} s |\n"]
