@@ -105,7 +105,7 @@ def one_thread_env(**extra: str) -> dict[str, str]:
 def ou_paths(work: Path) -> dict[str, Path]:
     """Where ou_integration.sh puts OU's venv python, its OU copy, its UDS_HOME and its Hydra configs."""
     return {"python": work / "venv" / "bin" / "python", "ou": work / "open-unlearning",
-            "home": work / "uds_home", "conf": work / "conf"}
+            "home": work / "uds_home", "conf": work / "conf", "datasets": work / "hf_datasets"}
 
 
 def setup_ou(args: argparse.Namespace) -> float:
@@ -190,7 +190,11 @@ def run_ou(args: argparse.Namespace, paths: dict[str, Path], task: str) -> dict:
     # OU skips every metric already in a task folder and appends to its eval.log: an earlier
     # invocation's round of the same name would be read back instead of measured
     shutil.rmtree(out_dir, ignore_errors=True)
-    wall, cpu = timed_process(ou_command(args, paths, task), paths["ou"], one_thread_env(),
+    # a datasets cache of this run's own: offline, `datasets` would reuse a locuslab/TOFU cached by
+    # another OU run (another world's rows), which the plug-in refuses as misaligned
+    shutil.rmtree(paths["datasets"], ignore_errors=True)
+    wall, cpu = timed_process(ou_command(args, paths, task), paths["ou"],
+                              one_thread_env(HF_DATASETS_CACHE=str(paths["datasets"])),
                               args.work / f"{task}.stdout")
     eval_s, per = ou_log_times(out_dir / "eval.log")
     return {"task": task, "wall_s": round(wall, 3), "cpu_s": round(cpu, 3), "eval_s": eval_s, "per_metric_s": per,

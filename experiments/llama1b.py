@@ -170,12 +170,14 @@ def run_metrics(args: argparse.Namespace, argv: list[str]) -> int:
 
 
 def uds_score(out_dir: Path, dtype: str, batch_size: int, data: Path | None = None,
-              parity: str = "spec", unlearned: str | None = None, s1_cache: bool = False) -> dict:
+              parity: str = "spec", unlearned: str | None = None, s1_cache: bool = False,
+              logprob_dtype: str = "model") -> dict:
     """`uds score` in a fresh interpreter, S1 cache off unless asked (S1 and S2 both run): wall
     seconds, peak RSS of the child (GB), exit status, and its summary and per-example rows."""
     cmd = [sys.executable, "-m", "uds", "score", "--unlearned", unlearned or spec("unlearned"), "--dtype", dtype,
            "--batch-size", str(batch_size), "--parity", parity, "--out", str(out_dir)]
     cmd += [] if s1_cache else ["--no-s1-cache"]
+    cmd += [] if logprob_dtype == "model" else ["--logprob-dtype", logprob_dtype]
     if data is not None:
         cmd += ["--data", str(data)]
     wall, rss, code = _child_when_memory(cmd, NEED_GB[dtype])
@@ -232,10 +234,11 @@ def run_score(args: argparse.Namespace, argv: list[str]) -> int:
         os.environ[KERNEL_CACHE_ENV] = str(args.kernel_cache)
     meta = provenance(argv)
     with tempfile.TemporaryDirectory(prefix="llama1b-score-") as tmp:
-        res = uds_score(Path(tmp), args.dtype, args.batch_size)
+        res = uds_score(Path(tmp), args.dtype, args.batch_size, logprob_dtype=args.logprob_dtype)
     doc = {**meta, "what": f"uds score on the llama1b world, all annotated items, {args.dtype}, S1 cache off",
-           "dtype": args.dtype, "batch_size": args.batch_size, **res}
+           "dtype": args.dtype, "logprob_dtype": args.logprob_dtype, "batch_size": args.batch_size, **res}
     tail = "" if args.kernel_cache is None else f"_kernels{args.kernel_cache}"
+    tail += "_logprob32" if args.logprob_dtype == "float32" and args.dtype != "float32" else ""
     write(args.out or OUT / f"score_{args.dtype}{tail}.json", doc)
     return res["exit_status"]
 
@@ -634,6 +637,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     sc.add_argument("--batch-size", type=int, default=8)
     sc.add_argument("--kernel-cache", type=int, metavar="N",
                     help=f"{KERNEL_CACHE_ENV}=N for the run (file score_<dtype>_kernelsN.json); default: oneDNN's")
+    sc.add_argument("--logprob-dtype", default="model", choices=("model", "float32"),
+                    help="uds score's --logprob-dtype (float32 with bfloat16 weights: score_bfloat16_logprob32.json)")
     sc.add_argument("--out", type=Path)
     pa = sub.add_parser("parity", help="the reference implementation beside uds score, float32")
     pa.add_argument("--n-examples", type=int, default=50)

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 export OMP_NUM_THREADS=1
 PY=${PY:-.venv/bin/python}
 LOCK=${LOCK:-/tmp/uds-bigmem.lock}
-STEPS=${STEPS:-"score_bfloat16 score_bfloat16_kernels128 parity score_float32 scale commands profile metrics"}
+STEPS=${STEPS:-"score_bfloat16 score_bfloat16_kernels128 score_bfloat16_logprob32 parity score_float32 scale commands profile metrics"}
 log() { echo "[$(date -u +%H:%M:%S)] $*"; }
 
 step() {   # name, output file, command...
@@ -31,6 +31,8 @@ for s in $STEPS; do
     score_bfloat16) step score_bfloat16 results/llama1b/score_bfloat16.json $PY experiments/llama1b.py score --dtype bfloat16 ;;
     score_bfloat16_kernels128) step score_bfloat16_kernels128 results/llama1b/score_bfloat16_kernels128.json \
               $PY experiments/llama1b.py score --dtype bfloat16 --kernel-cache 128 ;;
+    score_bfloat16_logprob32) step score_bfloat16_logprob32 results/llama1b/score_bfloat16_logprob32.json \
+              $PY experiments/llama1b.py score --dtype bfloat16 --logprob-dtype float32 ;;
     scale) step scale results/llama1b/scale_smollm2.json $PY experiments/llama1b.py scale ;;
     profile) step profile results/llama1b/profile_float32.json $PY experiments/llama1b.py profile --dtype float32 ;;
     commands) step commands results/llama1b/commands.json $PY experiments/llama1b.py commands ;;

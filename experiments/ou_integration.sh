@@ -64,6 +64,9 @@ rm -rf "$OU" && cp -r "$OU_SRC" "$OU"
 fi
 
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 UDS_HOME=$HOME_OU
+# a datasets cache of its own: offline, `datasets` would otherwise reuse a locuslab/TOFU cached by another
+# OU run (another world's rows, which the plug-in refuses as misaligned)
+export HF_DATASETS_CACHE=$WORK/hf_datasets && rm -rf "$HF_DATASETS_CACHE"
 ANCHORS="full_model=tiny:$PRESET/full" RETAIN="retain_model=tiny:$PRESET/retain"
 WORLD_OU=$HOME_OU/world/$PRESET-0
 want 4 && for m in $MODELS; do

@@ -963,3 +963,36 @@ def test_the_open_unlearning_eval_table_at_the_llama1b_shape():
     assert float(rows[1][2]) == pytest.approx(ours["uds"], abs=5e-7)
     shown = re.search(r"difference\\\| \| \| (\S+) \|", doc_body(BY_NAME["llama1b-ou-eval"], ROOT)).group(1)
     assert float(shown) == pytest.approx(abs(ou["ou_uds"] - ours["uds"]), rel=0.05, abs=1e-12)
+
+
+def test_the_bf16_against_fp32_table_at_the_llama1b_shape():
+    """docs/llama1b.md's bfloat16-vs-float32 rows recomputed here from the two score files: item
+    sets compared as sets, medians by `statistics`, the 90th percentile interpolated by hand."""
+    fp32 = {r["idx"]: r for r in json.loads((ROOT / "results/llama1b/score_float32.json").read_text())["examples"]}
+    rows = {r[0]: r for r in _rows_all("llama1b-bf16")}
+    for tail, label in (("", "bfloat16, log-softmax in bfloat16 (the reference's)"),
+                        ("_logprob32", "bfloat16, log-softmax in float32 (`--logprob-dtype float32`)")):
+        path = ROOT / f"results/llama1b/score_bfloat16{tail}.json"
+        if not path.is_file():
+            assert rows[label][1].startswith("not measured yet")
+            continue
+        bf16 = {r["idx"]: r for r in json.loads(path.read_text())["examples"]}
+        assert set(bf16) == set(fp32)
+        both = [i for i in fp32 if fp32[i]["uds"] is not None and bf16[i]["uds"] is not None]
+        one = [i for i in fp32 if (fp32[i]["uds"] is None) != (bf16[i]["uds"] is None)]
+        d_uds = [abs(fp32[i]["uds"] - bf16[i]["uds"]) for i in both]
+        d_s1 = sorted(abs(a - b) for i in fp32 for a, b in zip(fp32[i]["s1_delta"], bf16[i]["s1_delta"]))
+        k = 0.9 * (len(d_s1) - 1)
+        p90 = d_s1[int(k)] + (k - int(k)) * (d_s1[int(k) + 1] - d_s1[int(k)])
+        differ = sum(set(fp32[i]["ke_layers"]) != set(bf16[i]["ke_layers"]) for i in fp32)
+        r = rows[label]
+        assert (int(r[1]), int(r[4])) == (len(both), len(one))
+        assert float(r[2]) == pytest.approx(max(d_uds), abs=6e-5)
+        assert float(r[3]) == pytest.approx(statistics.mean(d_uds), abs=6e-5)
+        med, top = (float(x) for x in r[5].split(" / "))
+        assert med == pytest.approx(statistics.median(abs(fp32[i]["full_score"] - bf16[i]["full_score"])
+                                                      for i in fp32), abs=6e-4)
+        assert top == pytest.approx(max(abs(fp32[i]["full_score"] - bf16[i]["full_score"]) for i in fp32), abs=6e-4)
+        assert [float(x) for x in r[6].split(" / ")] == pytest.approx(
+            [statistics.median(d_s1), p90, d_s1[-1]], abs=6e-4)
+        assert r[7] == f"{differ} of {len(fp32)}"

@@ -7,6 +7,8 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
+
 COMMAND = "OMP_NUM_THREADS=1 flock /tmp/uds-bigmem.lock python experiments/llama1b.py"
 
 
@@ -56,16 +58,24 @@ def alignment_table(folder: Path) -> str:
         f"{sum(uds['mismatches'].values())} |\n")
 
 
-def _bf16_vs_fp32(fp32: dict, bf16: dict) -> tuple[int, float | None, float | None, int]:
-    a = {r["idx"]: r["uds"] for r in fp32["examples"]}
-    diffs, flips = [], 0
+def _bf16_vs_fp32(fp32: dict, bf16: dict) -> dict:
+    """Per-item differences of a bfloat16 run from the float32 one: UDS (items scored in both), the
+    full model's entity log-prob and the S1 per-layer deltas (nats), and KE-layer sets."""
+    a = {r["idx"]: r for r in fp32["examples"]}
+    diffs, flips, full, s1, ke = [], 0, [], [], 0
     for r in bf16["examples"]:
-        x, y = a.get(r["idx"]), r["uds"]
+        f = a[r["idx"]]
+        x, y = f["uds"], r["uds"]
         if (x is None) != (y is None):
             flips += 1
         elif x is not None:
             diffs.append(abs(x - y))
-    return len(diffs), (max(diffs) if diffs else None), (sum(diffs) / len(diffs) if diffs else None), flips
+        full.append(abs(f["full_score"] - r["full_score"]))
+        s1.extend(abs(u - v) for u, v in zip(f["s1_delta"], r["s1_delta"]))
+        ke += f["ke_layers"] != r["ke_layers"]
+    return {"n": len(diffs), "max": max(diffs, default=None), "mean": sum(diffs) / len(diffs) if diffs else None,
+            "flips": flips, "full": (float(np.median(full)), max(full)),
+            "s1": (float(np.median(s1)), float(np.percentile(s1, 90)), max(s1)), "ke": ke, "items": len(full)}
 
 
 def score_table(folder: Path) -> str:
@@ -88,14 +98,28 @@ def score_table(folder: Path) -> str:
     return head + "".join(rows)
 
 
+BF16_RUNS = (("", "bfloat16, log-softmax in bfloat16 (the reference's)", "score --dtype bfloat16"),
+             ("_logprob32", "bfloat16, log-softmax in float32 (`--logprob-dtype float32`)",
+              "score --dtype bfloat16 --logprob-dtype float32"))
+
+
 def bf16_table(folder: Path) -> str:
-    fp32, bf16 = _load(folder, "score_float32.json"), _load(folder, "score_bfloat16.json")
-    head = ("| examples scored in both | max \\|UDS bf16 - UDS fp32\\| | mean | scored in one dtype only |\n"
-            "|---|---|---|---|\n")
-    if fp32 is None or bf16 is None:
-        return head + _pending(head, "not measured yet (both `score` files needed)")
-    n, mx, mean, flips = _bf16_vs_fp32(fp32, bf16)
-    return head + f"| {n} | {_g(mx, 4)} | {_g(mean, 4)} | {flips} |\n"
+    fp32 = _load(folder, "score_float32.json")
+    head = ("| run, against float32 | scored in both | max \\|dUDS\\| | mean \\|dUDS\\| | scored in one only "
+            "| \\|d full log-prob\\| median / max | \\|d S1 delta\\| median / p90 / max | KE layers differ |\n"
+            "|---|---|---|---|---|---|---|---|\n")
+    rows = []
+    for tail, label, command in BF16_RUNS:
+        bf16 = _load(folder, f"score_bfloat16{tail}.json")
+        if fp32 is None or bf16 is None:
+            rows.append(_pending(head, _not_yet(f"{COMMAND} {command}") if bf16 is None
+                                 else "not measured yet (the float32 `score` file is needed)", label))
+            continue
+        d = _bf16_vs_fp32(fp32, bf16)
+        rows.append(f"| {label} | {d['n']} | {_g(d['max'], 4)} | {_g(d['mean'], 4)} | {d['flips']} "
+                    f"| {d['full'][0]:.3f} / {d['full'][1]:.3f} "
+                    f"| {d['s1'][0]:.3f} / {d['s1'][1]:.3f} / {d['s1'][2]:.3f} | {d['ke']} of {d['items']} |\n")
+    return head + "".join(rows)
 
 
 def parity_table(folder: Path) -> str:
