@@ -19,7 +19,7 @@ stack (rouge, sklearn, scipy).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable, Mapping, Sequence
 
 import torch
@@ -249,33 +249,68 @@ class EvalSession:
         full and retain references on the session's records (or on `records`, e.g. the same
         examples with other spans), S1 through the cache; returns (run, items, skipped). `meter`:
         a progress bar (`s1_cache.Meter`). `runs`: an `engine.TargetRuns` kept by a caller that
-        scores again and again (a training callback). `staged`: S1 first (full and retain), the
-        retain model released, then S2 (full and the evaluated model): two models in memory at a
-        time, not three (`s1_cache.cached_s1`). `loaded(spec, model)`: called with each of the three
-        models as it is loaded (a check that needs the weights, before they are used)."""
+        scores again and again (a training callback). `staged`: one model in use at a time where the
+        fast path runs (`s1_cache.one_at_a_time_uds`: the sources' activations captured first,
+        each source released), else S1 first (full and retain), the retain model released, then
+        S2 (full and the evaluated model): two at a time, not three (`s1_cache.cached_s1`).
+        `loaded(spec, model)`: called with each of the three models as it is loaded (a check that
+        needs the weights, before they are used)."""
         from uds_core.engine import UdsModels
         from uds_core.prompts import prepare_examples
-        from uds_core.s1_cache import CacheUse, CachedUds, cached_s1, cached_uds
+        from uds_core.s1_cache import CacheUse, CachedUds, cached_s1, cached_uds, one_at_a_time_uds
 
         records = list(records) if records is not None else self.records()
         full_spec = self.spec_of(FULL)
         # the full model's tokenizer encodes for all three (spec §2.6)
         examples = prepare_examples(records, self.tokenizer(full_spec))
         get = self.model if loaded is None else (lambda spec: _seen(spec, self.model(spec), loaded))
-        full, retain_spec = get(full_spec), self.spec_of(RETAIN)
-        fps = {FULL: self.fingerprint(full_spec), RETAIN: self.fingerprint(retain_spec)}
-        cache = CacheUse(self.placement.dtype, self.placement.device, enabled=use_cache, fingerprints=fps)
+        retain_spec = self.spec_of(RETAIN)
         model_spec = None if model is not None else self.spec_of(MODEL)
+        cache = CacheUse(self.placement.dtype, self.placement.device, enabled=use_cache)
+        if staged and runs is None:
+            roles = _SessionRoles(self, get, {FULL: full_spec, RETAIN: retain_spec, MODEL: model_spec}, model)
+            run = one_at_a_time_uds(roles, examples, settings, cache, tau=tau, meter=meter)
+            if run is not None:
+                return run, list(examples.items), list(examples.skipped)
+        full = get(full_spec)
+        fps = {FULL: self.fingerprint(full_spec), RETAIN: self.fingerprint(retain_spec)}
+        cache = replace(cache, fingerprints=fps)
         if not staged:
             models = UdsModels(full, get(retain_spec), model if model is not None else get(model_spec))
             run = cached_uds(models, examples, settings, cache, tau=tau, meter=meter, runs=runs)
             return run, list(examples.items), list(examples.skipped)
+        # a model the fast path cannot take (or a caller's `runs`): two models at a time
         s1, state, _ = cached_s1(full, get(retain_spec), examples, settings, cache, meter=meter)
         if retain_spec not in (full_spec, model_spec):
             self.release(retain_spec)
         models = UdsModels(full, None, model if model is not None else get(model_spec))
         run = cached_uds(models, examples, settings, cache, tau=tau, s1=s1, meter=_Continue(meter), runs=runs)
         return CachedUds(run.result, state, run.key), list(examples.items), list(examples.skipped)
+
+
+class _SessionRoles:
+    """`s1_cache.RoleModels` over a session: each model fingerprinted as it loads (so a report's
+    fingerprints need no second load), released through the session; a model the caller passed
+    in (`model`) is never released."""
+
+    def __init__(self, session: "EvalSession", get: Callable[[str], torch.nn.Module], specs: dict,
+                 given: torch.nn.Module | None) -> None:
+        self._session, self._get, self._given = session, get, given
+        self._specs = {"full": specs[FULL], "retain": specs[RETAIN], "unlearned": specs[MODEL]}
+
+    def load(self, role: str) -> torch.nn.Module:
+        if role == "unlearned" and self._given is not None:
+            return self._given
+        model = self._get(self._specs[role])
+        self._session.fingerprint(self._specs[role])
+        return model
+
+    def fingerprint(self, role: str) -> str:
+        return self._session.fingerprint(self._specs[role])
+
+    def release(self, role: str) -> None:
+        if not (role == "unlearned" and self._given is not None):
+            self._session.release(self._specs[role])
 
 
 def _seen(spec: str, model: torch.nn.Module, loaded: Callable[[str, torch.nn.Module], None]) -> torch.nn.Module:

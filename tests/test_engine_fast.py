@@ -267,3 +267,45 @@ def test_first_fit_decreasing():
     bins = first_fit_decreasing([5, 3, 8, 2, 2], 8)
     assert sorted(sorted(b) for b in bins) == [[0, 1], [2], [3, 4]]
     assert all(sum([5, 3, 8, 2, 2][i] for i in b) <= 8 for b in bins)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_captured_sources_give_the_joint_runs_numbers_bit_for_bit(family, pairs, item_sets):
+    """Sources captured ahead (and released) then patched in: every score equal to patching the
+    models themselves, over several suffix groups, with S1 computed and with S1 given; ticks as
+    many as the joint run's."""
+    from uds_core.engine import capture_sources
+
+    target, retain = pairs[family, "sdpa"]
+    unlearned = perturbed(target, 0.4, seed=5)
+    items = item_sets["left"]
+    settings = EngineSettings(batch_size=2, max_suffix_rows=8)   # 2 examples x 4 layers per group
+    joint_ticks, ahead_ticks = [], []
+    joint = compute_uds(UdsModels(target, retain, unlearned), Examples(items), settings, tau=0.01,
+                        progress=joint_ticks.append)
+    values = {name: capture_sources(m, items, settings, progress=ahead_ticks.append)
+              for name, m in (("retain", retain), ("unlearned", unlearned))}
+    assert len(values["retain"].groups) == -(-len(items) // 2) > 1
+    ahead = compute_uds(UdsModels(target, values["retain"], values["unlearned"]), Examples(items), settings,
+                        tau=0.01, progress=ahead_ticks.append)
+    for a, b in ((ahead.s1, joint.s1), (ahead.s2, joint.s2)):
+        assert np.array_equal(a.full_scores, b.full_scores) and np.array_equal(a.patched, b.patched)
+    assert ahead.uds == joint.uds and sum(ahead_ticks) == sum(joint_ticks)
+    given = compute_uds(UdsModels(target, None, values["unlearned"]), Examples(items), settings, tau=0.01,
+                        s1=joint.s1)
+    assert np.array_equal(given.s2.patched, joint.s2.patched) and given.uds == joint.uds
+
+
+def test_captured_sources_refuse_other_batching_and_layers(pairs, item_sets):
+    from uds_core.engine import capture_sources
+
+    target, retain = pairs["llama", "eager"]
+    items = item_sets["right"]
+    values = capture_sources(retain, items, EngineSettings(batch_size=2))
+    for other in (EngineSettings(batch_size=3), EngineSettings(batch_size=2, layers=(0, 1))):
+        with pytest.raises(ValueError, match="other items, batching or layers"):
+            compute_uds(UdsModels(target, values, values), Examples(items), other)
+    with pytest.raises(ValueError, match="other items"):
+        compute_uds(UdsModels(target, values, values), Examples(items[:-1]), EngineSettings(batch_size=2))
+    with pytest.raises(ValueError, match="need the fast path"):
+        compute_uds(UdsModels(target, values, values), Examples(items), EngineSettings(batch_size=2, algorithm="naive"))

@@ -1,4 +1,5 @@
-"""The evaluation session: a command resolves each spec once and loads each model once.
+"""The evaluation session: a command resolves each spec once and loads each model once (`uds
+score` loads the full model twice, to hold one model at a time).
 
 Counted by wrapping the two functions every resolution and every load goes through
 (`checkpoints.specs.resolve_spec`, `checkpoints.specs.load_model_from`), on the `test` world.
@@ -41,7 +42,10 @@ def test_score_resolves_and_loads_each_model_once(counted, uds, tmp_path):
                "--device", "cpu", "--no-s1-cache")
     assert proc.returncode == 0, proc.stderr
     assert resolved == Counter({BASE: 1, FULL: 1, RETAIN: 1})
-    assert sorted(loaded.values()) == [1, 1, 1]
+    # one model at a time: the full model is loaded for its fingerprint, released while the other
+    # two capture, and loaded again for the patched passes
+    assert sorted(loaded.values()) == [1, 1, 2]
+    assert [source for source, n in loaded.items() if n == 2][0].rstrip("/").endswith("full")
 
 
 def test_metrics_resolves_and_loads_each_model_once(counted, uds, tmp_path):

@@ -1,5 +1,5 @@
-"""`uds score` at the users' scale holds two models at a time: S1 (full, retain) first, the retain
-model released, then S2 (full, unlearned), with the same numbers as the joint run; a float32 run
+"""`uds score` at the users' scale uses one model at a time: the sources' activations captured and
+each source released before the full model runs S1 and S2, with the same numbers as the joint run; a float32 run
 from bfloat16 files converts tensor by tensor; the memory it needs is said before loading when the
 machine has less; the llama1b world's untrained models are what their recipes say."""
 
@@ -36,14 +36,17 @@ def test_staged_scoring_equals_the_joint_run_and_releases_retain(folders, tmp_pa
     assert [r["uds"] for r in staged_rows if r["skipped_reason"] != "entity_span_not_found"] == result.uds
     np.testing.assert_array_equal([r["s1_delta"] for r in staged_rows[:5]], result.s1.deltas)
     np.testing.assert_array_equal([r["s2_delta"] for r in staged_rows[:5]], result.s2.deltas)
-    # the retain model is dropped before the unlearned one loads
+    # one model at a time: full (its fingerprint), retain and the unlearned model (their captures),
+    # full again (the target's passes), nothing else held as each loads
     session = EvalSession(folders["half"], full=folders["full"], retain=folders["retain"], data=folders["data"])
     loaded = []
     real = session.load_uncached
     monkeypatch.setattr(session, "load_uncached", lambda spec, **kw: loaded.append((spec, sorted(
         s for s, _ in session._models))) or real(spec, **kw))
-    session.score_uds(EngineSettings(batch_size=2), 0.05, use_cache=False, staged=True)
-    assert loaded[-1] == (folders["half"], [folders["full"]])
+    again = session.score_uds(EngineSettings(batch_size=2), 0.05, use_cache=False, staged=True)[0].result
+    assert loaded == [(folders[m], []) for m in ("full", "retain", "half", "full")]
+    np.testing.assert_array_equal(again.s1.patched, result.s1.patched)
+    np.testing.assert_array_equal(again.s2.patched, result.s2.patched)
 
 
 def test_staged_run_reads_and_writes_the_s1_cache_as_the_joint_one(folders, tmp_path):
@@ -92,7 +95,8 @@ def test_uds_score_refuses_before_loading_when_memory_is_short(folders, tmp_path
     monkeypatch.setattr(specs, "load_model", lambda *a, **k: pytest.fail("loaded a model"))
     assert main(score_args(folders, tmp_path / "x")) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "GB available" in err[0]
+    # one model's weights computes at a time (the fast path's family), so one model's memory is asked
+    assert len(err) == 1 and "GB available" in err[0] and " for 1 model of " in err[0]
     assert not (tmp_path / "home" / "s1_cache").exists() or not any((tmp_path / "home" / "s1_cache").iterdir())
 
 

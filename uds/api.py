@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from uds_core import s1_cache
-from uds_core.arch import Component
+from uds_core.arch import FAST_FAMILIES, Component
 from uds_core.compat import check_compatible, check_compatible_configs
 from uds_core.engine import EngineSettings, UdsResult
 from uds_core.errors import UdsInputError
@@ -70,9 +70,11 @@ def measure(unlearned: str, *, full: str | None, retain: str | None, data: str |
     if "full" not in adapters:
         check_compatible_configs({labels[role]: (session.config(s), session.tokenizer(s, fallback=full_tok))
                                   for role, s in specs.items() if role not in adapters})
-        # S1 holds full and retain, S2 full and the unlearned model: two at a time (`staged`)
-        check_fits("uds score", count_parameters(session.config(specs["full"])), placement.dtype, 2,
-                   placement.device)
+        # staged: one model computes at a time on the fast path (`s1_cache.one_at_a_time_uds`),
+        # else S1 holds full and retain, S2 full and the unlearned model
+        config = session.config(specs["full"])
+        held = 1 if settings.algorithm == "fast" and config.model_type in FAST_FAMILIES else 2
+        check_fits("uds score", count_parameters(config), placement.dtype, held, placement.device)
 
     def loaded(spec: str, model) -> None:
         for role in ROLES:

@@ -261,11 +261,11 @@ def _runs_key(target: nn.Module, items: Sequence[PreparedItem], settings: Engine
 
 
 @torch.inference_mode()  # lighter than no_grad: no version counters, no view tracking
-def _fast_pairs(target: nn.Module, sources: Sequence[nn.Module], items: Sequence[PreparedItem],
+def _fast_pairs(target: nn.Module, sources: Sequence[nn.Module | SourceValues], items: Sequence[PreparedItem],
                 settings: EngineSettings, pad_id: int = 0, progress: Progress | None = None,
                 full_scores: np.ndarray | None = None, runs: TargetRuns | None = None) -> list[PairScores]:
-    """One PairScores per source, sharing the target's capture pass of each batch (kept in
-    `runs` when given, for later calls).
+    """One PairScores per source (a model, or its activations captured before: `SourceValues`),
+    sharing the target's capture pass of each batch (kept in `runs` when given, for later calls).
 
     Capture passes run batch by batch (`batch_size`); the suffix passes stack the variants of
     several consecutive batches (up to `max_suffix_rows` variants), which amortises per-call
@@ -276,6 +276,10 @@ def _fast_pairs(target: nn.Module, sources: Sequence[nn.Module], items: Sequence
     tick = progress or (lambda n: None)
     given = None if full_scores is None else np.asarray(full_scores, dtype=np.float64)
     key = _runs_key(target, items, settings, pad_id) if runs is not None else None
+    values_key = _values_key(items, settings, pad_id, layers)
+    for source in sources:
+        if isinstance(source, SourceValues) and source.key != values_key:
+            raise ValueError("source values captured on other items, batching or layers than this run's")
     full_parts: list[np.ndarray] = []
     patched_parts: list[list[np.ndarray]] = [[] for _ in sources]
     for start, group in _batch_groups(items, settings, len(layers)):
@@ -290,8 +294,11 @@ def _fast_pairs(target: nn.Module, sources: Sequence[nn.Module], items: Sequence
             base = given[start:start + len(win.lengths)]
         full_parts.append(base)
         for parts, source in zip(patched_parts, sources):
-            parts.append(_fast_patched(target, source, layouts, win, run, base, layers, settings))
-            tick(len(group) * (1 + len(layers)))
+            captured = isinstance(source, SourceValues)
+            values = source.at(start, layouts) if captured else _source_values(source, layouts, layers, settings)
+            parts.append(_patched_by(target, values, win, run, base, layers, settings))
+            tick(len(group) * (len(layers) + (0 if captured else 1)))   # a captured source ticked its pass then
+            del values
         del run, win, layouts  # free this group's caches before the next group's captures
         # and hand their pages back: freed but kept by the allocator, a 1B model's groups left
         # gigabytes of resident heap behind them over a few hundred examples
@@ -324,16 +331,65 @@ def _capture_group(target: nn.Module, group: list[list[PreparedItem]], layouts: 
     return capture.merge_runs(parts), suffix.windows_of([it for chunk in group for it in chunk], device)
 
 
-def _fast_patched(target: nn.Module, source: nn.Module, layouts: list[capture.CaptureLayout], win: suffix.Windows,
-                  run: capture.TargetRun, base: np.ndarray, layers: list[int], settings: EngineSettings) -> np.ndarray:
-    """(N, L) patched scores of a group: source captures, suffix passes, no-op patches = baseline."""
-    values = capture.merge_values([
+def _source_values(source: nn.Module, layouts: list[capture.CaptureLayout], layers: list[int],
+                   settings: EngineSettings) -> dict[int, torch.Tensor]:
+    """A group's source activations at its patch sites, layer -> (K, H): one capture per batch."""
+    return capture.merge_values([
         capture.capture_source(source, layout, layers, settings.component, settings.reference_last_layer)
         for layout in layouts])
+
+
+def _patched_by(target: nn.Module, values: dict[int, torch.Tensor], win: suffix.Windows, run: capture.TargetRun,
+                base: np.ndarray, layers: list[int], settings: EngineSettings) -> np.ndarray:
+    """(N, L) patched scores of a group: suffix passes, no-op patches = baseline."""
     patched = suffix.suffix_scores(target, run, win, values, layers, settings.component,
                                    settings.logprob_dtype, settings.max_suffix_rows)
     noop = suffix.noop_variants(values, run.own(settings.component), win, layers)
     return np.where(noop, base[:, None], patched)
+
+
+def _values_key(items: Sequence[PreparedItem], settings: EngineSettings, pad_id: int, layers: Sequence[int]) -> tuple:
+    inputs = tuple((it.input_ids, it.eval_positions.start, it.eval_positions.stop) for it in items)
+    return (inputs, settings.batch_size, settings.max_suffix_rows, settings.component, settings.reference_last_layer,
+            tuple(layers), pad_id)
+
+
+@dataclass(frozen=True)
+class SourceValues:
+    """A source model's activations at the patch sites of every group of items, captured before
+    the target computes anything (`capture_sources`), so that the source can be released first:
+    one model's weights in use at a time instead of two. Patched in, they give the numbers the
+    source model itself gives, bit for bit (the same packed layouts and capture passes)."""
+    key: tuple                                   # items, batching and layers they belong to
+    groups: dict[int, dict[int, torch.Tensor]]   # a group's first item -> layer -> (K, H)
+    sites: dict[int, list[torch.Tensor]]         # the group's layouts' site maps, (K_b,) each
+
+    def at(self, start: int, layouts: list[capture.CaptureLayout]) -> dict[int, torch.Tensor]:
+        """The values of the group starting at item `start`, checked against the target's layouts."""
+        sites = self.sites.get(start)
+        if sites is None or len(sites) != len(layouts) or not all(
+                torch.equal(a, b.flat.to(a.device)) for a, b in zip(sites, layouts)):
+            raise ValueError(f"source values of the group at item {start} were captured in another layout")
+        return self.groups[start]
+
+
+@torch.inference_mode()
+def capture_sources(source: nn.Module, items: Sequence[PreparedItem], settings: EngineSettings,
+                    pad_id: int = 0, progress: Progress | None = None) -> SourceValues:
+    """`source`'s activations at every patch site of `items`, grouped and packed as `compute_uds`
+    will run them (fast path only). Ticks 1 per capture batch, as `passes_per_pair` counts a
+    source's capture."""
+    if not uses_fast_path(settings, source):
+        raise ValueError("captured source values need the fast path")
+    layers = settings.layer_list(source)
+    tick = progress or (lambda n: None)
+    groups, sites = {}, {}
+    for start, group in _batch_groups(items, settings, len(layers)):
+        layouts = [capture.capture_layout(chunk, pad_id, source, model_device(source)) for chunk in group]
+        groups[start] = _source_values(source, layouts, layers, settings)
+        sites[start] = [layout.flat for layout in layouts]
+        tick(len(group))
+    return SourceValues(_values_key(items, settings, pad_id, layers), groups, sites)
 
 
 def passes_per_pair(n_items: int, n_layers: int, batch_size: int, with_full: bool) -> int:
@@ -365,10 +421,11 @@ class UdsResult:
 @dataclass(frozen=True)
 class UdsModels:
     """The three models of one measurement: S1 patches `retain` into `full`, S2 `unlearned` into `full`.
-    `retain` may be None when S1 is given (computed or cached before, the retain model released)."""
+    `retain` may be None when S1 is given (computed or cached before, the retain model released).
+    A source may be its captured activations (`capture_sources`), the model itself released."""
     full: nn.Module
-    retain: nn.Module | None
-    unlearned: nn.Module
+    retain: nn.Module | SourceValues | None
+    unlearned: nn.Module | SourceValues
 
 
 def compute_uds(models: UdsModels, examples: Examples, settings: EngineSettings, *, tau: float = formula.TAU,
@@ -385,7 +442,11 @@ def compute_uds(models: UdsModels, examples: Examples, settings: EngineSettings,
     if s1 is None and retain is None:
         raise ValueError("compute_uds needs the retain model or a given S1")
     items, pad_id = list(examples.items), examples.pad_id
-    if uses_fast_path(settings, *(m for m in (full, retain, unlearned) if m is not None)):
+    captured = any(isinstance(m, SourceValues) for m in (retain, unlearned))
+    modules = [m for m in (full, retain, unlearned) if isinstance(m, nn.Module)]
+    if captured and not uses_fast_path(settings, *modules):
+        raise ValueError("captured source values need the fast path for every model")
+    if captured or uses_fast_path(settings, *modules):
         sources = [unlearned] if s1 is not None else [retain, unlearned]
         pairs = _fast_pairs(full, sources, items, settings, pad_id, progress,
                             None if s1 is None else s1.full_scores, runs)

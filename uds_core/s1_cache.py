@@ -55,17 +55,23 @@ def dtype_name(dtype: torch.dtype) -> str:
 
 
 def s1_key(fingerprints: dict, records: list[dict], items: Sequence[PreparedItem], settings: EngineSettings,
-           dtype: torch.dtype, device: str, full: torch.nn.Module) -> dict:
+           dtype: torch.dtype, device: str, full: torch.nn.Module | dict) -> dict:
     """The S1 cache key of (full, retain) = `fingerprints["full"]`, `["retain"]` on `records` prepared
     as `items`, under the engine `settings` in `dtype` on `device`: one definition for `uds score`,
-    the `uds` registry metric and every other caller, so they share cached S1 runs."""
+    the `uds` registry metric and every other caller, so they share cached S1 runs. `full`: the
+    full model, or its `run_facts` taken while it was loaded."""
+    facts = full if isinstance(full, dict) else run_facts(settings, full)
     return cache_key(
         full=fingerprints["full"], retain=fingerprints["retain"], data=data_hash(records), inputs=items_hash(items),
         prompt_format=PROMPT_FORMAT, component=settings.component, dtype=dtype_name(dtype),
         device=device, batch_size=settings.batch_size, logprob_dtype=settings.logprob_dtype,
-        reference_last_layer=settings.reference_last_layer, layers=settings.layer_list(full),
-        attn_implementation=attention_implementation(full),
-        algorithm=engine.algorithm_tag(settings, full))
+        reference_last_layer=settings.reference_last_layer, **facts)
+
+
+def run_facts(settings: EngineSettings, full: torch.nn.Module) -> dict:
+    """What of the loaded full model the key holds: its layers, attention kernel and algorithm."""
+    return {"layers": settings.layer_list(full), "attn_implementation": attention_implementation(full),
+            "algorithm": engine.algorithm_tag(settings, full)}
 
 
 def cache_path(key: dict, folder: Path | None = None) -> Path:
@@ -193,6 +199,61 @@ def cached_s1(full: torch.nn.Module, retain: torch.nn.Module, examples: Examples
             if use_cache:
                 save_s1(key, items, s1)
     return s1, state, key
+
+
+class RoleModels(Protocol):
+    """The three models of a UDS run by role ("full", "retain", "unlearned"), loaded on demand:
+    `load` gives the model (loading it when it is not held), `fingerprint` its fingerprint (taken
+    when it was loaded), `release` lets it go (the memory returns once no role holds it)."""
+
+    def load(self, role: str) -> torch.nn.Module: ...
+
+    def fingerprint(self, role: str) -> str: ...
+
+    def release(self, role: str) -> None: ...
+
+
+def one_at_a_time_uds(models: RoleModels, examples: Examples, settings: EngineSettings, cache: CacheUse, *,
+                      tau: float, meter: Meter | None = None) -> CachedUds | None:
+    """`cached_uds` with one model's weights in use at a time: the full model is loaded for its
+    fingerprint and released; the retain model (S1 not cached) and the unlearned one each capture
+    their activations at the patch sites (`engine.capture_sources`) and are released; the full
+    model, loaded again, then runs S1 and S2 together on those values. Same numbers, bit for bit,
+    as the joint run (the same passes); the price is loading the full model twice. None, with
+    nothing computed, when a model cannot take the fast path (the caller holds two at a time then).
+    `cache.fingerprints` is not used: `models` gives them."""
+    full = models.load("full")
+    if not engine.uses_fast_path(settings, full):
+        return None
+    facts = run_facts(settings, full)
+    del full
+    models.release("full")
+    models.load("retain")
+    fps = {role: models.fingerprint(role) for role in ("full", "retain")}
+    items = examples.items
+    key = s1_key(fps, list(examples.records), items, settings, cache.dtype, cache.device, facts)
+    use_cache = cache.enabled and bool(items)
+    tick = None if meter is None else meter.update
+    with atomic.file_lock(cache_path(key)) if use_cache else nullcontext():
+        s1 = load_s1(key, items) if use_cache else None
+        if meter is not None:
+            meter.total = _passes(len(items), len(facts["layers"]), settings.batch_size, s1 is None)
+        if s1 is not None:
+            models.release("retain")
+        values = {}
+        for role in ("retain", "unlearned") if s1 is None else ("unlearned",):
+            source = models.load(role)
+            if not engine.uses_fast_path(settings, source):
+                return None
+            values[role] = engine.capture_sources(source, items, settings, examples.pad_id, tick)
+            del source
+            models.release(role)
+        result = engine.compute_uds(engine.UdsModels(models.load("full"), values.get("retain"), values["unlearned"]),
+                                    examples, settings, tau=tau, s1=s1, progress=tick)
+        if use_cache and s1 is None:
+            save_s1(key, items, result.s1)
+    state = "off" if not cache.enabled else ("hit" if s1 is not None else "miss")
+    return CachedUds(result, state, key)
 
 
 def _key(full: torch.nn.Module, retain: torch.nn.Module | None, examples: Examples, settings: EngineSettings,
