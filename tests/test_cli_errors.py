@@ -88,3 +88,25 @@ def test_output_piped_into_a_reader_that_stops_early_is_not_an_error():
     proc.stdout.close()   # the reader leaves after one line of the ~270
     err = proc.stderr.read().decode()
     assert proc.wait() == 0 and "Traceback" not in err, err
+
+
+@pytest.mark.parametrize("command, argv, said", [
+    ("metrics", ["metrics", "--model", "tiny:test/full"], "nothing was written; a rerun starts over"),
+    ("score", ["score", "--unlearned", "tiny:test/full"], "nothing was written; a rerun starts over"),
+    ("meta_eval", ["meta-eval"], "finished work is kept and a rerun resumes"),
+])
+def test_an_interrupt_promises_a_resume_only_where_one_happens(command, argv, said, monkeypatch, capsys):
+    """Ctrl-C: exit 130 and one line; `uds metrics` and `uds score` keep nothing partial, so they must
+    not claim that a rerun resumes, while the commands that store finished units do."""
+    import importlib
+
+    from uds.cli import main
+
+    module = importlib.import_module(f"uds.commands.{command}")
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(module, "run", interrupted)
+    assert main(argv) == 130
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"uds {argv[0]}: interrupted; {said}"]

@@ -90,5 +90,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except KeyboardInterrupt:
-        print(f"uds {args.command}: interrupted; finished work is kept and a rerun resumes", file=sys.stderr)
+        # only the commands that store their units as they finish (`resumes=True`) can promise it
+        kept = ("finished work is kept and a rerun resumes" if getattr(args, "resumes", False)
+                else "nothing was written; a rerun starts over")
+        print(f"uds {args.command}: interrupted; {kept}", file=sys.stderr)
         return 130

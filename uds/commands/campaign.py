@@ -64,7 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                      help=f"comma-separated kinds whose weights are kept after measuring ({', '.join(KEEP_KINDS)})")
     run.add_argument("--max-units", type=int, default=None, help="stop after this many measurements")
     run.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
-    p.set_defaults(func=main)
+    p.set_defaults(func=main, resumes=True)
 
 
 def main(args: argparse.Namespace) -> int:

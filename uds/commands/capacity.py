@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                          "of the same grid left in --out/runs.jsonl")
     p.add_argument("--from-runs", metavar="JSONL", help="train nothing: summarise the runs.jsonl of an earlier "
                                                         "(possibly cut-short) run into --out")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, resumes=True)
 
 
 def make_grid(args: argparse.Namespace):

@@ -70,7 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cache", metavar="DIR",
                    help="folder of the measurement store and relearned models (default $UDS_HOME/meta_eval/<zoo>)")
     add_executor_args(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, resumes=True)
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_device_args(p, dtype=False)
     p.add_argument("--fluency-classifier", metavar="PATH", help="local gibberish-classifier folder (spec §4.6)")
     add_executor_args(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, resumes=True)
 
 
 def parse_what(text: str, metrics: str) -> tuple[str, ...]:

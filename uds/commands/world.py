@@ -33,7 +33,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="rule choosing the checkpoint, e.g. 'uds, retain_q_prob>=0.9x' (default: uds)")
     curve.add_argument("--save-best", action="store_true",
                        help="save the chosen checkpoint to DIR/<model>.best/ (replaced as the rule's choice moves)")
-    build.set_defaults(func=run_build)
+    build.set_defaults(func=run_build, resumes=True)
 
 
 def run_build(args: argparse.Namespace) -> int:

@@ -144,14 +144,22 @@ def _phase_rows(seconds: dict[str, float], digits: int) -> str:
 
 
 def metrics_table(folder: Path) -> str:
+    """The phases of the whole run; until it exists, those of an interrupted one (its file
+    `metrics_bfloat16_interrupted.json`), said as such, above the row of the missing run."""
     doc = _load(folder, "metrics_bfloat16.json")
     head = "| phase | seconds | share |\n|---|---|---|\n"
-    if doc is None:
-        return head + _pending(head, _not_yet(f"{COMMAND} metrics --dtype bfloat16"))
-    return head + _phase_rows(doc["phases"]["seconds"], 0) + ("| **total** "
-                                                              f"(`{doc['uds_command']}`, exit {doc['exit_status']}) | "
-                                   f"**{doc['wall_s']:.0f}** ({doc['wall_s'] / 3600:.2f} h), peak RSS "
-                                   f"{doc['peak_rss_gb']:.2f} GB | |\n")
+    command = _not_yet("OMP_NUM_THREADS=2 python experiments/llama1b.py metrics --dtype bfloat16 --threads 2")
+    if doc is not None:
+        return head + _phase_rows(doc["phases"]["seconds"], 0) + (
+            f"| **total** (`{doc['uds_command']}`, {doc['threads']} torch thread(s), exit {doc['exit_status']}) "
+            f"| **{doc['wall_s']:.0f}** ({doc['wall_s'] / 3600:.2f} h), peak RSS {doc['peak_rss_gb']:.2f} GB | |\n")
+    part = _load(folder, "metrics_bfloat16_interrupted.json")
+    if part is None:
+        return head + _pending(head, command)
+    return head + _phase_rows(part["phases"]["seconds"], 0) + (
+        f"| **interrupted** (`{part['uds_command']}`, {part['threads']} torch threads, exit {part['exit_status']}) "
+        f"| **{part['wall_s']:.0f}** ({part['wall_s'] / 3600:.2f} h) before the interrupt, peak RSS "
+        f"{part['peak_rss_gb']:.2f} GB | |\n") + _pending(head, f"whole run {command}")
 
 
 def scale_table(folder: Path) -> str:
