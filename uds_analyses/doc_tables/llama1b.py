@@ -91,7 +91,7 @@ def score_table(folder: Path) -> str:
         ok = "met" if doc["peak_rss_gb"] <= goal else "missed"
         cache = doc.get("onednn_primitive_cache_capacity")
         bound = f", oneDNN kernel cache {cache}" if cache else ""
-        rows.append(f"| `uds score`, {dtype}, batch {doc['batch_size']}, S1 cache off{bound} "
+        rows.append(f"| `uds score`, {dtype}, batch {doc['batch_size']}, S1 cache off{bound}, code {doc['commit'][:7]} "
                     f"| {doc['wall_s'] / 60:.1f} min "
                     f"| {doc['peak_rss_gb']:.2f} GB | <= {goal:.0f} GB: {ok} | {s['uds']:.4f} "
                     f"| {s['n_scored']} of {s['n_examples']} |\n")
@@ -164,20 +164,21 @@ def metrics_table(folder: Path) -> str:
 
 def scale_table(folder: Path) -> str:
     smol = _load(folder, "scale_smollm2.json")
-    head = ("| shape | dtype | wall (367 items) | per item | peak RSS |\n|---|---|---|---|---|\n")
+    head = ("| shape | dtype | wall (367 items) | per item | peak RSS | code |\n|---|---|---|---|---|---|\n")
     rows = []
     for dtype in ("float32", "bfloat16"):
         if smol is not None and smol.get(dtype, {}).get("exit_status") == 0:
             r = smol[dtype]
             rows.append(f"| SmolLM2-135M (30 x 576, vocab 49152) | {dtype} | {r['wall_s']:.0f} s "
-                        f"| {r['wall_s'] / r['n_examples']:.2f} s | {r['peak_rss_gb']:.2f} GB |\n")
+                        f"| {r['wall_s'] / r['n_examples']:.2f} s | {r['peak_rss_gb']:.2f} GB "
+                        f"| {smol['commit'][:7]} |\n")
         else:
             rows.append(_pending(head, _not_yet(f"{COMMAND} scale"), "SmolLM2-135M", dtype))
         big = _load(folder, f"score_{dtype}.json")
         if big is not None:
             n = big["summary"]["n_examples"]
             rows.append(f"| Llama-3.2-1B (16 x 2048, vocab 128256) | {dtype} | {big['wall_s']:.0f} s "
-                        f"| {big['wall_s'] / n:.2f} s | {big['peak_rss_gb']:.2f} GB |\n")
+                        f"| {big['wall_s'] / n:.2f} s | {big['peak_rss_gb']:.2f} GB | {big['commit'][:7]} |\n")
         else:
             rows.append(_pending(head, _not_yet(f"{COMMAND} score --dtype {dtype}"), "Llama-3.2-1B", dtype))
     return head + "".join(rows)
