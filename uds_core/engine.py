@@ -254,10 +254,14 @@ class TargetRuns:
         return self._runs[start]
 
 
-def _runs_key(target: nn.Module, items: Sequence[PreparedItem], settings: EngineSettings, pad_id: int) -> tuple:
+def _batching_key(items: Sequence[PreparedItem], settings: EngineSettings, pad_id: int, layers: Sequence[int]) -> tuple:
+    """What fixes a run's groups, packed layouts and patch sites."""
     inputs = tuple((it.input_ids, it.eval_positions.start, it.eval_positions.stop) for it in items)
-    return (id(target), inputs, settings.batch_size, settings.max_suffix_rows, settings.component,
-            tuple(settings.layer_list(target)), pad_id)
+    return (inputs, settings.batch_size, settings.max_suffix_rows, settings.component, tuple(layers), pad_id)
+
+
+def _runs_key(target: nn.Module, items: Sequence[PreparedItem], settings: EngineSettings, pad_id: int) -> tuple:
+    return (id(target), *_batching_key(items, settings, pad_id, settings.layer_list(target)))
 
 
 @torch.inference_mode()  # lighter than no_grad: no version counters, no view tracking
@@ -276,9 +280,9 @@ def _fast_pairs(target: nn.Module, sources: Sequence[nn.Module | SourceValues], 
     tick = progress or (lambda n: None)
     given = None if full_scores is None else np.asarray(full_scores, dtype=np.float64)
     key = _runs_key(target, items, settings, pad_id) if runs is not None else None
-    values_key = _values_key(items, settings, pad_id, layers)
-    for source in sources:
-        if isinstance(source, SourceValues) and source.key != values_key:
+    if any(isinstance(source, SourceValues) for source in sources):
+        values_key = _values_key(items, settings, pad_id, layers)
+        if any(isinstance(source, SourceValues) and source.key != values_key for source in sources):
             raise ValueError("source values captured on other items, batching or layers than this run's")
     full_parts: list[np.ndarray] = []
     patched_parts: list[list[np.ndarray]] = [[] for _ in sources]
@@ -349,9 +353,8 @@ def _patched_by(target: nn.Module, values: dict[int, torch.Tensor], win: suffix.
 
 
 def _values_key(items: Sequence[PreparedItem], settings: EngineSettings, pad_id: int, layers: Sequence[int]) -> tuple:
-    inputs = tuple((it.input_ids, it.eval_positions.start, it.eval_positions.stop) for it in items)
-    return (inputs, settings.batch_size, settings.max_suffix_rows, settings.component, settings.reference_last_layer,
-            tuple(layers), pad_id)
+    """`_batching_key` and what else changes a source's captured values."""
+    return (*_batching_key(items, settings, pad_id, layers), settings.reference_last_layer)
 
 
 @dataclass(frozen=True)
