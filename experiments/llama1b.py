@@ -15,7 +15,10 @@ and peak RSS (the child's ru_maxrss), and per-example UDS and deltas for the bf1
 with its checkout first on sys.path) and `uds score`'s engine on the same first N annotated items
 and the same model folders, one after the other in one run: max |dUDS|, max |d delta| (S1, S2),
 the wall time of each and their ratio. `metrics`: `uds metrics --metrics all` in-process, with the
-phase clock of the performance benchmark (benchmarks/measure_profile.py) and a loading phase.
+phase clock of the performance benchmark (benchmarks/measure_profile.py) and a loading phase,
+into results/llama1b/metrics_<dtype>_run/ (commit it as it goes): stopped, it keeps its finished
+metrics and a record of the attempt, and the same command goes on from there; the result file
+sums the attempts.
 Every file records the code commit, the command line, the machine's threads and the models'
 recipe digests.
 """
@@ -28,6 +31,7 @@ import json
 import os
 import platform
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -145,24 +149,65 @@ def run_metrics(args: argparse.Namespace, argv: list[str]) -> int:
         with clock.phase("loading"):
             return load(*a, **kw)
 
-    out_dir = Path(tempfile.mkdtemp(prefix="llama1b-metrics-"))
+    # the run's folder is committed as it goes: its kept metrics (`uds metrics`' resume file) and one
+    # record per attempt let a stopped run go on in a later session
+    out_dir = OUT / f"metrics_{args.dtype}_run"
+    out_dir.mkdir(parents=True, exist_ok=True)
     from uds.cli import main
 
     cmd = ["metrics", "--model", spec(args.model), "--metrics", args.metrics, "--dtype", args.dtype,
            "--batch-size", str(args.batch_size), "--max-new-tokens", str(args.max_new_tokens), "--out", str(out_dir)]
+    kept = _kept_metrics(out_dir)
     t0 = time.time()
     with instrument(clock), mock.patch.object(spec_mod, "load_model", timed_load):
         clock.reset()
         code = main(cmd)
-    wall = time.time() - t0
-    snap = clock.snapshot()
-    produced = {p.name: json.loads(p.read_text()) for p in sorted(out_dir.glob("*.json"))}
+    attempt = {**meta, "exit_status": code, "wall_s": round(time.time() - t0, 1),
+               "peak_rss_gb": round(peak_rss_gb(), 3), "phases": clock.snapshot(), "kept_before": kept}
+    attempts = _attempts(out_dir) + [attempt]
+    write(out_dir / "attempts.json", attempts)
+    if code != 0:
+        print(f"stopped (exit {code}); {len(_kept_metrics(out_dir))} metric(s) kept in {out_dir}: "
+              "the same command goes on from there", flush=True)
+        return code
     doc = {**meta, "what": "uds metrics --metrics all on the llama1b world", "uds_command": "uds " + " ".join(cmd[:-2]),
-           "exit_status": code, "wall_s": round(wall, 1), "peak_rss_gb": round(peak_rss_gb(), 3),
-           "phases": snap, "dtype": args.dtype, "batch_size": args.batch_size,
-           "max_new_tokens": args.max_new_tokens, "outputs": produced}
+           "exit_status": code, "wall_s": round(sum(a["wall_s"] for a in attempts), 1),
+           "peak_rss_gb": max(a["peak_rss_gb"] for a in attempts), "phases": _summed_phases(attempts),
+           "attempts": attempts, "dtype": args.dtype, "batch_size": args.batch_size,
+           "max_new_tokens": args.max_new_tokens,
+           "outputs": {"metrics.json": json.loads((out_dir / "metrics.json").read_text())}}
     write(args.out or OUT / f"metrics_{args.dtype}.json", doc)
+    shutil.rmtree(out_dir)   # all of it is in the result file now
     return code
+
+
+def _kept_metrics(out_dir: Path) -> list[str]:
+    from uds.metrics_resume import PARTIAL
+
+    path = out_dir / PARTIAL
+    return list(json.loads(path.read_text())["results"]) if path.exists() else []
+
+
+def _attempts(out_dir: Path) -> list[dict]:
+    """The earlier attempts of this run: none once a run has finished (its metrics.json is there)."""
+    path = out_dir / "attempts.json"
+    if not path.exists() or (out_dir / "metrics.json").exists():
+        return []
+    return json.loads(path.read_text())
+
+
+def _summed_phases(attempts: list[dict]) -> dict:
+    """Seconds and work counts of each phase over every attempt (an attempt's unfinished work counted too)."""
+    seconds: dict[str, float] = {}
+    counts: dict[str, dict[str, int]] = {}
+    for a in attempts:
+        for name, v in a["phases"]["seconds"].items():
+            seconds[name] = round(seconds.get(name, 0.0) + v, 3)
+        for name, c in a["phases"].get("counts", {}).items():
+            for k, v in c.items():
+                counts.setdefault(name, {})[k] = counts.get(name, {}).get(k, 0) + v
+    return {"seconds": seconds, "counts": counts,
+            "total_seconds": round(sum(a["phases"].get("total_seconds", 0.0) for a in attempts), 3)}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -114,6 +114,21 @@ def anchor_dependent(keys: Sequence[str], anchors: Sequence[str] = ("full", "ret
     return [k for k in keys if any(set(REGISTRY[d].references) & set(anchors) for d in with_dependencies([k]))]
 
 
+# shared work by how long it takes a large model on a CPU, lightest first: the teacher-forced
+# sweeps, then greedy generation, then hidden states, patching and per-parameter gradients
+WORK_ORDER = ("teacher_forced", "generation", "base_score", "probe", "states", "uds", "fisher")
+
+
+def computation_order(keys: Sequence[str]) -> list[str]:
+    """`keys` ordered so that each metric comes after those whose heaviest shared work (theirs or
+    a dependency's) is lighter, in `WORK_ORDER`; ties keep the given order. A run that stops
+    part-way has then finished as many metrics as the work it did allows (`uds metrics` keeps them)."""
+    def heaviest(k: str) -> int:
+        kinds = [u.kind for d in with_dependencies([k]) for u in REGISTRY[d].uses]
+        return max((WORK_ORDER.index(c) if c in WORK_ORDER else len(WORK_ORDER) for c in kinds), default=0)
+    return sorted(keys, key=heaviest)
+
+
 RECORD_KINDS = ("states", "fisher", "uds")   # shared work that reads the annotated forget records' spans
 
 

@@ -91,13 +91,14 @@ def test_output_piped_into_a_reader_that_stops_early_is_not_an_error():
 
 
 @pytest.mark.parametrize("command, argv, said", [
-    ("metrics", ["metrics", "--model", "tiny:test/full"], "nothing was written; a rerun starts over"),
+    ("metrics", ["metrics", "--model", "tiny:test/full"], "finished work is kept and a rerun resumes"),
     ("score", ["score", "--unlearned", "tiny:test/full"], "nothing was written; a rerun starts over"),
     ("meta_eval", ["meta-eval"], "finished work is kept and a rerun resumes"),
 ])
 def test_an_interrupt_promises_a_resume_only_where_one_happens(command, argv, said, monkeypatch, capsys):
-    """Ctrl-C: exit 130 and one line; `uds metrics` and `uds score` keep nothing partial, so they must
-    not claim that a rerun resumes, while the commands that store finished units do."""
+    """Ctrl-C: exit 130 and one line; `uds score` keeps nothing partial, so it must not claim that a
+    rerun resumes, while the commands that store finished units (`uds metrics`: its finished
+    metrics, tests/test_metrics_resume.py) do."""
     import importlib
 
     from uds.cli import main

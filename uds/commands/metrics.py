@@ -10,20 +10,22 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 from checkpoints.specs import file_name
 from uds_core import atomic
 from uds_core.chat import DATE_STRING
 from uds_core.defaults import MAX_NEW_TOKENS, OU_SYSTEM_PROMPT
 from uds_core.errors import UdsInputError
-from uds_core.numbers import finite_or_none
 from uds_core.progress import progress as track
 from uds_core.parity import MODES, OPEN_UNLEARNING, resolve_alias
 from metrics.context import EvalContext, EvalSettings
 from metrics.mia import MIN_K
-from metrics.registry import BASELINE_KEYS, BASELINE_METRICS, evaluate, metric_keys, needs_records
+from metrics.registry import (BASELINE_KEYS, BASELINE_METRICS, computation_order, evaluate, metric_keys,
+                              needs_records)
 from metrics.result import MetricResult
 from metrics.session import EvalSession, Placement
+from uds import metrics_resume as resume
 from uds.device_args import add_device_args, device_and_dtype
 from uds.split_args import add_split_arg, report_annotation
 
@@ -63,39 +65,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "docs/parity.md")
     p.add_argument("--ou-attention-mask", action="store_true",
                    help="alias of --parity open-unlearning (mask the pad-id positions as OU does)")
-    p.set_defaults(func=run)
-
-
-def _json_value(v):
-    """Floats for JSON: numpy scalars unwrapped, NaN/inf -> null, lists recursively."""
-    if isinstance(v, (list, tuple)):
-        return [_json_value(x) for x in v]
-    if isinstance(v, (str, bool)):
-        return v
-    return finite_or_none(v)
-
-
-def _json_info(v):
-    """A metric's `info` for JSON: dicts and lists recursively, numbers as `_json_value`, other
-    objects by their text (info is extra detail, never worth failing a run over)."""
-    if isinstance(v, dict):
-        return {str(k): _json_info(x) for k, x in v.items()}
-    if isinstance(v, (list, tuple)):
-        return [_json_info(x) for x in v]
-    try:
-        return _json_value(v)
-    except (TypeError, ValueError):
-        return str(v)
+    p.set_defaults(func=run, resumes=True)
 
 
 def report(model: str, results: dict, settings: dict) -> dict:
     """The `metrics.json` document of one run."""
     sources = [r.info["fluency_source"] for r in results.values() if "fluency_source" in r.info]
     return {"model": model,
-            "metrics": {k: _json_value(r.value) for k, r in results.items()},
-            "per_example": {k: _json_value(r.per_example) for k, r in results.items() if r.per_example is not None},
+            "metrics": {k: resume.json_value(r.value) for k, r in results.items()},
+            "per_example": {k: resume.json_value(r.per_example) for k, r in results.items()
+                            if r.per_example is not None},
             "fluency_source": sources[0] if sources else None,
-            "info": {k: _json_info(r.info) for k, r in results.items() if r.info},   # e.g. mem_bits_signed's ci95
+            "info": {k: resume.json_info(r.info) for k, r in results.items() if r.info},   # e.g. mem_bits_signed's ci95
             "settings": settings}
 
 
@@ -143,21 +124,29 @@ def run(args: argparse.Namespace) -> int:
     ctx = session.context(settings, computed, records=needs_records(computed),
                           fluency_classifier=args.fluency_classifier)
     report_annotation(session, "uds metrics")
-    t0 = time.time()
-    results = {}
-    for k in track(computed, desc="uds metrics", unit="metric", enabled=ctx.settings.progress):
-        results.update(evaluate(ctx, [k]))
-    missing = {"fluency": MetricResult(None, None, {"fluency_source": FLUENCY_UNAVAILABLE})}
-    results = {k: results[k] if k in results else missing[k] for k in keys}
     out = Path(args.out) if args.out else DEFAULT_OUT / file_name(args.model)
     out.mkdir(parents=True, exist_ok=True)
+    t0 = time.time()
+    identity = _Identity(session, ctx, lambda: _settings_record(ctx, session, args, None))
+    results = _kept(out, identity)
+    todo = [k for k in computation_order(computed) if k not in results]
+    # the work plans stay the whole run's (the same sweeps, so the same numbers as a run never
+    # stopped); a kept metric is not computed again, nor as a dependency
+    ctx.results.update(results)
+    for k in track(todo, desc="uds metrics", unit="metric", enabled=ctx.settings.progress):
+        results.update(evaluate(ctx, [k]))
+        resume.save(out, identity(), results)
+    missing = {"fluency": MetricResult(None, None, {"fluency_source": FLUENCY_UNAVAILABLE})}
+    results = {k: results[k] if k in results else missing[k] for k in keys}
     doc = report(args.model, results, _settings_record(ctx, session, args, time.time() - t0))
     atomic.write_json(out / "metrics.json", doc, indent=1, allow_nan=False)
+    resume.finish(out)
     print(out / "metrics.json")
     return 0
 
 
-def _settings_record(ctx: EvalContext, session: EvalSession, args: argparse.Namespace, seconds: float) -> dict:
+def _settings_record(ctx: EvalContext, session: EvalSession, args: argparse.Namespace,
+                     seconds: float | None) -> dict:
     s, roles, dtype, data_path = ctx.settings, session.roles, session.placement.dtype, session.data
     skipped = [{"idx": it.idx, "reason": it.reason} for it in ctx.uds_items()[1]] if ctx.uds_records else []
     return {"split": session.split.name if session.split else None, "annotation": session.annotation,
@@ -172,4 +161,33 @@ def _settings_record(ctx: EvalContext, session: EvalSession, args: argparse.Name
             "parity": s.parity, "attention_mask": "ou-pad-masked" if s.open_unlearning else "length",
             "min_k": MIN_K,
             "device": s.device, "dtype": str(dtype).replace("torch.", ""),
-            "fluency_classifier": args.fluency_classifier, "seconds": round(seconds, 1)}
+            "fluency_classifier": args.fluency_classifier, "seconds": None if seconds is None else round(seconds, 1)}
+
+
+class _Identity:
+    """The run's identity for `uds.metrics_resume`, computed on first use (a tiny world not built
+    yet is built by the first metric) and kept."""
+
+    def __init__(self, session: EvalSession, ctx: EvalContext, settings: Callable[[], dict]) -> None:
+        self._session, self._ctx, self._settings, self._value = session, ctx, settings, None
+
+    def __call__(self) -> str:
+        if self._value is None:
+            from meta_eval.population import model_identity
+
+            s, records = self._session, self._ctx.uds_records
+            models = {role: [spec, model_identity(s.resolve(spec))] for role, spec in s.roles.items() if spec}
+            settings = self._settings() | {"records": resume.digest_of(records) if records else None}
+            self._value = resume.run_identity(models, settings)
+        return self._value
+
+
+def _kept(out: Path, identity: _Identity) -> dict[str, MetricResult]:
+    """The metrics a previous run into `out` finished, when it was this run (else none)."""
+    if not (out / resume.PARTIAL).exists():
+        return {}
+    try:
+        return resume.load(out, identity())
+    except UdsInputError as exc:   # a model of that run is gone: nothing of it can be trusted
+        print(f"uds metrics: not resuming ({exc}); starting over", file=sys.stderr)
+        return {}

@@ -144,22 +144,33 @@ def _phase_rows(seconds: dict[str, float], digits: int) -> str:
 
 
 def metrics_table(folder: Path) -> str:
-    """The phases of the whole run; until it exists, those of an interrupted one (its file
-    `metrics_bfloat16_interrupted.json`), said as such, above the row of the missing run."""
+    """The phases of the whole run (summed over its attempts); until it exists, those of a run
+    stopped before it could resume (`metrics_bfloat16_interrupted.json`), said as such, and the
+    progress of the resumable run (`metrics_bfloat16_run/`), above the row of the missing run."""
     doc = _load(folder, "metrics_bfloat16.json")
     head = "| phase | seconds | share |\n|---|---|---|\n"
     command = _not_yet("OMP_NUM_THREADS=2 python experiments/llama1b.py metrics --dtype bfloat16 --threads 2")
     if doc is not None:
+        n = len(doc.get("attempts", [])) or 1
+        runs = f", in {n} attempts (a stopped run resumes)" if n > 1 else ""
         return head + _phase_rows(doc["phases"]["seconds"], 0) + (
-            f"| **total** (`{doc['uds_command']}`, {doc['threads']} torch thread(s), exit {doc['exit_status']}) "
+            f"| **total** (`{doc['uds_command']}`, {doc['threads']} torch thread(s), exit {doc['exit_status']}{runs}) "
             f"| **{doc['wall_s']:.0f}** ({doc['wall_s'] / 3600:.2f} h), peak RSS {doc['peak_rss_gb']:.2f} GB | |\n")
+    rows = []
     part = _load(folder, "metrics_bfloat16_interrupted.json")
-    if part is None:
-        return head + _pending(head, command)
-    return head + _phase_rows(part["phases"]["seconds"], 0) + (
-        f"| **interrupted** (`{part['uds_command']}`, {part['threads']} torch threads, exit {part['exit_status']}) "
-        f"| **{part['wall_s']:.0f}** ({part['wall_s'] / 3600:.2f} h) before the interrupt, peak RSS "
-        f"{part['peak_rss_gb']:.2f} GB | |\n") + _pending(head, f"whole run {command}")
+    if part is not None:
+        rows.append(_phase_rows(part["phases"]["seconds"], 0) + (
+            f"| **interrupted** (`{part['uds_command']}`, {part['threads']} torch threads, exit {part['exit_status']}) "
+            f"| **{part['wall_s']:.0f}** ({part['wall_s'] / 3600:.2f} h) before the interrupt, peak RSS "
+            f"{part['peak_rss_gb']:.2f} GB | |\n"))
+    attempts = _load(folder / "metrics_bfloat16_run", "attempts.json")
+    if attempts:
+        kept = _load(folder / "metrics_bfloat16_run", "metrics.partial.json") or {"results": {}}
+        wall = sum(a["wall_s"] for a in attempts)
+        rows.append(f"| **resumable run so far** ({len(attempts)} attempt(s), {len(kept['results'])} metrics kept) "
+                    f"| **{wall:.0f}** ({wall / 3600:.2f} h), peak RSS "
+                    f"{max(a['peak_rss_gb'] for a in attempts):.2f} GB | |\n")
+    return head + "".join(rows) + _pending(head, f"whole run {command}" if rows else command)
 
 
 def scale_table(folder: Path) -> str:
