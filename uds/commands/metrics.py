@@ -135,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
     ctx.results.update(results)
     for k in track(todo, desc="uds metrics", unit="metric", enabled=ctx.settings.progress):
         results.update(evaluate(ctx, [k]))
-        resume.save(out, identity(), results)
+        if identity() is not None:
+            resume.save(out, identity(), results)
     missing = {"fluency": MetricResult(None, None, {"fluency_source": FLUENCY_UNAVAILABLE})}
     results = {k: results[k] if k in results else missing[k] for k in keys}
     doc = report(args.model, results, _settings_record(ctx, session, args, time.time() - t0))
@@ -165,18 +166,23 @@ def _settings_record(ctx: EvalContext, session: EvalSession, args: argparse.Name
 
 
 class _Identity:
-    """The run's identity for `uds.metrics_resume`, computed on first use (a tiny world not built
-    yet is built by the first metric) and kept."""
+    """The run's identity for `uds.metrics_resume`, computed when first asked for with every model
+    at hand (a tiny world not built yet is built by the first metrics) and kept."""
 
     def __init__(self, session: EvalSession, ctx: EvalContext, settings: Callable[[], dict]) -> None:
         self._session, self._ctx, self._settings, self._value = session, ctx, settings, None
 
-    def __call__(self) -> str:
+    def __call__(self) -> str | None:
+        """The identity; None while a model has none (no folder: a tiny model not built yet, or one
+        given in memory), and nothing is kept then."""
         if self._value is None:
             from meta_eval.population import model_identity
 
             s, records = self._session, self._ctx.uds_records
-            models = {role: [spec, model_identity(s.resolve(spec))] for role, spec in s.roles.items() if spec}
+            try:
+                models = {role: [spec, model_identity(s.resolve(spec))] for role, spec in s.roles.items() if spec}
+            except UdsInputError:
+                return None
             settings = self._settings() | {"records": resume.digest_of(records) if records else None}
             self._value = resume.run_identity(models, settings)
         return self._value
@@ -186,8 +192,9 @@ def _kept(out: Path, identity: _Identity) -> dict[str, MetricResult]:
     """The metrics a previous run into `out` finished, when it was this run (else none)."""
     if not (out / resume.PARTIAL).exists():
         return {}
-    try:
-        return resume.load(out, identity())
-    except UdsInputError as exc:   # a model of that run is gone: nothing of it can be trusted
-        print(f"uds metrics: not resuming ({exc}); starting over", file=sys.stderr)
+    key = identity()
+    if key is None:
+        print(f"uds metrics: not resuming from {out / resume.PARTIAL} (a model of this run has no folder to "
+              "identify it); starting over", file=sys.stderr)
         return {}
+    return resume.load(out, key)
