@@ -32,6 +32,7 @@ import os
 import platform
 import resource
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -138,6 +139,9 @@ def run_metrics(args: argparse.Namespace, argv: list[str]) -> int:
     from unittest import mock
 
     torch.set_num_threads(args.threads)
+    # a shell's background job starts with SIGINT ignored: take it back, so SIGINT stops the run
+    # with its record written and its finished metrics kept
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     while available_gb() < NEED_GB["metrics"]:
         print(f"waiting for {NEED_GB['metrics']:.1f} GB available (now {available_gb():.1f})", flush=True)
         time.sleep(RETRY_WAIT_S)
@@ -200,14 +204,14 @@ def _summed_phases(attempts: list[dict]) -> dict:
     """Seconds and work counts of each phase over every attempt (an attempt's unfinished work counted too)."""
     seconds: dict[str, float] = {}
     counts: dict[str, dict[str, int]] = {}
-    for a in attempts:
+    for a in (a for a in attempts if a.get("phases")):   # an attempt killed without its record has none
         for name, v in a["phases"]["seconds"].items():
             seconds[name] = round(seconds.get(name, 0.0) + v, 3)
         for name, c in a["phases"].get("counts", {}).items():
             for k, v in c.items():
                 counts.setdefault(name, {})[k] = counts.get(name, {}).get(k, 0) + v
     return {"seconds": seconds, "counts": counts,
-            "total_seconds": round(sum(a["phases"].get("total_seconds", 0.0) for a in attempts), 3)}
+            "total_seconds": round(sum(a["phases"].get("total_seconds", 0.0) for a in attempts if a.get("phases")), 3)}
 
 
 # ---------------------------------------------------------------------------------------------
