@@ -142,4 +142,8 @@ def test_interrupted_training_resumes_to_the_same_weights(tiny_tok, tiny_world, 
 
 def test_builder_leaves_no_training_state_behind(test_world):
     assert (test_world / "models" / "full" / "config.json").is_file()
-    assert not list((test_world / "models").glob(".*.resume-*.pt"))
+    # a finished model leaves no state; another test worker may be training a model of this world
+    # right now, and its state (of a model with no folder yet) is not left behind
+    left = [p for p in (test_world / "models").glob(".*.resume-*.pt")
+            if (test_world / "models" / p.name[1:].split(".resume-")[0]).is_dir()]
+    assert not left
