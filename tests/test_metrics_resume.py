@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -93,3 +94,24 @@ def test_kept_metrics_of_another_run_are_computed_again(spoil, test_world, tmp_p
     proc = _metrics_run(uds, out, *extra)
     assert proc.returncode == 0, proc.stderr
     assert calls == [1] and "starting over" in proc.stderr
+
+
+def test_a_model_is_identified_by_its_content_where_its_manifest_holds(test_world, tmp_path):
+    import os
+    import shutil
+
+    from meta_eval.population import folder_stamp
+    from tests.checks import flip_middle_byte
+    from uds_core.manifest import MANIFEST
+
+    built = test_world / "models" / "full"
+    copy = Path(shutil.copytree(built, tmp_path / "full"))   # a rebuild elsewhere: same bytes, other times
+    for f in copy.iterdir():
+        os.utime(f, ns=(7, 7))
+    assert folder_stamp(copy) != folder_stamp(built)
+    assert resume.model_identity(str(copy)) == resume.model_identity(str(built))
+    assert resume.model_identity(str(copy)).startswith("content:")
+    flip_middle_byte(copy / "model.safetensors")   # other weights: another identity
+    assert resume.model_identity(str(copy)) != resume.model_identity(str(built))
+    (copy / MANIFEST).unlink()   # no manifest: the folder stamp, as cached measurements use it
+    assert resume.model_identity(str(copy)) == folder_stamp(copy)

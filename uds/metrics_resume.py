@@ -3,9 +3,13 @@
 `uds metrics` writes `DIR/metrics.partial.json` after each metric: the metrics finished so far, in
 the JSON form of `metrics.json`, and the run's identity. A rerun into the same folder whose identity
 matches takes those metrics as they are and computes only the rest; the file is removed once
-`metrics.json` is written. The identity is a digest of every model's identity (folder stamps of
-local and tiny models, hub IDs of hub models), the run's settings and the digest of the metrics
-code, so a rebuilt model, another setting or changed metric code starts the run over.
+`metrics.json` is written. The identity is a digest of every model's identity (`model_identity`:
+the content of a folder with a digest manifest, so a bit-identical rebuild on a fresh machine
+resumes; else its folder stamp; the hub ID of a hub model), the run's settings and the digest of
+the code that computes the numbers, so other weights, another setting or changed metric code
+starts the run over. That code is the metric families, their registry and the session that loads
+the models; the command's own parsing and report are left out, since what it hands the metrics
+is in the settings.
 """
 
 from __future__ import annotations
@@ -22,8 +26,9 @@ from uds_core.numbers import finite_or_none
 
 PARTIAL = "metrics.partial.json"
 FORMAT = 1   # bump when what the file holds changes
-# the metric code: the command, the registry and every metric family (imported by name at run time)
-CODE = ("uds.commands.metrics", "metrics.registry", "metrics.families.*")
+# the code behind the numbers: the registry, every metric family (imported by name at run time) and
+# the session that loads the models and builds the context
+CODE = ("metrics.registry", "metrics.families.*", "metrics.session")
 
 
 def json_value(v):
@@ -58,6 +63,21 @@ def to_record(result: MetricResult) -> dict:
 def from_record(record: Mapping[str, Any]) -> MetricResult:
     """A result back from `to_record` (undefined numbers come back as None, as `metrics.json` has them)."""
     return MetricResult(record["value"], record["per_example"], dict(record["info"]))
+
+
+def model_identity(spec: Any) -> str:
+    """What a kept metric of `spec` (a spec string or `CheckpointSpec`) is tied to: the content
+    digest of a model folder whose digest manifest matches its files (an adapter's with its
+    base's); otherwise `meta_eval.population.model_identity` (folder stamp, hub ID)."""
+    from checkpoints.specs import as_spec
+    from meta_eval.population import model_identity as stamp_identity
+    from uds_core.manifest import content_digest
+
+    resolved = as_spec(spec)
+    content = None if resolved.kind == "hub" else content_digest(resolved.location)
+    if content is None:
+        return stamp_identity(resolved)
+    return f"content:{content}" + (f"+{model_identity(resolved.base)}" if resolved.kind == "adapter" else "")
 
 
 def run_identity(models: Mapping[str, Any], settings: Mapping[str, Any]) -> str:

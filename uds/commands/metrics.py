@@ -69,14 +69,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def report(model: str, results: dict, settings: dict) -> dict:
-    """The `metrics.json` document of one run."""
+    """The `metrics.json` document of one run: each result's JSON record (`metrics_resume.to_record`)
+    spread over the document's value, per-example and info tables."""
+    records = {k: resume.to_record(r) for k, r in results.items()}
     sources = [r.info["fluency_source"] for r in results.values() if "fluency_source" in r.info]
     return {"model": model,
-            "metrics": {k: resume.json_value(r.value) for k, r in results.items()},
-            "per_example": {k: resume.json_value(r.per_example) for k, r in results.items()
-                            if r.per_example is not None},
+            "metrics": {k: rec["value"] for k, rec in records.items()},
+            "per_example": {k: rec["per_example"] for k, rec in records.items() if rec["per_example"] is not None},
             "fluency_source": sources[0] if sources else None,
-            "info": {k: resume.json_info(r.info) for k, r in results.items() if r.info},   # e.g. mem_bits_signed's ci95
+            "info": {k: rec["info"] for k, rec in records.items() if rec["info"]},   # e.g. mem_bits_signed's ci95
             "settings": settings}
 
 
@@ -176,11 +177,9 @@ class _Identity:
         """The identity; None while a model has none (no folder: a tiny model not built yet, or one
         given in memory), and nothing is kept then."""
         if self._value is None:
-            from meta_eval.population import model_identity
-
             s, records = self._session, self._ctx.uds_records
             try:
-                models = {role: [spec, model_identity(s.resolve(spec))] for role, spec in s.roles.items() if spec}
+                models = {role: [spec, resume.model_identity(s.resolve(spec))] for role, spec in s.roles.items() if spec}
             except UdsInputError:
                 return None
             settings = self._settings() | {"records": resume.digest_of(records) if records else None}
