@@ -179,7 +179,8 @@ class _Identity:
         if self._value is None:
             s, records = self._session, self._ctx.uds_records
             try:
-                models = {role: [spec, resume.model_identity(s.resolve(spec))] for role, spec in s.roles.items() if spec}
+                models = {role: [spec, resume.model_identity(s.resolve(spec))]
+                          for role, spec in s.roles.items() if spec}
             except UdsInputError:
                 return None
             settings = self._settings() | {"records": resume.digest_of(records) if records else None}
