@@ -115,3 +115,33 @@ def test_a_model_is_identified_by_its_content_where_its_manifest_holds(test_worl
     assert resume.model_identity(str(copy)) != resume.model_identity(str(built))
     (copy / MANIFEST).unlink()   # no manifest: the folder stamp, as cached measurements use it
     assert resume.model_identity(str(copy)) == folder_stamp(copy)
+
+
+def test_content_digest_follows_the_files_not_the_folder(tmp_path):
+    import hashlib
+    import os
+    import shutil
+
+    import torch
+    from safetensors.torch import save_file
+
+    from tests.checks import flip_middle_byte
+    from uds_core import manifest
+
+    folder = tmp_path / "model"
+    folder.mkdir()
+    save_file({"w": torch.arange(4096, dtype=torch.float32)}, str(folder / "model.safetensors"))
+    (folder / "config.json").write_text('{"hidden_size": 64}')
+    manifest.record(folder)
+
+    copy = Path(shutil.copytree(folder, tmp_path / "elsewhere"))
+    os.utime(copy / "model.safetensors", ns=(1, 1))   # another time: the same content
+    assert resume.content_digest(copy) == resume.content_digest(folder) is not None
+    # by hand: sha256 of the hash name and each file's name, size and digest as the manifest records them
+    files = json.loads((folder / manifest.MANIFEST).read_text())["files"]
+    text = "xxh3_128;" + ";".join(f"{n}:{v['bytes']}:{v['digest']}" for n, v in sorted(files.items()))
+    assert resume.content_digest(folder) == hashlib.sha256(text.encode()).hexdigest()
+    flip_middle_byte(copy / "model.safetensors")   # a changed byte: no content identity, the manifest no longer holds
+    assert resume.content_digest(copy) is None
+    (folder / manifest.MANIFEST).unlink()
+    assert resume.content_digest(folder) is None

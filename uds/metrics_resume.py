@@ -14,6 +14,7 @@ is in the settings.
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from pathlib import Path
 from typing import Any, Mapping
@@ -71,13 +72,29 @@ def model_identity(spec: Any) -> str:
     base's); otherwise `meta_eval.population.model_identity` (folder stamp, hub ID)."""
     from checkpoints.specs import as_spec
     from meta_eval.population import model_identity as stamp_identity
-    from uds_core.manifest import content_digest
 
     resolved = as_spec(spec)
     content = None if resolved.kind == "hub" else content_digest(resolved.location)
     if content is None:
         return stamp_identity(resolved)
     return f"content:{content}" + (f"+{model_identity(resolved.base)}" if resolved.kind == "adapter" else "")
+
+
+def content_digest(folder: str | Path) -> str | None:
+    """A digest of what `folder` holds (every file's name, size and content digest as its digest
+    manifest records them), once `uds_core.manifest.verify` finds every file as recorded; None
+    without a usable manifest or when a file differs. Two folders with the same files have the
+    same digest, wherever and whenever they were written."""
+    # kept here, not in uds_core.manifest: that module is in every trainer's code digest, so any
+    # edit to it would make every built world's models stale
+    from uds_core import manifest
+
+    folder = Path(folder)
+    if not manifest.has_manifest(folder) or manifest.verify(folder) is not None:
+        return None
+    doc = atomic.read_json(folder / manifest.MANIFEST)
+    text = doc["hash"] + ";" + ";".join(f"{n}:{v['bytes']}:{v['digest']}" for n, v in sorted(doc["files"].items()))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def run_identity(models: Mapping[str, Any], settings: Mapping[str, Any]) -> str:

@@ -17,7 +17,6 @@ the files as they are, says so once on stderr, and verifies the folder from then
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 from pathlib import Path
@@ -109,19 +108,6 @@ def verify(folder: str | os.PathLike) -> str | None:
             return (f"{folder / name}: content differs from {MANIFEST} ({hash_name} {digest[:12]}, "
                     f"recorded {recorded[name]['digest'][:12]}), size unchanged")
     return None
-
-
-def content_digest(folder: str | os.PathLike) -> str | None:
-    """A digest of what `folder` holds (every file's name, size and content digest), taken from its
-    manifest once `verify` finds every file as recorded; None without a usable manifest or when a
-    file differs. Two folders with the same files have the same digest, wherever and whenever
-    they were written."""
-    folder = Path(folder)
-    if not has_manifest(folder) or verify(folder) is not None:
-        return None
-    recorded, hash_name, _ = _recorded(folder)
-    text = hash_name + ";" + ";".join(f"{n}:{v['bytes']}:{v['digest']}" for n, v in sorted(recorded.items()))
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _stderr(line: str) -> None:
