@@ -38,6 +38,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -162,14 +163,17 @@ def run_metrics(args: argparse.Namespace, argv: list[str]) -> int:
     cmd = ["metrics", "--model", spec(args.model), "--metrics", args.metrics, "--dtype", args.dtype,
            "--batch-size", str(args.batch_size), "--max-new-tokens", str(args.max_new_tokens), "--out", str(out_dir)]
     kept = _kept_metrics(out_dir)
-    t0 = time.time()
-    with instrument(clock), mock.patch.object(spec_mod, "load_model", timed_load):
-        clock.reset()
-        code = main(cmd)
-    attempt = {**meta, "exit_status": code, "wall_s": round(time.time() - t0, 1),
-               "peak_rss_gb": round(peak_rss_gb(), 3), "phases": clock.snapshot(), "kept_before": kept}
-    attempts = _attempts(out_dir) + [attempt]
-    write(out_dir / "attempts.json", attempts)
+
+    def attempt() -> dict:
+        t0 = time.time()
+        with instrument(clock), mock.patch.object(spec_mod, "load_model", timed_load):
+            clock.reset()
+            code = main(cmd)
+        return {**meta, "exit_status": code, "wall_s": round(time.time() - t0, 1),
+                "peak_rss_gb": round(peak_rss_gb(), 3), "phases": clock.snapshot(), "kept_before": kept}
+
+    attempts = _recorded_attempt(out_dir, attempt)
+    code = attempts[-1]["exit_status"]
     if code != 0:
         print(f"stopped (exit {code}); {len(_kept_metrics(out_dir))} metric(s) kept in {out_dir}: "
               "the same command goes on from there", flush=True)
@@ -190,6 +194,16 @@ def _kept_metrics(out_dir: Path) -> list[str]:
 
     path = out_dir / PARTIAL
     return list(json.loads(path.read_text())["results"]) if path.exists() else []
+
+
+def _recorded_attempt(out_dir: Path, attempt: Callable[[], dict]) -> list[dict]:
+    """Run one attempt (`attempt()` runs it and returns its record) and write `attempts.json`: the
+    earlier attempts, then this one. The earlier ones are read before the attempt runs: once it
+    finishes, its metrics.json is there and `_attempts` would take the folder for a finished run's."""
+    earlier = _attempts(out_dir)
+    attempts = earlier + [attempt()]
+    write(out_dir / "attempts.json", attempts)
+    return attempts
 
 
 def _attempts(out_dir: Path) -> list[dict]:

@@ -1,6 +1,7 @@
 """`uds campaign` on bad input and as a read-only status: a zoo it cannot build, a --dir that is a
 file, and `status` on a folder with no campaign yet (said, and nothing written); `--commit`'s git
-publishing in a scratch repository (the campaign folder alone; a stale index.lock said at once)."""
+publishing in a scratch repository (the campaign folder alone; a stale index.lock said at once; a
+file git ignores stops the run)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,9 @@ from pathlib import Path
 import pytest
 
 from uds.commands.campaign import git_publish
+from uds_core.errors import UdsInputError
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_a_zoo_of_published_checkpoints_is_refused_with_what_to_use(uds, tmp_path):
@@ -108,3 +112,20 @@ def test_a_stale_index_lock_is_said_at_once_and_a_young_one_waited_for(repo, mon
     monkeypatch.setattr(time, "sleep", lambda s: (slept.append(s), lock.unlink()))
     git_publish(Path("camp"))([Path("camp/unit.json")], "campaign: unit")
     assert slept == [2] and _git("log", "-1", "--format=%s").strip() == "campaign: unit"
+
+
+def test_a_unit_file_git_ignores_stops_the_campaign(repo):
+    Path(".gitignore").write_text("build/\n")   # the rule that once hid a world campaign's build units
+    (repo / "camp" / "build").mkdir()
+    (repo / "camp" / "build" / "full.json").write_text("{}\n")
+    with pytest.raises(UdsInputError, match=r"git ignores camp/build/full\.json \(rule \.gitignore:1:build/\)"):
+        git_publish(Path("camp"))([Path("camp/build/full.json")], "campaign: unit")
+    assert (repo / "camp" / "build" / "full.json").exists()   # kept on disk
+    assert _git("log", "--format=%s").split() == ["first"]
+
+
+def test_the_projects_gitignore_keeps_every_campaign_unit_file():
+    units = ["results/qwen/campaign/build/full.json", "results/qwen/campaign/knowledge/full.json",
+             "results/smol/attack_campaign/builds/npo.json", "results/smol/attack_campaign/measurements/x.json"]
+    proc = subprocess.run(["git", "check-ignore", "--no-index", *units], cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 1, proc.stdout   # 1: none of them is ignored

@@ -1,4 +1,4 @@
-"""The prepared GPU run (experiments/llama1b_gpu.py) at a tiny size on the CPU: the `test` world, its
+"""The prepared GPU run (benchmarks/llama1b_gpu.py) at a tiny size on the CPU: the `test` world, its
 retain model as the unlearned one (UDS exactly 1 in both dtypes: S2 repeats S1's computation), two
 output metrics, the reference step said to be left out where no reference checkout is given."""
 
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "experiments"))
+sys.path[:0] = [str(REPO / "benchmarks"), str(REPO / "experiments")]   # the GPU run; scale_sanity.py
 
 
 def test_gpu_script_runs_tiny_on_cpu(test_world, tmp_path, monkeypatch):

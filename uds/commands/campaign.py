@@ -396,11 +396,22 @@ def stale_index_lock(stale_after: float = STALE_LOCK_S) -> tuple[Path, float] | 
     return (path, age) if age > stale_after else None
 
 
+def _refuse_ignored(paths: list[Path]) -> None:
+    """Stop when git ignores a file the campaign just wrote: `git add` of its folder skips it without
+    a word, so it would never be committed and a fresh machine would measure it again."""
+    check = subprocess.run(["git", "check-ignore", "--verbose", "--", *map(str, paths)], capture_output=True, text=True)
+    if check.returncode == 0:   # 0: at least one path is ignored; 1: none is
+        source, _, path = check.stdout.splitlines()[0].partition("\t")
+        raise UdsInputError(f"campaign: git ignores {path} (rule {source}), so it cannot be committed; "
+                            "change that rule and run the same command again (the file is kept on disk)")
+
+
 def git_publish(root: Path, attempts: int = 30):
     """A publish callback: `git add` + `git commit` of the campaign folder alone (other staged or
     changed files are left as they are), retried while another git process holds the index; an
     index.lock too old to belong to a running git is said at once (retrying cannot clear it)."""
     def publish(paths: list[Path], message: str) -> None:
+        _refuse_ignored(paths)
         for attempt in range(attempts):
             add = subprocess.run(["git", "add", "--", str(root)], capture_output=True, text=True)
             commit = subprocess.run(["git", "commit", "-q", "-m", message, "--", str(root)],

@@ -143,26 +143,41 @@ def _phase_rows(seconds: dict[str, float], digits: int) -> str:
                    for name, v in sorted(seconds.items(), key=lambda kv: -kv[1]))
 
 
+def _unclocked(attempts: list[dict]) -> dict[str, float]:
+    """A row for each attempt without a phase clock (its record written by hand): its wall time,
+    named with the number of metrics it finished (what the next attempt found kept)."""
+    rows = {}
+    for i, a in enumerate(attempts):
+        if not a.get("phases"):
+            after = attempts[i + 1]["kept_before"] if i + 1 < len(attempts) else []
+            done = len(after) - len(a.get("kept_before", []))
+            rows[f"not clocked: attempt {i + 1}, which finished {done} metrics"] = a["wall_s"]
+    return rows
+
+
 def metrics_table(folder: Path) -> str:
-    """The phases of the whole run (summed over its attempts); until it exists, those of a run
-    stopped before it could resume (`metrics_bfloat16_interrupted.json`), said as such, and the
-    progress of the resumable run (`metrics_bfloat16_run/`), above the row of the missing run."""
+    """The phases of the whole run (summed over its attempts; an attempt without a phase clock is a
+    row of its own), then those of a run stopped before it could resume
+    (`metrics_bfloat16_interrupted.json`), said as such, whose phases break down the work an
+    unclocked attempt did. Until the whole run exists, the progress of the resumable run
+    (`metrics_bfloat16_run/`) and the row of the missing run."""
     doc = _load(folder, "metrics_bfloat16.json")
     head = "| phase | seconds | share |\n|---|---|---|\n"
-    command = _not_yet("OMP_NUM_THREADS=2 python experiments/llama1b.py metrics --dtype bfloat16 --threads 2")
+    rows = []
     if doc is not None:
         n = len(doc.get("attempts", [])) or 1
         runs = f", in {n} attempts (a stopped run resumes)" if n > 1 else ""
-        return head + _phase_rows(doc["phases"]["seconds"], 0) + (
+        rows.append(_phase_rows(doc["phases"]["seconds"] | _unclocked(doc.get("attempts", [])), 0) + (
             f"| **total** (`{doc['uds_command']}`, {doc['threads']} torch thread(s), exit {doc['exit_status']}{runs}) "
-            f"| **{doc['wall_s']:.0f}** ({doc['wall_s'] / 3600:.2f} h), peak RSS {doc['peak_rss_gb']:.2f} GB | |\n")
-    rows = []
+            f"| **{doc['wall_s']:.0f}** ({doc['wall_s'] / 3600:.2f} h), peak RSS {doc['peak_rss_gb']:.2f} GB | |\n"))
     part = _load(folder, "metrics_bfloat16_interrupted.json")
     if part is not None:
         rows.append(_phase_rows(part["phases"]["seconds"], 0) + (
             f"| **interrupted** (`{part['uds_command']}`, {part['threads']} torch threads, exit {part['exit_status']}) "
             f"| **{part['wall_s']:.0f}** ({part['wall_s'] / 3600:.2f} h) before the interrupt, peak RSS "
             f"{part['peak_rss_gb']:.2f} GB | |\n"))
+    if doc is not None:
+        return head + "".join(rows)
     attempts = _load(folder / "metrics_bfloat16_run", "attempts.json")
     if attempts:
         kept = _load(folder / "metrics_bfloat16_run", "metrics.partial.json") or {"results": {}}
@@ -170,6 +185,7 @@ def metrics_table(folder: Path) -> str:
         rows.append(f"| **resumable run so far** ({len(attempts)} attempt(s), {len(kept['results'])} metrics kept) "
                     f"| **{wall:.0f}** ({wall / 3600:.2f} h), peak RSS "
                     f"{max(a['peak_rss_gb'] for a in attempts):.2f} GB | |\n")
+    command = _not_yet("OMP_NUM_THREADS=2 python experiments/llama1b.py metrics --dtype bfloat16 --threads 2")
     return head + "".join(rows) + _pending(head, f"whole run {command}" if rows else command)
 
 

@@ -2,11 +2,11 @@
 --metrics all` in bfloat16, and the reference implementation beside `uds score` (float32 and
 bfloat16), on CUDA, into one JSON file.
 
-    python experiments/llama1b_gpu.py --out results/llama1b/gpu.json \\
+    python benchmarks/llama1b_gpu.py --out results/llama1b/gpu.json \\
         --reference-repo /path/to/unlearning-depth-score           # about 15-30 min on one H100
 
 Everything runs in this process (CUDA peak memory from the allocator, reset per step); the
-reference runs in a child process in its own checkout (experiments/reference_uds.py) on the same
+reference runs in a child process in its own checkout (`experiments/reference_uds.py`) on the same
 model folders and the first `--n-reference` annotated items, and `uds score --parity reference`
 scores the same items right after it. Without a reference checkout that part is left out (said in
 the file). tests/test_llama1b_gpu.py runs this script on the CPU at a tiny size (the `test` world,
@@ -129,7 +129,7 @@ def environment(args: argparse.Namespace) -> dict:
     git = lambda *a: subprocess.run(["git", *a], cwd=REPO, capture_output=True, text=True).stdout.strip()  # noqa: E731
     gpu = torch.cuda.get_device_name(0) if args.device == "cuda" and torch.cuda.is_available() else None
     return {"commit": git("rev-parse", "HEAD"),
-            "command": "python experiments/llama1b_gpu.py " + " ".join(sys.argv[1:]),
+            "command": "python benchmarks/llama1b_gpu.py " + " ".join(sys.argv[1:]),
             "device": args.device, "gpu": gpu, "torch": torch.__version__, "transformers": transformers.__version__,
             "date": time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime())}
 
