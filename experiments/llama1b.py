@@ -216,16 +216,17 @@ def _attempts(out_dir: Path) -> list[dict]:
 
 def _summed_phases(attempts: list[dict]) -> dict:
     """Seconds and work counts of each phase over every attempt (an attempt's unfinished work counted too)."""
+    clocked = [a for a in attempts if a.get("phases")]   # an attempt killed without its record has none
     seconds: dict[str, float] = {}
     counts: dict[str, dict[str, int]] = {}
-    for a in (a for a in attempts if a.get("phases")):   # an attempt killed without its record has none
+    for a in clocked:
         for name, v in a["phases"]["seconds"].items():
             seconds[name] = round(seconds.get(name, 0.0) + v, 3)
         for name, c in a["phases"].get("counts", {}).items():
             for k, v in c.items():
                 counts.setdefault(name, {})[k] = counts.get(name, {}).get(k, 0) + v
     return {"seconds": seconds, "counts": counts,
-            "total_seconds": round(sum(a["phases"].get("total_seconds", 0.0) for a in attempts if a.get("phases")), 3)}
+            "total_seconds": round(sum(a["phases"].get("total_seconds", 0.0) for a in clocked), 3)}
 
 
 # ---------------------------------------------------------------------------------------------
