@@ -91,7 +91,11 @@ def main(argv=None) -> dict | None:
             print(f"round {r} {name}: {', '.join(f'{s:.1f}' for s in runs[name][-1]['seconds'])} s/step, "
                   f"peak {runs[name][-1]['peak_rss_bytes'] / 1e9:.2f} GB", flush=True)
     med = {k: statistics.median(s for run in v for s in run["seconds"]) for k, v in runs.items()}
-    result = {"model": args.model, "batch_size": args.batch_size, "rank": args.rank, "threads": 1,
+    from meta_eval.campaign.machine import machine
+    from uds_core.code_digest import code_commit
+
+    result = {"model": args.model, "code": code_commit(), "machine": machine(),
+              "batch_size": args.batch_size, "rank": args.rank, "threads": 1,
               "rounds": args.rounds, "runs": runs, "median_seconds": med,
               "fp32_over_bf16": med["float32"] / med["bfloat16"]}
     print(f"median s/step: float32 {med['float32']:.1f}, bfloat16 {med['bfloat16']:.1f}; "
