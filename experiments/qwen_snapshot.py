@@ -2,10 +2,11 @@
 
     python experiments/qwen_snapshot.py && python benchmarks/doc_tables.py
 
-Reads the campaign's sealed unit files (results/qwen/campaign) and the smol world's committed scores
-(results/smol/score) into results/qwen/snapshot.json (`uds_analyses.doc_tables.qwen.snapshot`); the page's
-tables are rendered from that file, and its per-layer figure (results/qwen/layers.png, once the full model
-is scored) drawn from it. Run it again as the campaign moves on.
+Reads the campaign's sealed unit files (results/qwen/campaign), the smol world's committed scores
+(results/smol/score) and the notes on builds timed only in part (results/qwen/build_notes.json) into
+results/qwen/snapshot.json (`uds_analyses.doc_tables.qwen.snapshot`); the page's tables are rendered
+from that file, and its per-layer figure (results/qwen/layers.png, once the full model is scored)
+drawn from it. Run it again as the campaign moves on.
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ def main(argv=None) -> int:
     p.add_argument("--campaign", type=Path, default=ROOT / "results" / "qwen" / "campaign")
     p.add_argument("--smol", type=Path, default=ROOT / "results" / "smol" / "score")
     p.add_argument("--out", type=Path, default=ROOT / "results" / "qwen" / "snapshot.json")
+    p.add_argument("--build-notes", type=Path, default=ROOT / "results" / "qwen" / "build_notes.json",
+                   help="the attempts of build units committed before units recorded them")
     a = p.parse_args(argv)
     from uds_analyses.doc_tables.qwen import plot_layers, snapshot
 
-    snap = snapshot(a.campaign, a.smol)
+    snap = snapshot(a.campaign, a.smol, a.build_notes)
     a.out.write_text(json.dumps(snap, indent=1, sort_keys=True, allow_nan=False) + "\n")
     figure = plot_layers(snap, a.out.with_name("layers.png"))
     if figure is not None:

@@ -133,3 +133,27 @@ def test_layer_figure_needs_the_full_models_score(folders, tmp_path):
     assert plot_layers(snap, tmp_path / "layers.png") == tmp_path / "layers.png"
     assert (tmp_path / "layers.png").read_bytes()[:4] == b"\x89PNG"
     assert plot_layers({**snap, "profile": None}, tmp_path / "none.png") is None
+
+
+def test_a_resumed_build_shows_its_timed_attempts(folders, tmp_path):
+    from uds_analyses.doc_tables import qwen
+    from uds_analyses.doc_tables.qwen import snapshot
+
+    camp, smol, out = folders
+    recipe = {"method": "finetune", "parent": "base", "train": {"lr": 1e-3, "epochs": 6, "batch_size": 8}}
+    _unit(camp, "build", "retain", {"train_seconds": 848.9, "adapter_bytes": 1_000_000, "recipe": recipe})
+    _unit(camp, "build", "npo_x", {"train_seconds": 250.0, "adapter_bytes": 1_000_000, "recipe": recipe,
+                                   "attempts": [{"resumed_from_epoch": 0, "reached_epoch": 2, "seconds": 300.0},
+                                                {"resumed_from_epoch": 2, "reached_epoch": 6, "seconds": 250.0}],
+                                   "train_seconds_total": 550.0})
+    notes = tmp_path / "notes.json"
+    notes.write_text(json.dumps({"retain": {"attempts": [{"resumed_from_epoch": 3, "reached_epoch": 6,
+                                                          "seconds": 848.9}],
+                                            "train_seconds_total": None, "why": "stopped"},
+                                 "npo_x": {"attempts": [], "why": "ignored: the unit has its own"}}))
+    out.write_text(json.dumps(snapshot(camp, smol, notes)))
+    build = qwen.build_block(out)
+    assert "| `retain` | base | finetune, lr 0.001, 6 ep, batch 8 | 849 (epochs 4-6; epochs 1-3 not timed) |" in build
+    assert "| `npo_x` | base | finetune, lr 0.001, 6 ep, batch 8 | 550 (2 attempts) |" in build   # 300 + 250
+    assert json.loads(out.read_text())["builds"]["retain"]["why"] == "stopped"
+    assert build.endswith("\n`retain`: stopped\n")

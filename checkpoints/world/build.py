@@ -57,11 +57,16 @@ def ensure_model(preset_name: str, seed: int, name: str, progress: bool = True, 
         return _train_and_save(preset, seed, r, digest, folder, progress, device, callbacks_for)
 
 
+def training_state(folder: Path, name: str, digest: str) -> Path:
+    """The file a stopped build of model `name` by recipe `digest` resumes from, beside its folder."""
+    return folder.with_name(f".{name}.resume-{digest}.pt")
+
+
 def _train_and_save(preset: Preset, seed: int, r: Recipe, digest: str, folder: Path, progress: bool,
                     device: str = "cpu", callbacks_for: CallbacksFor | None = None) -> Path:
     if r.parent:   # built first, so that train_seconds is this model's own training time
         ensure_model(preset.name, seed, r.parent, progress, device)
-    resume = folder.with_name(f".{r.name}.resume-{digest}.pt")
+    resume = training_state(folder, r.name, digest)
     for stale in folder.parent.glob(f".{r.name}.resume-*.pt"):   # left by another recipe
         if stale != resume:
             stale.unlink()

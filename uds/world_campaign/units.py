@@ -37,14 +37,32 @@ def spec_of(zoo: str, name: str) -> str:
 
 
 def build(zoo: str, name: str, scratch: Path) -> dict:
-    from checkpoints.world.build import ensure_model
+    """Train the model (unless built); `train_seconds` times the last attempt, `attempts` and
+    `train_seconds_total` every attempt of a build that was stopped and resumed."""
+    from checkpoints.catalogue import find_recipe
+    from checkpoints.world.build import ensure_model, is_built, training_state
+    from checkpoints.world.recipe_digest import recipe_digest
+    from checkpoints.world.store import model_dir
+    from uds.world_campaign import attempts
     from uds_core.adapters import adapter_digest, is_adapter_folder
 
     preset, seed = world_of(zoo)
+    r = find_recipe(preset, name)
+    fresh = not is_built(preset, seed, r)
+    if fresh:
+        digest = recipe_digest(preset, r, seed=seed)
+        folder = model_dir(preset.name, seed, name)
+        ledger = folder.with_name(f".{name}.attempts-{digest}.json")
+        for stale in folder.parent.glob(f".{name}.attempts-*.json"):   # of another recipe
+            if stale != ledger:
+                stale.unlink()
+        attempts.begin(ledger, training_state(folder, name, digest), now=time.time())
     folder = ensure_model(preset.name, seed, name, progress=True)
     recipe = json.loads((folder / "recipe.json").read_text())
     out = {"train_seconds": recipe.get("train_seconds"), "recipe": {k: recipe.get(k) for k in
                                                                      ("data", "train", "hparams", "parent", "method")}}
+    if fresh:
+        out |= attempts.finish(ledger, last_seconds=recipe.get("train_seconds"), epochs=r.train.epochs)
     if is_adapter_folder(folder):
         out |= {"adapter_digest": adapter_digest(folder),
                 "adapter_bytes": (folder / "adapter_model.safetensors").stat().st_size}

@@ -67,8 +67,11 @@ def _smol(folder: Path) -> dict:
     return out
 
 
-def snapshot(campaign: Path, smol_scores: Path) -> dict:
-    """Everything the page shows, from the campaign folder's files and the smol scores."""
+def snapshot(campaign: Path, smol_scores: Path, build_notes: Path | None = None) -> dict:
+    """Everything the page shows, from the campaign folder's files and the smol scores.
+    `build_notes`: a JSON object of model -> `attempts` and `train_seconds_total` (the fields a
+    build unit records), with `why`, for a build unit committed before units recorded them."""
+    notes = json.loads(build_notes.read_text()) if build_notes is not None and build_notes.is_file() else {}
     protocol = _sealed(campaign / "protocol.json") or {}
     units = {}
     for path in sorted(campaign.glob("*/*.json")):
@@ -88,6 +91,8 @@ def snapshot(campaign: Path, smol_scores: Path) -> dict:
             snap["builds"][model] = {"train_seconds": res.get("train_seconds"), "seconds": doc["seconds"],
                                      "peak_rss_bytes": doc["peak_rss_bytes"], "recipe": res.get("recipe"),
                                      "adapter_bytes": res.get("adapter_bytes"), "code": doc["code"]}
+            timing = res if "attempts" in res else notes.get(model, {})
+            snap["builds"][model] |= {k: timing[k] for k in ("attempts", "train_seconds_total", "why") if k in timing}
         elif kind == "knowledge":
             snap["knowledge"][model] = {w: {"rate": res[w]["rate"], "n": res[w]["n"]}
                                         for w in ("forget_questions", "paraphrased_questions")} | {
@@ -142,6 +147,19 @@ def status_block(path: Path) -> str:
             f"Pending: {pending}.\n")
 
 
+def _train_time(b: dict) -> str:
+    """Training seconds of a build; of a stopped and resumed one, its timed attempts and the
+    epochs no attempt timed (peak RSS is the last attempt's)."""
+    att = b.get("attempts") or [{"resumed_from_epoch": 0, "seconds": b["train_seconds"]}]
+    if len(att) == 1 and att[0]["resumed_from_epoch"] == 0:
+        return f"{b['train_seconds']:.0f}"
+    if b.get("train_seconds_total") is not None:
+        return f"{b['train_seconds_total']:.0f} ({len(att)} attempts)"
+    timed = sum(a["seconds"] for a in att if a["seconds"] is not None)
+    untimed = att[0]["resumed_from_epoch"]
+    return f"{timed:.0f} (epochs {untimed + 1}-{att[-1]['reached_epoch']}; epochs 1-{untimed} not timed)"
+
+
 def build_block(path: Path) -> str:
     s = _load(path)
     rows = []
@@ -152,9 +170,11 @@ def build_block(path: Path) -> str:
             continue
         t, r = b["recipe"]["train"], b["recipe"]
         how = f"{r['method']}, lr {t['lr']:g}, {t['epochs']} ep, batch {t['batch_size']}"
-        rows.append([f"`{name}`", r["parent"] or "", how, f"{b['train_seconds']:.0f}", _gb(b["peak_rss_bytes"]),
+        rows.append([f"`{name}`", r["parent"] or "", how, _train_time(b), _gb(b["peak_rss_bytes"]),
                      f"{b['adapter_bytes'] / 1e6:.0f}" if b.get("adapter_bytes") else ""])
-    return table(["model", "on", "training", "train seconds", "peak RSS (GB)", "adapter (MB)"], rows)
+    notes = "".join(f"\n`{name}`: {s['builds'][name]['why']}\n" for name in _models(s)
+                    if s["builds"].get(name, {}).get("why"))
+    return table(["model", "on", "training", "train seconds", "peak RSS (GB)", "adapter (MB)"], rows) + notes
 
 
 def knowledge_block(path: Path) -> str:
