@@ -10,7 +10,7 @@ in that dtype, `checkpoints.narrow`), puts a fresh LoRA adapter on it as a LoRA 
 `checkpoints.world.lora.with_trainable_adapter`), runs one untimed step (the weights' pages come in)
 and then times `--steps` steps on the same batches of chat-format TOFU QA (the first forget and
 retain items). Prints every step's seconds, the medians per dtype and their ratio, and each child's
-peak resident memory; one model in memory at a time (about 11 GB at most for 1.5B in float32).
+peak resident memory; one model in memory at a time (about 13 GB at most for 1.5B in float32).
 """
 
 from __future__ import annotations
