@@ -199,6 +199,10 @@ def test_the_command_writes_the_result_and_the_page_renders_it(camp, uds, tmp_pa
         page.rho_block(out / "result.json")
     assert "| `mia_loss` | 1.000 [1.000, 1.000] (4 / 4) |" in page.auc_block(out / "result.json")
     assert page.status_block(out / "result.json").startswith(f"{len(camp.values)} of {len(camp.values)} units")
+    assert "Interim" not in page.status_block(out / "result.json")
+    doc["campaign"]["units_total"] += 1   # one unit still to measure
+    (out / "partial.json").write_text(json.dumps(doc))
+    assert "**Interim**" in page.status_block(out / "partial.json")
     assert "No result yet" in page.rho_block(tmp_path / "absent" / "result.json")
 
 

@@ -38,7 +38,9 @@ def _snapshot(render: Callable[[dict], str]) -> Callable[[Path], str]:
 def _status(doc: dict) -> str:
     c = doc["campaign"]
     left = f"{len(c['left_out'])} file(s) left out (not valid)." if c["left_out"] else "No file left out."
-    return (f"{c['units']} of {c['units_total']} units measured (valid files assembled). {left}\n")
+    interim = (" **Interim**: the campaign is not finished, so every table below covers only the models measured "
+               "so far and will change." if c["units"] < c["units_total"] else "")
+    return (f"{c['units']} of {c['units_total']} units measured (valid files assembled). {left}{interim}\n")
 
 
 def _rho(doc: dict) -> str:
