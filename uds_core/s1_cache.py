@@ -219,8 +219,9 @@ def one_at_a_time_uds(models: RoleModels, examples: Examples, settings: EngineSe
     fingerprint and released; the retain model (S1 not cached) and the unlearned one each capture
     their activations at the patch sites (`engine.capture_sources`) and are released; the full
     model, loaded again, then runs S1 and S2 together on those values. Same numbers, bit for bit,
-    as the joint run (the same passes); the price is loading the full model twice. None, with
-    nothing computed, when a model cannot take the fast path (the caller holds two at a time then).
+    as the joint run (the same passes); the price is loading the full model twice. None when a
+    model cannot take the fast path (the caller holds two at a time then); a source captured before
+    that was found is dropped.
     `cache.fingerprints` is not used: `models` gives them."""
     full = models.load("full")
     if not engine.uses_fast_path(settings, full):

@@ -51,12 +51,12 @@ def build(zoo: str, name: str, scratch: Path) -> dict:
     fresh = not is_built(preset, seed, r)
     if fresh:
         digest = recipe_digest(preset, r, seed=seed)
-        folder = model_dir(preset.name, seed, name)
-        ledger = folder.with_name(f".{name}.attempts-{digest}.json")
-        for stale in folder.parent.glob(f".{name}.attempts-*.json"):   # of another recipe
+        target = model_dir(preset.name, seed, name)
+        ledger = target.with_name(f".{name}.attempts-{digest}.json")
+        for stale in target.parent.glob(f".{name}.attempts-*.json"):   # of another recipe
             if stale != ledger:
                 stale.unlink()
-        attempts.begin(ledger, training_state(folder, name, digest), now=time.time())
+        attempts.begin(ledger, training_state(target, name, digest), now=time.time())
     folder = ensure_model(preset.name, seed, name, progress=True)
     recipe = json.loads((folder / "recipe.json").read_text())
     out = {"train_seconds": recipe.get("train_seconds"), "recipe": {k: recipe.get(k) for k in
