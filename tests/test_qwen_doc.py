@@ -157,3 +157,31 @@ def test_a_resumed_build_shows_its_timed_attempts(folders, tmp_path):
     assert "| `npo_x` | base | finetune, lr 0.001, 6 ep, batch 8 | 550 (2 attempts) |" in build   # 300 + 250
     assert json.loads(out.read_text())["builds"]["retain"]["why"] == "stopped"
     assert build.endswith("\n`retain`: stopped\n")
+
+
+def test_the_weights_each_unit_read_are_compared_with_the_built_ones(folders):
+    """Units that record the weights they read: one equal to the build unit's adapter digest, one a
+    rebuild with other bits (named, with its rebuild seconds)."""
+    from uds_analyses.doc_tables import qwen
+
+    camp, smol, out = folders
+    recipe = {"method": "finetune", "parent": "base", "train": {"lr": 1e-3, "epochs": 6, "batch_size": 8}}
+    _unit(camp, "build", "npo_x", {"train_seconds": 250.0, "adapter_bytes": 1_000_000, "recipe": recipe,
+                                   "adapter_digest": "aaa"})
+    _unit(camp, "build", "full", {"train_seconds": 1234.5, "adapter_bytes": 1_000_000, "recipe": recipe,
+                                  "adapter_digest": "fff"})
+    doc = json.loads((camp / "knowledge" / "full.json").read_text())
+    doc.pop("digest")
+    doc["prepared"] = {"models": {"full": {"rebuilt_seconds": None, "weights": "fff"}}, "seconds": 5.0,
+                       "peak_rss_bytes": 1}
+    _write(camp / "knowledge" / "full.json", doc)
+    doc = json.loads((camp / "score" / "npo_x.json").read_text())
+    doc.pop("digest")
+    doc["prepared"] = {"models": {"full": {"rebuilt_seconds": 2500.4, "weights": "ggg"},
+                                  "npo_x": {"rebuilt_seconds": None, "weights": "aaa"}}, "seconds": 9.0,
+                       "peak_rss_bytes": 1}
+    _write(camp / "score" / "npo_x.json", doc)
+    note = qwen.build_block(_snap(folders)).rsplit("\n\n", 1)[-1]
+    assert note.startswith("Weights measured: 2 reads of a model found the adapter its build unit recorded, "
+                           "1 another one (a rebuild that differs in its bits): `full` in `score/npo_x`.")
+    assert "outside its seconds and memory: `full` for `score/npo_x` (2500 s).\n" in note

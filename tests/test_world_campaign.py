@@ -13,6 +13,7 @@ import pytest
 
 from uds.world_campaign import driver
 from uds.world_campaign.driver import WorldCampaign
+from uds.world_campaign.plan import Unit
 from uds_core.errors import UdsInputError
 from uds_core.sealed import read_sealed
 
@@ -44,7 +45,9 @@ def fake_units(monkeypatch):
         calls.append(f"{kind}/{model}")
         if f"{kind}/{model}" in fail:
             return 1, 0
-        Path(cmd[cmd.index("--out") + 1]).write_text(json.dumps({"answer": f"{kind} of {model}"}))
+        result = ({"models": {n: {"rebuilt_seconds": None, "weights": f"w-{n}"} for n in model.split(",")}}
+                  if kind == "prepare" else {"answer": f"{kind} of {model}"})
+        Path(cmd[cmd.index("--out") + 1]).write_text(json.dumps(result))
         return 0, 10**9
     monkeypatch.setattr(driver, "run_child", run_child)
     return calls, fail
@@ -55,16 +58,39 @@ def test_units_are_sealed_published_and_not_run_again(tmp_path, fake_units):
     published = []
     c = WorldCampaign(ZOO, tmp_path, publish=lambda paths, msg: published.append((paths, msg)), log=lambda s: None)
     assert c.run(max_units=2) == 2
-    assert calls == ["build/full", "knowledge/full"]
+    assert calls == ["build/full", "prepare/full", "knowledge/full"]   # full's build has no built parent
     doc, problem = read_sealed(tmp_path / "build" / "full.json")
-    assert problem is None and doc["result"] == {"answer": "build of full"}
+    assert problem is None and doc["result"] == {"answer": "build of full"} and doc["prepared"] is None
     assert doc["recipes"] == {"full": c.digests["full"]} and doc["peak_rss_bytes"] == 10**9
+    known, _ = read_sealed(tmp_path / "knowledge" / "full.json")
+    assert known["prepared"]["models"] == {"full": {"rebuilt_seconds": None, "weights": "w-full"}}
     assert {"commit", "dirty"} <= set(doc["code"])
     assert [m for _, m in published] == ["campaign tiny:qwen: protocol", "campaign tiny:qwen: build/full (1/25)",
                                         "campaign tiny:qwen: knowledge/full (2/25)"]
     again = WorldCampaign(ZOO, tmp_path, log=lambda s: None)   # a second run: its own protocol, the next unit
-    assert again.run(max_units=1) == 1 and calls[-1] == "build/retain"
+    assert again.run(max_units=1) == 1 and calls[-1] == "build/retain" and calls[-2] == "knowledge/full"
     assert again.status()["units"] == 3
+
+
+def test_a_unit_prepares_the_built_models_it_reads_parents_first():
+    c = WorldCampaign(ZOO, Path("unused"))
+    npo = next(n for n in c.digests if n.startswith("npo_"))
+    assert c.prerequisites(Unit("build", "full")) == []
+    assert c.prerequisites(Unit("build", npo)) == ["full"]
+    assert c.prerequisites(Unit("knowledge", "base")) == []   # the pretrained model is never built
+    assert c.prerequisites(Unit("knowledge", npo)) == [npo]
+    assert c.prerequisites(Unit("score", npo)) == ["full", "retain", npo]
+    assert c.prerequisites(Unit("metrics", "retain")) == ["full", "retain"]
+
+
+def test_a_failed_preparation_runs_no_unit(tmp_path, fake_units):
+    calls, fail = fake_units
+    c = WorldCampaign(ZOO, tmp_path, log=lambda s: None)
+    c.run(max_units=1)
+    fail.add("prepare/full")
+    with pytest.raises(UdsInputError, match="preparing knowledge/full failed"):
+        c.run()
+    assert calls[-1] == "prepare/full" and not (tmp_path / "knowledge").exists()
 
 
 def test_a_failed_unit_writes_nothing_and_stops(tmp_path, fake_units):

@@ -105,3 +105,34 @@ def test_the_build_unit_times_every_attempt_of_a_stopped_build(test_world, tmp_p
     assert out["train_seconds_total"] == round(first["seconds"] + last["seconds"], 1)
     left = {p.suffix for p in (home / "world" / "test-0" / "models").glob(f".{name}.*")}
     assert left == {".lock"}   # the ledger and the training state are removed
+
+
+def test_prepare_rebuilds_a_missing_model_to_the_same_weights_and_names_them(test_world, tmp_path, monkeypatch):
+    """On a machine with the world but without `retain`, preparing (full, retain) rebuilds retain
+    alone: its rebuilt folder holds the same weights as the one built before (every tensor equal),
+    and full, already built, is reported as such."""
+    import shutil
+
+    import torch
+    from safetensors.torch import load_file
+
+    from uds.world_campaign.units import prepare, weights_of
+    from uds_core.fingerprint import state_digest
+
+    home = tmp_path / "home"
+    for part in ("data", "tokenizer", "zoo.json", "models/base", "models/full"):
+        src, dst = test_world / part, home / "world" / "test-0" / part
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
+    monkeypatch.setenv("UDS_HOME", str(home))
+    out = prepare("tiny:test", ["full", "retain"])["models"]
+    assert list(out) == ["full", "retain"]
+    assert out["full"]["rebuilt_seconds"] is None and out["retain"]["rebuilt_seconds"] > 0
+    rebuilt = home / "world" / "test-0" / "models" / "retain"
+    a, b = load_file(str(rebuilt / "model.safetensors")), load_file(str(test_world / "models" / "retain" /
+                                                                      "model.safetensors"))
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert out["retain"]["weights"] == state_digest(b) == weights_of(rebuilt)
+    assert out["full"]["weights"] == state_digest(load_file(str(test_world / "models" / "full" / "model.safetensors")))
+    b[next(iter(b))].view(-1)[0] += 1.0   # one value changed (the first is always sampled): another digest
+    assert state_digest(b) != out["retain"]["weights"]

@@ -3,7 +3,9 @@
 The campaign folder holds `protocol.json` (fixed by the first run; a later run under another
 protocol stops) and one sealed file per finished unit, `<kind>/<model>.json`: the unit's result,
 the recipe digests of the models it used, the code commit it ran on (and whether the checkout had
-uncommitted changes), its seconds and the peak resident memory of its process, the machine. A
+uncommitted changes), its seconds and the peak resident memory of its process, the machine, and
+`prepared`: the weights digest of every built model it read and the seconds of any rebuild (a
+fresh machine rebuilds them from their recipes in a process before the unit's). A
 unit is done when its file is whole and was made for the recipes of the protocol. A stop (a
 signal, a crash, another machine) loses at most the unit in flight; the next run continues from
 the files.
@@ -62,6 +64,15 @@ class WorldCampaign:
         names = {unit.model} | ({"full", "retain"} if unit.kind in ("score", "exactness", "precision", "metrics")
                                 else set())
         return {n: self.digests[n] for n in sorted(names) if n in self.digests}
+
+    def prerequisites(self, unit: Unit) -> list[str]:
+        """The built models a unit reads, parents first: a build's parents, or the models of
+        `used_digests` (a pretrained base is never built)."""
+        from checkpoints.world.build import lineage
+
+        if unit.kind == "build":
+            return lineage(self.preset, unit.model)[:-1]
+        return [n for n in dict.fromkeys(("full", "retain", unit.model)) if n in self.used_digests(unit)]
 
     def result(self, unit: Unit) -> dict | None:
         """The unit's committed document when it is whole and of the protocol's recipes."""
@@ -132,26 +143,35 @@ class WorldCampaign:
                  + (f"; next {st['next']}" if st["next"] else "; complete"))
         return ran
 
-    def run_unit(self, unit: Unit) -> None:
-        scratch = Path(tempfile.mkdtemp(prefix=f"uds-campaign-{unit.kind}-"))
+    def child(self, kind: str, model: str, label: str, big: bool = False) -> tuple[dict, float, int]:
+        """(result, seconds, peak resident bytes) of `units KIND MODEL` run in a process of its own."""
+        scratch = Path(tempfile.mkdtemp(prefix=f"uds-campaign-{kind}-"))
         out = scratch / "result.json"
-        cmd = [sys.executable, "-m", "uds.world_campaign.units", unit.kind, unit.model, "--zoo", self.zoo,
+        cmd = [sys.executable, "-m", "uds.world_campaign.units", kind, model, "--zoo", self.zoo,
                "--out", str(out), "--scratch", str(scratch / "work")]
+        t0 = time.time()
+        try:
+            with self.lock_if(big):
+                rc, peak = run_child(cmd)
+            if rc != 0:
+                raise UdsInputError(f"campaign {self.zoo}: {label} failed (exit {rc}); its output is above. "
+                                    "Fix the cause and run the same command to continue")
+            return json.loads(out.read_text()), round(time.time() - t0, 1), peak
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def run_unit(self, unit: Unit) -> None:
         code = code_state()
         self.log(f"campaign {self.zoo}: {unit.id} starting "
                  f"(code {code['commit'][:12]}{' + changes' if code['dirty'] else ''})")
-        t0 = time.time()
-        try:
-            with self.lock_if(unit.big):
-                rc, peak = run_child(cmd)
-            if rc != 0:
-                raise UdsInputError(f"campaign {self.zoo}: unit {unit.id} failed (exit {rc}); its output is above. "
-                                    "Fix the cause and run the same command to continue")
-            result = json.loads(out.read_text())
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        prepared = None
+        if names := self.prerequisites(unit):
+            # its own process: a rebuild on a fresh machine is neither the unit's time nor its memory
+            res, seconds, peak = self.child("prepare", ",".join(names), f"preparing {unit.id}")
+            prepared = {"models": res["models"], "seconds": seconds, "peak_rss_bytes": peak}
+        result, seconds, peak = self.child(unit.kind, unit.model, f"unit {unit.id}", unit.big)
         doc = {"unit": unit.id, "kind": unit.kind, "model": unit.model, "zoo": self.zoo,
-               "recipes": self.used_digests(unit), "code": code, "seconds": round(time.time() - t0, 1),
+               "recipes": self.used_digests(unit), "code": code, "seconds": seconds, "prepared": prepared,
                "peak_rss_bytes": peak, "machine": machine(),
                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "result": result}

@@ -1,5 +1,6 @@
 """One unit of a world campaign, run in its own process: `python -m uds.world_campaign.units KIND MODEL
---zoo tiny:<world> --out RESULT.json --scratch DIR`.
+--zoo tiny:<world> --out RESULT.json --scratch DIR`; KIND `prepare` builds the models a unit uses
+(MODEL: their names, comma-separated) in a process of its own, before the unit.
 
 Each unit writes its result (a JSON object) to `--out`; the driver adds who ran it and seals it.
 Scores and metrics go through the command line (`uds score`, `uds metrics`) exactly as a user runs
@@ -67,6 +68,43 @@ def build(zoo: str, name: str, scratch: Path) -> dict:
         out |= {"adapter_digest": adapter_digest(folder),
                 "adapter_bytes": (folder / "adapter_model.safetensors").stat().st_size}
     return out
+
+
+def prepare(zoo: str, names: list[str]) -> dict:
+    """Make sure the models `names` (and their parents) are built, and say which weights they are.
+    A fresh machine rebuilds them here from their recipes, before the unit that uses them runs,
+    so that the unit's seconds and peak memory are its own. Per model: `rebuilt_seconds` (None
+    when it was built already) and `weights`, the digest of its weights (`weights_of`)."""
+    from checkpoints.catalogue import find_recipe
+    from checkpoints.world.build import ensure_model, is_built, lineage
+
+    preset, seed = world_of(zoo)
+    ordered = list(dict.fromkeys(n for name in names for n in lineage(preset, name)))   # parents first
+    out = {}
+    for name in ordered:
+        built = is_built(preset, seed, find_recipe(preset, name))
+        t0 = time.time()
+        folder = ensure_model(preset.name, seed, name, progress=True)
+        out[name] = {"rebuilt_seconds": None if built else round(time.time() - t0, 1),
+                     "weights": weights_of(folder)}
+    return {"models": out}
+
+
+def weights_of(folder: Path) -> str:
+    """The adapter digest of a LoRA world's model (what its build unit records), else the digest of
+    the folder's safetensors weights; both read the tensors, not the files, so the record of how
+    long training took (in the folder too) leaves it alone."""
+    from safetensors.torch import load_file
+
+    from uds_core.adapters import adapter_digest, is_adapter_folder
+    from uds_core.fingerprint import state_digest
+
+    if is_adapter_folder(folder):
+        return adapter_digest(folder)
+    state: dict = {}
+    for path in sorted(folder.glob("*.safetensors")):
+        state |= load_file(str(path))
+    return state_digest(state)
 
 
 def knowledge(zoo: str, name: str, scratch: Path) -> dict:
@@ -167,8 +205,8 @@ UNITS = {"build": build, "knowledge": knowledge, "score": score, "metrics": metr
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("kind", choices=sorted(UNITS))
-    p.add_argument("model")
+    p.add_argument("kind", choices=sorted(UNITS) + ["prepare"])
+    p.add_argument("model", help="the unit's model; of `prepare`, the models to build, comma-separated")
     p.add_argument("--zoo", required=True)
     p.add_argument("--out", required=True)
     p.add_argument("--scratch", required=True)
@@ -176,7 +214,10 @@ def main(argv=None) -> int:
     torch.set_num_threads(1)
     scratch = Path(args.scratch)
     scratch.mkdir(parents=True, exist_ok=True)
-    result = UNITS[args.kind](args.zoo, args.model, scratch)
+    if args.kind == "prepare":
+        result = prepare(args.zoo, args.model.split(","))
+    else:
+        result = UNITS[args.kind](args.zoo, args.model, scratch)
     Path(args.out).write_text(json.dumps(result, allow_nan=True) + "\n")
     return 0
 

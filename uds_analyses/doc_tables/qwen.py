@@ -83,14 +83,17 @@ def snapshot(campaign: Path, smol_scores: Path, build_notes: Path | None = None)
                                                            ("preset", "seed", "lora", "train_dtype", "settings")},
                   "units_total": len(wanted), "done": sorted(u for u in wanted if u in units),
                   "pending": [u for u in wanted if u not in units],
-                  "builds": {}, "knowledge": {}, "scores": {}, "metrics": {}, "machines": {}}
+                  "builds": {}, "knowledge": {}, "scores": {}, "metrics": {}, "machines": {}, "read": {}}
     for uid, doc in units.items():
         kind, model, res = doc["kind"], doc["model"], doc["result"]
         snap["machines"][doc["machine"]["cpu"]] = doc["machine"]
+        if doc.get("prepared"):
+            snap["read"][uid] = doc["prepared"]["models"]
         if kind == "build":
             snap["builds"][model] = {"train_seconds": res.get("train_seconds"), "seconds": doc["seconds"],
                                      "peak_rss_bytes": doc["peak_rss_bytes"], "recipe": res.get("recipe"),
-                                     "adapter_bytes": res.get("adapter_bytes"), "code": doc["code"]}
+                                     "adapter_bytes": res.get("adapter_bytes"), "code": doc["code"],
+                                     "adapter_digest": res.get("adapter_digest")}
             timing = res if "attempts" in res else notes.get(model, {})
             snap["builds"][model] |= {k: timing[k] for k in ("attempts", "train_seconds_total", "why") if k in timing}
         elif kind == "knowledge":
@@ -174,7 +177,29 @@ def build_block(path: Path) -> str:
                      f"{b['adapter_bytes'] / 1e6:.0f}" if b.get("adapter_bytes") else ""])
     notes = "".join(f"\n`{name}`: {s['builds'][name]['why']}\n" for name in _models(s)
                     if s["builds"].get(name, {}).get("why"))
-    return table(["model", "on", "training", "train seconds", "peak RSS (GB)", "adapter (MB)"], rows) + notes
+    return (table(["model", "on", "training", "train seconds", "peak RSS (GB)", "adapter (MB)"], rows) + notes
+            + weights_note(s))
+
+
+def weights_note(snap: dict) -> str:
+    """Whether the units measured the adapters their build units recorded. A unit run on another
+    machine than the build reads a rebuild from the same recipe, which may differ in its last bits."""
+    same, other, rebuilt = [], [], []
+    for uid, models in sorted(snap.get("read", {}).items()):
+        for name, m in models.items():
+            built = snap["builds"].get(name, {}).get("adapter_digest")
+            if m["rebuilt_seconds"] is not None:
+                rebuilt.append(f"`{name}` for `{uid}` ({m['rebuilt_seconds']:.0f} s)")
+            if built is not None:
+                (same if m["weights"] == built else other).append(f"`{name}` in `{uid}`")
+    if not (same or other or rebuilt):
+        return ""
+    lines = [f"\nWeights measured: {len(same)} reads of a model found the adapter its build unit recorded"
+             + (f", {len(other)} another one (a rebuild that differs in its bits): {', '.join(other)}" if other
+                else "") + "."]
+    if rebuilt:
+        lines.append(f" Rebuilt from the recipe before the unit, outside its seconds and memory: {', '.join(rebuilt)}.")
+    return "".join(lines) + "\n"
 
 
 def knowledge_block(path: Path) -> str:
