@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from uds.world_campaign import driver
+from uds.world_campaign import driver, preflight
 from uds.world_campaign.driver import WorldCampaign
 from uds.world_campaign.plan import Unit
 from uds_core.errors import UdsInputError
@@ -39,6 +39,7 @@ def fake_units(monkeypatch):
     """run_child replaced: writes a result for the unit named in the command (or fails for the
     units in `fail`) and reports a peak of 1 GB."""
     calls, fail = [], set()
+    monkeypatch.setattr(preflight, "bf16_slowdown", lambda: 1.0)   # a CPU with bfloat16 kernels
 
     def run_child(cmd):
         kind, model = cmd[3], cmd[4]
@@ -159,3 +160,33 @@ def test_run_child_reports_the_peak_of_its_process_tree():
             "'b = bytearray(300 * 1024 * 1024); b[::4096] = b\"x\" * len(b[::4096])'])")
     rc, peak = driver.run_child([sys.executable, "-c", code])
     assert rc == 0 and peak > 300 * 1024 * 1024
+
+
+def test_a_cpu_without_bfloat16_kernels_is_refused_before_any_unit(tmp_path, fake_units, monkeypatch):
+    """The qwen world trains and scores in bfloat16: a CPU measured 100x slower in it than in
+    float32 runs no unit, and says so in one line; --allow-slow-bf16 goes on."""
+    calls, _ = fake_units
+    monkeypatch.setattr(preflight, "bf16_slowdown", lambda: 100.0)
+    c = WorldCampaign(ZOO, tmp_path, log=lambda s: None)
+    with pytest.raises(UdsInputError, match=r"bfloat16 100x slower than float32 .* --allow-slow-bf16"):
+        c.run()
+    assert calls == []
+    assert c.run(max_units=1, allow_slow_bf16=True) == 1 and calls == ["build/full"]
+
+
+def test_the_check_measures_only_bfloat16_work():
+    measured = []
+
+    def measure():
+        measured.append(1)
+        return 50.0
+    assert preflight.check_bf16({"float32"}, allow_slow=False, where="", measure=measure) is None and not measured
+    assert preflight.check_bf16({"float32", "bfloat16"}, allow_slow=True, where="", measure=measure) == 50.0
+    assert preflight.check_bf16({"bfloat16"}, allow_slow=False, where="", measure=lambda: 3.9) == 3.9
+    with pytest.raises(UdsInputError, match="its units so far ran on Xeon"):
+        preflight.check_bf16({"bfloat16"}, allow_slow=False, where="Xeon", measure=lambda: 4.1)
+
+
+def test_the_slowdown_is_a_ratio_of_two_timed_products():
+    ratio = preflight.bf16_slowdown(rows=8, width=64, repeats=3)
+    assert 0.0 < ratio < float("inf")

@@ -58,6 +58,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--bigmem-lock", metavar="FILE", default=None,
                      help="world plan: hold an exclusive flock on FILE while a unit that needs more memory than "
                           "the rest runs (the float32 comparisons, the metric runs)")
+    run.add_argument("--allow-slow-bf16", action="store_true",
+                     help="world plan: go on on a CPU that computes bfloat16 many times slower than float32 (no "
+                          "AVX-512 BF16 or AMX kernels); refused otherwise")
     run.add_argument("--commit", action="store_true", help="git-commit each unit's file as soon as it is written")
     fix.add_argument("--commit", action="store_true", help="git-commit protocol.json")
     run.add_argument("--keep", default="", metavar="KINDS",
@@ -135,7 +138,7 @@ def world_main(args: argparse.Namespace) -> int:
                   f"ETA {st['eta_seconds'] / 3600:.1f} h"
                   + (f"; next {st['next']}" if st["next"] else ""))
         return 0
-    campaign.run(args.max_units)
+    campaign.run(args.max_units, allow_slow_bf16=args.allow_slow_bf16)
     return 0
 
 

@@ -27,7 +27,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
-from uds.world_campaign.plan import Unit, plan_units, protocol
+from uds.world_campaign.plan import SCORE_DTYPE, Unit, plan_units, protocol
+from uds.world_campaign.preflight import check_bf16
 from uds_core import atomic
 from uds_core.errors import UdsInputError
 from uds_core.sealed import read_sealed, seal
@@ -119,8 +120,16 @@ class WorldCampaign:
                 "todo": [u.id for u in todo]}
 
     # --- running ---------------------------------------------------------------------------
-    def run(self, max_units: int | None = None) -> int:
+    def run(self, max_units: int | None = None, *, allow_slow_bf16: bool = False) -> int:
+        """Run the missing units in order (at most `max_units`); refuses a CPU that computes the
+        world's bfloat16 many times slower than float32 unless `allow_slow_bf16` (preflight.py)."""
         self.check_protocol(write=True)
+        if any(not self.done(u) for u in self.units):
+            cpus = sorted({self.result(u)["machine"]["cpu"] for u in self.units if self.done(u)})
+            ratio = check_bf16({str(self.preset.train_dtype), SCORE_DTYPE}, allow_slow=allow_slow_bf16,
+                               where=", ".join(cpus))
+            if ratio is not None:
+                self.log(f"campaign {self.zoo}: bfloat16 / float32 matrix product time on this CPU {ratio:.2f}")
         ran = 0
         previous = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
