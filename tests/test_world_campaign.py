@@ -147,9 +147,18 @@ def test_protocol_is_fixed_again_only_while_nothing_is_measured(tmp_path, fake_u
     assert (tmp_path / "protocol.json").read_text() == fixed
 
 
-def test_cli_status_and_bad_zoo(tmp_path, uds):
+def test_cli_status_and_bad_zoo(tmp_path, uds, monkeypatch):
+    monkeypatch.setattr(preflight, "bf16_slowdown", lambda: 1.0)
     proc = uds("campaign", "status", "--plan", "world", "--zoo", ZOO, "--dir", str(tmp_path / "c"))
     assert proc.returncode == 0 and "0/25 units done" in proc.stdout and "next build/full" in proc.stdout
+    assert "bfloat16" not in proc.stdout
+    monkeypatch.setattr(preflight, "bf16_slowdown", lambda: 63.2)
+    proc = uds("campaign", "status", "--plan", "world", "--zoo", ZOO, "--dir", str(tmp_path / "c"))
+    assert "this CPU computes bfloat16 63x slower than float32: `uds campaign run` refuses it" in proc.stdout
+    proc = uds("campaign", "status", "--plan", "world", "--zoo", ZOO, "--dir", str(tmp_path / "c"), "--json")
+    assert json.loads(proc.stdout)["bf16_slowdown"] == 63.2
+    proc = uds("campaign", "run", "--plan", "world", "--zoo", ZOO, "--dir", str(tmp_path / "c"))
+    assert proc.returncode == 2 and "--allow-slow-bf16" in proc.stderr and len(proc.stderr.splitlines()) == 1
     proc = uds("campaign", "status", "--plan", "world", "--zoo", "full", "--dir", str(tmp_path / "c"))
     assert proc.returncode == 2 and "tiny-world zoo" in proc.stderr
 

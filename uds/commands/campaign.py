@@ -129,14 +129,20 @@ def world_main(args: argparse.Namespace) -> int:
               f"--zoo {args.zoo} --plan world --dir {args.dir} --commit`")
         return 0
     if args.verb == "status":
+        from uds.world_campaign import preflight
+
         campaign.check_protocol(write=False)
         st = campaign.status()
+        st["bf16_slowdown"] = (preflight.bf16_slowdown() if st["next"] and "bfloat16" in campaign.dtypes()
+                               else None)
         if args.json:
             print(json.dumps(st, indent=1))
-        else:
-            print(f"campaign {st['zoo']}: {st['units']}/{st['units_total']} units done; "
-                  f"ETA {st['eta_seconds'] / 3600:.1f} h"
-                  + (f"; next {st['next']}" if st["next"] else ""))
+            return 0
+        print(f"campaign {st['zoo']}: {st['units']}/{st['units_total']} units done; "
+              f"ETA {st['eta_seconds'] / 3600:.1f} h" + (f"; next {st['next']}" if st["next"] else ""))
+        if (st["bf16_slowdown"] or 0) > preflight.SLOWDOWN_LIMIT:
+            print(f"  this CPU computes bfloat16 {st['bf16_slowdown']:.0f}x slower than float32: `uds campaign run` "
+                  "refuses it (the ETA is for a CPU with bfloat16 kernels; --allow-slow-bf16 goes on anyway)")
         return 0
     campaign.run(args.max_units, allow_slow_bf16=args.allow_slow_bf16)
     return 0

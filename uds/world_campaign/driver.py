@@ -66,6 +66,10 @@ class WorldCampaign:
                                 else set())
         return {n: self.digests[n] for n in sorted(names) if n in self.digests}
 
+    def dtypes(self) -> set[str]:
+        """The dtypes its units train and score in."""
+        return {str(self.preset.train_dtype), SCORE_DTYPE}
+
     def prerequisites(self, unit: Unit) -> list[str]:
         """The built models a unit reads, parents first: a build's parents, or the models of
         `used_digests` (a pretrained base is never built)."""
@@ -126,7 +130,7 @@ class WorldCampaign:
         self.check_protocol(write=True)
         if any(not self.done(u) for u in self.units):
             cpus = sorted({self.result(u)["machine"]["cpu"] for u in self.units if self.done(u)})
-            ratio = check_bf16({str(self.preset.train_dtype), SCORE_DTYPE}, allow_slow=allow_slow_bf16,
+            ratio = check_bf16(self.dtypes(), allow_slow=allow_slow_bf16,
                                where=", ".join(cpus))
             if ratio is not None:
                 self.log(f"campaign {self.zoo}: bfloat16 / float32 matrix product time on this CPU {ratio:.2f}")
