@@ -194,8 +194,3 @@ def test_the_check_measures_only_bfloat16_work():
     assert preflight.check_bf16({"bfloat16"}, allow_slow=False, where="", measure=lambda: 3.9) == 3.9
     with pytest.raises(UdsInputError, match="its units so far ran on Xeon"):
         preflight.check_bf16({"bfloat16"}, allow_slow=False, where="Xeon", measure=lambda: 4.1)
-
-
-def test_the_slowdown_is_a_ratio_of_two_timed_products():
-    ratio = preflight.bf16_slowdown(rows=8, width=64, repeats=3)
-    assert 0.0 < ratio < float("inf")

@@ -23,6 +23,7 @@ from uds_core.errors import UdsInputError
 from uds_core.fingerprint import tokenizer_hash
 from uds_core.formula import TAU
 from uds_core.loading import resolve_device, resolve_dtype
+from uds.cpu_bf16 import warn_if_slow
 from uds_core.memory import check_fits, count_parameters
 from uds_core.progress import progress as track
 from uds_core.report import example_records, summary_fields, write_report
@@ -117,6 +118,7 @@ def score(unlearned: str, *, full: str | None = None, retain: str | None = None,
     settings.validate()
     resolved = resolve_device(device)
     placement = Placement(resolved, resolve_dtype(dtype, resolved))
+    warn_if_slow(placement.device, placement.dtype)
     result, meta, order = measure(unlearned, full=full, retain=retain, data=data, split=split, base=None,
                                   settings=settings, tau=tau, placement=placement, parity=parity,
                                   use_s1_cache=use_s1_cache, started=started)

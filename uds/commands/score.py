@@ -11,11 +11,11 @@ from uds_core import engine
 from uds_core.engine import EngineSettings
 from uds_core.errors import UdsInputError
 from uds_core.formula import TAU
-from uds_core.loading import resolve_device, resolve_dtype
 from uds_core.parity import REFERENCE, SPEC, resolve_alias
 from uds_core.report import headline, write_report
 from metrics.session import Placement
 from uds.api import measure
+from uds.device_args import device_and_dtype
 from uds.split_args import add_split_arg
 
 SCORE_PARITY = (SPEC, REFERENCE)   # open-unlearning has no UDS of its own
@@ -70,8 +70,8 @@ def _settings(args: argparse.Namespace) -> EngineSettings:
 def run(args: argparse.Namespace) -> int:
     t0 = time.time()
     settings = _settings(args)
-    device = resolve_device(args.device)
-    placement = Placement(device, resolve_dtype(args.dtype, device), args.trust_pickle)
+    device, dtype = device_and_dtype(args)
+    placement = Placement(device, dtype, args.trust_pickle)
     result, meta, order = measure(args.unlearned, full=args.full, retain=args.retain, data=args.data,
                                   split=args.split, base=args.base, settings=settings, tau=args.tau,
                                   placement=placement, parity=args.parity, use_s1_cache=not args.no_s1_cache,
