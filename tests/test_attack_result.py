@@ -211,3 +211,35 @@ def test_a_meta_evaluation_campaign_is_not_an_attack_campaign(uds, tmp_path):
     c.measure("orig", "full")
     r = uds("attack", "--from-campaign", str(c.root), "--out", str(tmp_path / "o"))
     assert r.returncode == 2 and "not an attack campaign" in r.stderr
+
+
+def test_the_status_says_where_units_ran_and_what_rebuilt_anchors_changed(tmp_path):
+    """Measurement files of two CPUs (and some of none), one anchor build per CPU, the second with a
+    spread file of two re-scored models: counts and per-key maxima by hand."""
+    from meta_eval.campaign.files import digest_of
+
+    c = SyntheticAttackCampaign(tmp_path / "attack_campaign")
+    c.fill()
+    for i, path in enumerate(sorted((c.root / "measurements" / "orig").glob("*.json"))[:5]):
+        doc = json.loads(path.read_text())
+        doc.pop("digest")
+        doc["machine"] = {"cpu": "Xeon" if i < 3 else "EPYC"}
+        path.write_text(json.dumps(seal(doc), indent=1, sort_keys=True))
+    first, second = {"full": "a1", "retain": "b1"}, {"full": "a2", "retain": "b2"}
+    c._write(f"anchors/{digest_of(first)[:16]}.json", {"anchors": first, "machine": {"cpu": "Xeon"}})
+    c._write(f"anchors/{digest_of(second)[:16]}.json", {"anchors": second, "machine": {"cpu": "EPYC"}})
+    c._write(f"spread/{digest_of(second)[:16]}.json", {"anchors_here": second, "machine": {"cpu": "EPYC"}, "models": [
+        {"model": "u0", "metrics": {"uds": {"abs_diff": 2e-5}, "cka": {"abs_diff": 8e-5}, "es": {"abs_diff": 0.0}}},
+        {"model": "u1", "metrics": {"uds": {"abs_diff": 3e-5}, "cka": {"abs_diff": 1e-5}, "es": {"abs_diff": None}}}]})
+    doc = assemble_attacks(read_campaign(c.root), KEYS)
+    pv = doc["provenance"]
+    assert pv["cpus"] == {"Xeon": 3, "EPYC": 2, "not recorded": len(c.values) - 5}
+    assert pv["anchor_builds"][digest_of(first)[:16]] == {"cpu": "Xeon", "rescored": 0, "largest_abs_diff": {}}
+    assert pv["anchor_builds"][digest_of(second)[:16]] == {"cpu": "EPYC", "rescored": 2, "largest_abs_diff":
+                                                          {"cka": 8e-5, "es": 0.0, "uds": 3e-5}}
+    out = tmp_path / "result.json"
+    out.write_text(json.dumps(doc))
+    status = page.status_block(out)
+    assert f"Measured on: not recorded ({len(c.values) - 5}), Xeon (3), EPYC (2) measurement files." in status
+    assert (f"Anchors rebuilt on EPYC (`{digest_of(second)[:12]}`): 2 measured models scored again under them, "
+            "largest |difference| `cka` 8.0e-05, `uds` 3.0e-05, `es` 0.0e+00.") in status

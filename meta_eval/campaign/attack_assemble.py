@@ -16,6 +16,8 @@ models' values beside the meta-evaluation campaign's committed ones: per key the
 
 from __future__ import annotations
 
+from collections import Counter
+
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -145,6 +147,24 @@ def spread(data: CampaignData, legacy: CampaignData | None, keys: Sequence[str])
     return {"models": models, "keys": per_key}
 
 
+def provenance(data: CampaignData) -> dict:
+    """Where the units were measured: per CPU the number of measurement files, and per anchor build
+    (full and retain, built on one machine) its CPU and, where the anchors were rebuilt, how many
+    measured models were scored again under them with, per key, the largest |here - committed|."""
+    cpus = Counter((doc.get("machine") or {}).get("cpu") or "not recorded" for doc in data.measurements.values())
+    builds = {}
+    for aid, doc in sorted(data.anchors.items()):
+        models = (data.spread.get(aid) or {}).get("models", [])
+        largest: dict[str, float] = {}
+        for m in models:
+            for k, v in m.get("metrics", {}).items():
+                if v.get("abs_diff") is not None:
+                    largest[k] = max(largest.get(k, 0.0), float(v["abs_diff"]))
+        builds[aid] = {"cpu": (doc.get("machine") or {}).get("cpu"), "rescored": len(models),
+                       "largest_abs_diff": dict(sorted(largest.items()))}
+    return {"cpus": dict(sorted(cpus.items())), "anchor_builds": builds}
+
+
 def assemble_attacks(data: CampaignData, keys: Sequence[str], legacy: CampaignData | None = None) -> dict:
     """The whole result document (what `uds attack --from-campaign` writes as result.json)."""
     above = recovered(data)
@@ -171,4 +191,5 @@ def assemble_attacks(data: CampaignData, keys: Sequence[str], legacy: CampaignDa
         "auc_suppressed_vs_legacy_n": auc_table(data, keys, legacy_n) if legacy_n else None,
         "label_check": label_check(data),
         "spread_vs_legacy": spread(data, legacy, keys),
+        "provenance": provenance(data),
     }

@@ -40,7 +40,25 @@ def _status(doc: dict) -> str:
     left = f"{len(c['left_out'])} file(s) left out (not valid)." if c["left_out"] else "No file left out."
     interim = (" **Interim**: the campaign is not finished, so every table below covers only the models measured "
                "so far and will change." if c["units"] < c["units_total"] else "")
-    return (f"{c['units']} of {c['units_total']} units measured (valid files assembled). {left}{interim}\n")
+    return (f"{c['units']} of {c['units_total']} units measured (valid files assembled). {left}{interim}\n"
+            + _provenance(doc.get("provenance")))
+
+
+def _provenance(pv: dict | None) -> str:
+    """On which CPUs the units ran, and what scoring again under rebuilt anchors changed."""
+    if not pv:
+        return ""
+    where = ", ".join(f"{cpu} ({n})" for cpu, n in sorted(pv["cpus"].items(), key=lambda kv: -kv[1]))
+    lines = [f"\nMeasured on: {where} measurement files."]
+    for aid, b in pv["anchor_builds"].items():
+        if b["rescored"]:
+            worst = sorted(b["largest_abs_diff"].items(), key=lambda kv: -kv[1])
+            top = ", ".join(f"`{k}` {v:.1e}" for k, v in worst[:3])
+            lines.append(f" Anchors rebuilt on {b['cpu']} (`{aid[:12]}`): {b['rescored']} measured models scored "
+                         f"again under them, largest |difference| {top}"
+                         + (f" (`uds` {b['largest_abs_diff']['uds']:.1e})" if "uds" in b["largest_abs_diff"]
+                            and all(k != "uds" for k, _ in worst[:3]) else "") + ".")
+    return "".join(lines) + "\n"
 
 
 def _rho(doc: dict) -> str:
