@@ -78,8 +78,11 @@ def test_too_little_memory_is_said_before_loading(monkeypatch):
 
     n = 1_235_814_400   # Llama-3.2-1B
     with pytest.raises(UdsInputError, match=r"needs about 10\.9 GB for 2 models of 1\.24B parameters in float32, "
-                                            r"but cpu has 8\.0 GB available \(try --dtype bfloat16"):
+                                            r"but cpu has 8\.0 GB available \(try --dtype bfloat16 \(fast on a CPU "
+                                            r"only with AVX-512 BF16 or AMX kernels\), or"):
         memory.check_fits("uds score", n, torch.float32, 2, "cpu", available=8 * 10**9)
+    with pytest.raises(UdsInputError, match=r"\(try --dtype bfloat16, or UDS_"):   # a GPU has the kernels
+        memory.check_fits("uds score", n, torch.float32, 2, "cuda", available=8 * 10**9)
     memory.check_fits("uds score", n, torch.bfloat16, 2, "cpu", available=8 * 10**9)   # 5.9 GB fits
     memory.check_fits("uds score", 10**6, torch.float32, 2, "cpu", available=1)   # small: not checked
     monkeypatch.setenv(memory.SKIP_ENV, "0")

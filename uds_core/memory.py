@@ -65,7 +65,9 @@ def check_fits(what: str, n_params: int, dtype: torch.dtype, n_models: int, devi
     have = available_bytes(device) if available is None else available
     if have is not None and need > have:
         dtype_name = str(dtype).replace("torch.", "")
-        hint = "try --dtype bfloat16, or " if dtype == torch.float32 else ""
+        # on a CPU, bfloat16 halves the memory but is fast only where torch has kernels for it
+        slow = " (fast on a CPU only with AVX-512 BF16 or AMX kernels)" if device == "cpu" else ""
+        hint = f"try --dtype bfloat16{slow}, or " if dtype == torch.float32 else ""
         raise UdsInputError(f"{what} needs about {need / GB:.1f} GB for {n_models} model{'s' * (n_models != 1)} of "
                             f"{n_params / 1e9:.2f}B parameters in {dtype_name}, but {device} has "
                             f"{have / GB:.1f} GB available ({hint}{SKIP_ENV}=0 to run anyway)")
