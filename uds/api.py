@@ -23,12 +23,12 @@ from uds_core.errors import UdsInputError
 from uds_core.fingerprint import tokenizer_hash
 from uds_core.formula import TAU
 from uds_core.loading import resolve_device, resolve_dtype
-from uds.cpu_bf16 import warn_if_slow
 from uds_core.memory import check_fits, count_parameters
 from uds_core.progress import progress as track
 from uds_core.report import example_records, summary_fields, write_report
 from metrics.session import EvalSession, Placement
 from metrics.spec import FULL, MODEL, RETAIN
+from uds.cpu_bf16 import warn_if_slow
 from uds.split_args import report_annotation
 from uds.version import __version__
 

@@ -37,6 +37,15 @@ def bf16_slowdown(*, rows: int = 64, width: int = 512, repeats: int = 5) -> floa
     return seconds(torch.bfloat16) / max(seconds(torch.float32), 1e-9)
 
 
+def slowdown_phrase(ratio: float) -> str:
+    """"this CPU computes bfloat16 Nx slower than float32 (torch's CPU capability ...)", the words
+    every message about a slow bfloat16 CPU starts with."""
+    import torch
+
+    return (f"this CPU computes bfloat16 {ratio:.0f}x slower than float32 (torch's CPU capability "
+            f"{torch.backends.cpu.get_cpu_capability()}: no AVX-512 BF16 or AMX kernels)")
+
+
 @functools.lru_cache(maxsize=1)
 def _measured() -> float:
     return bf16_slowdown()
@@ -51,7 +60,6 @@ def warn_if_slow(device: str, dtype) -> float | None:
         return None
     ratio = _measured()
     if ratio > SLOWDOWN_LIMIT:
-        print(f"uds: warning: this CPU computes bfloat16 {ratio:.0f}x slower than float32 (torch's CPU capability "
-              f"{torch.backends.cpu.get_cpu_capability()}: no AVX-512 BF16 or AMX kernels); --dtype float32 runs "
-              "faster here, in twice the memory", file=sys.stderr)
+        print(f"uds: warning: {slowdown_phrase(ratio)}; --dtype float32 runs faster here, in twice the memory",
+              file=sys.stderr)
     return ratio

@@ -17,7 +17,6 @@ models' values beside the meta-evaluation campaign's committed ones: per key the
 from __future__ import annotations
 
 from collections import Counter
-
 from typing import Mapping, Sequence
 
 import numpy as np

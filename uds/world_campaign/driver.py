@@ -128,10 +128,10 @@ class WorldCampaign:
         """Run the missing units in order (at most `max_units`); refuses a CPU that computes the
         world's bfloat16 many times slower than float32 unless `allow_slow_bf16` (preflight.py)."""
         self.check_protocol(write=True)
-        if any(not self.done(u) for u in self.units):
-            cpus = sorted({self.result(u)["machine"]["cpu"] for u in self.units if self.done(u)})
-            ratio = check_bf16(self.dtypes(), allow_slow=allow_slow_bf16,
-                               where=", ".join(cpus))
+        results = [self.result(u) for u in self.units]
+        if None in results:
+            cpus = sorted({r["machine"]["cpu"] for r in results if r is not None})
+            ratio = check_bf16(self.dtypes(), allow_slow=allow_slow_bf16, where=", ".join(cpus))
             if ratio is not None:
                 self.log(f"campaign {self.zoo}: bfloat16 / float32 matrix product time on this CPU {ratio:.2f}")
         ran = 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from uds.cpu_bf16 import SLOWDOWN_LIMIT, bf16_slowdown
+from uds.cpu_bf16 import SLOWDOWN_LIMIT, bf16_slowdown, slowdown_phrase
 from uds_core.errors import UdsInputError
 
 __all__ = ["SLOWDOWN_LIMIT", "bf16_slowdown", "check_bf16"]
@@ -23,18 +23,10 @@ def check_bf16(dtypes: set[str], *, allow_slow: bool, where: str,
     says where the campaign's units ran so far (CPU names); `measure` defaults to `bf16_slowdown`."""
     if "bfloat16" not in dtypes:
         return None
-    import torch
-
-    ratio = (measure or _default_measure)()
+    ratio = (measure or bf16_slowdown)()   # this module's name, looked up now: a test may replace it
     if ratio > SLOWDOWN_LIMIT and not allow_slow:
-        raise UdsInputError(
-            f"this CPU computes bfloat16 {ratio:.0f}x slower than float32 (torch's CPU capability "
-            f"{torch.backends.cpu.get_cpu_capability()}: no AVX-512 BF16 or AMX kernels), and this campaign trains "
-            f"and scores in bfloat16, so its units would take about {ratio:.0f} times as long as on a CPU with "
-            f"those kernels{f' (its units so far ran on {where})' if where else ''}; run it there or on a GPU, "
-            "or pass --allow-slow-bf16 to go on here")
+        ran = f" (its units so far ran on {where})" if where else ""
+        raise UdsInputError(f"{slowdown_phrase(ratio)}, and this campaign trains and scores in bfloat16, so its units "
+                            f"would take about {ratio:.0f} times as long as on a CPU with those kernels{ran}; run it "
+                            "there or on a GPU, or pass --allow-slow-bf16 to go on here")
     return ratio
-
-
-def _default_measure() -> float:
-    return bf16_slowdown()   # looked up when called, so that a test can replace it in this module
