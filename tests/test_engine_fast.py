@@ -170,6 +170,28 @@ def test_bfloat16_stays_close_and_exact_where_it_must(item_sets):
     assert same.s2.deltas.max() == 0.0
 
 
+@pytest.mark.parametrize("attn", ["eager", "sdpa"])
+def test_bfloat16_through_float32_kernels_scores_like_bfloat16(item_sets, attn):
+    """`uds_core.float32_products` (what a CPU without bfloat16 kernels uses): per-layer deltas as
+    close to the same models' float32 ones as torch's own bfloat16 kernels get, and the
+    invariants exact (the model as its own source changes nothing; fast and straightforward
+    paths agree as closely as in bfloat16)."""
+    from uds_core.float32_products import float32_products
+
+    target = fast_model("qwen2", attn).to(torch.bfloat16)
+    retain = perturbed(target, 1.0, seed=3)
+    items, settings = item_sets["right"], EngineSettings(batch_size=3)
+    own = score_pair(target, retain, items, settings)
+    with float32_products():
+        ours = score_pair(target, retain, items, settings)
+        naive = score_pair(target, retain, items, EngineSettings(batch_size=3, algorithm="naive"))
+        same = compute_uds(UdsModels(target, retain, target), Examples(items), settings)
+    exact = score_pair(target.float(), retain.float(), items, settings).deltas
+    assert np.isfinite(ours.patched).all() and same.s2.deltas.max() == 0.0
+    assert np.abs(ours.deltas - exact).max() <= np.abs(own.deltas - exact).max() + 0.02
+    np.testing.assert_allclose(ours.deltas, naive.deltas, atol=0.15, rtol=0)
+
+
 def test_unsupported_family_falls_back_with_one_notice(item_sets, monkeypatch):
     from uds_core import engine as engine_module
 

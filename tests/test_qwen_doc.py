@@ -18,11 +18,12 @@ def _write(path: Path, doc: dict) -> None:
     atomic.write_json(path, seal(doc), indent=1, sort_keys=True)
 
 
-def _unit(root: Path, kind: str, model: str, result: dict, seconds: float = 10.0, peak: int = 3_000_000_000) -> None:
+def _unit(root: Path, kind: str, model: str, result: dict, seconds: float = 10.0, peak: int = 3_000_000_000,
+          machine: dict | None = None) -> None:
     _write(root / kind / f"{model}.json", {"unit": f"{kind}/{model}", "kind": kind, "model": model,
                                            "recipes": {model: "d"}, "code": {"commit": "c", "dirty": False},
                                            "seconds": seconds, "peak_rss_bytes": peak,
-                                           "machine": {"cpu": "test cpu"}, "result": result})
+                                           "machine": machine or {"cpu": "test cpu"}, "result": result})
 
 
 def _examples(s1: list[list[float]], s2: list[list[float]], ke: list[list[int]], uds: list[float]) -> list[dict]:
@@ -79,6 +80,19 @@ def test_snapshot_counts_done_and_pending_units(folders):
     assert "build/retain" in snap["pending"] and "knowledge/base" in snap["pending"]
     assert set(snap["smol"]["scores"]) == {"full", "retain", "graddiff_a", "npo_a", "simnpo_a", "idknll_a"}   # no pools
     assert "7 of 19 units done" in qwen.status_block(_snap(folders))
+
+
+def test_units_computed_through_float32_kernels_are_named(folders):
+    from uds_analyses.doc_tables import qwen
+
+    assert "float32 kernels" not in qwen.status_block(_snap(folders))
+    camp = folders[0]
+    _unit(camp, "score", "retain", _score(1.0, [1.0, 1.0]), machine={"cpu": "AMD EPYC", "bf16_products": "float32"})
+    _unit(camp, "knowledge", "retain", {w: {"rate": 0.0, "n": 1, "answers": []} for w in
+                                        ("forget_questions", "paraphrased_questions")},
+          machine={"cpu": "Xeon", "bf16_products": "native"})
+    block = qwen.status_block(_snap(folders))
+    assert "ran through float32 kernels" in block and "`score/retain`;" in block and "knowledge/retain" not in block
 
 
 def test_layer_profile_is_the_mean_of_the_scored_examples(folders):

@@ -17,6 +17,8 @@ from uds.world_campaign.plan import Unit
 from uds_core.errors import UdsInputError
 from uds_core.sealed import read_sealed
 
+CHILD_ENVS: list = []   # what the fake children of `fake_units` were given, in order
+
 ZOO = "tiny:qwen"
 
 
@@ -37,13 +39,16 @@ def test_plan_builds_and_checks_full_first_and_measures_every_model():
 @pytest.fixture
 def fake_units(monkeypatch):
     """run_child replaced: writes a result for the unit named in the command (or fails for the
-    units in `fail`) and reports a peak of 1 GB."""
+    units in `fail`) and reports a peak of 1 GB; `envs` holds what each child was given."""
     calls, fail = [], set()
+    CHILD_ENVS.clear()
     monkeypatch.setattr(preflight, "bf16_slowdown", lambda: 1.0)   # a CPU with bfloat16 kernels
+    monkeypatch.delenv("UDS_BF16_PRODUCTS", raising=False)
 
-    def run_child(cmd):
+    def run_child(cmd, env=None):
         kind, model = cmd[3], cmd[4]
         calls.append(f"{kind}/{model}")
+        CHILD_ENVS.append(env)
         if f"{kind}/{model}" in fail:
             return 1, 0
         result = ({"models": {n: {"rebuilt_seconds": None, "weights": f"w-{n}"} for n in model.split(",")}}
@@ -148,17 +153,17 @@ def test_protocol_is_fixed_again_only_while_nothing_is_measured(tmp_path, fake_u
 
 
 def test_cli_status_and_bad_zoo(tmp_path, uds, monkeypatch):
+    monkeypatch.delenv("UDS_BF16_PRODUCTS", raising=False)
     monkeypatch.setattr(preflight, "bf16_slowdown", lambda: 1.0)
     proc = uds("campaign", "status", "--plan", "world", "--zoo", ZOO, "--dir", str(tmp_path / "c"))
     assert proc.returncode == 0 and "0/25 units done" in proc.stdout and "next build/full" in proc.stdout
     assert "bfloat16" not in proc.stdout
     monkeypatch.setattr(preflight, "bf16_slowdown", lambda: 63.2)
     proc = uds("campaign", "status", "--plan", "world", "--zoo", ZOO, "--dir", str(tmp_path / "c"))
-    assert "this CPU computes bfloat16 63x slower than float32: `uds campaign run` refuses it" in proc.stdout
+    assert "bfloat16 products would run through float32 kernels (63x slower than float32 here)" in proc.stdout
     proc = uds("campaign", "status", "--plan", "world", "--zoo", ZOO, "--dir", str(tmp_path / "c"), "--json")
-    assert json.loads(proc.stdout)["bf16_slowdown"] == 63.2
-    proc = uds("campaign", "run", "--plan", "world", "--zoo", ZOO, "--dir", str(tmp_path / "c"))
-    assert proc.returncode == 2 and "--allow-slow-bf16" in proc.stderr and len(proc.stderr.splitlines()) == 1
+    st = json.loads(proc.stdout)
+    assert st["bf16_slowdown"] == 63.2 and st["bf16_products"] == "float32"
     proc = uds("campaign", "status", "--plan", "world", "--zoo", "full", "--dir", str(tmp_path / "c"))
     assert proc.returncode == 2 and "tiny-world zoo" in proc.stderr
 
@@ -171,26 +176,42 @@ def test_run_child_reports_the_peak_of_its_process_tree():
     assert rc == 0 and peak > 300 * 1024 * 1024
 
 
-def test_a_cpu_without_bfloat16_kernels_is_refused_before_any_unit(tmp_path, fake_units, monkeypatch):
-    """The qwen world trains and scores in bfloat16: a CPU measured 100x slower in it than in
-    float32 runs no unit, and says so in one line; --allow-slow-bf16 goes on."""
+@pytest.mark.parametrize("ratio, products", [(100.0, "float32"), (1.0, "native")])
+def test_every_unit_computes_bfloat16_products_the_way_decided_before_the_first(tmp_path, fake_units, monkeypatch,
+                                                                                ratio, products):
+    """The qwen world trains and scores in bfloat16: on a CPU measured 100x slower in it than in
+    float32 every child (a unit and its preparation) is told to compute bfloat16 products through
+    float32 kernels, and each unit file says so; with bfloat16 kernels, torch's own."""
     calls, _ = fake_units
-    monkeypatch.setattr(preflight, "bf16_slowdown", lambda: 100.0)
+    measured = []
+    monkeypatch.setattr(preflight, "bf16_slowdown", lambda: measured.append(1) or ratio)
+    said: list[str] = []
+    c = WorldCampaign(ZOO, tmp_path, log=said.append)
+    assert c.run(max_units=2) == 2 and calls == ["build/full", "prepare/full", "knowledge/full"]
+    assert CHILD_ENVS == [{"UDS_BF16_PRODUCTS": products}] * 3 and measured == [1]
+    assert c.result(Unit("knowledge", "full"))["machine"]["bf16_products"] == products
+    assert any(f"matrix product time on this CPU {ratio:.2f}" in line for line in said)
+
+
+def test_the_environment_overrides_the_measurement(tmp_path, fake_units, monkeypatch):
+    calls, _ = fake_units
+    monkeypatch.setattr(preflight, "bf16_slowdown", lambda: pytest.fail("measured"))
+    monkeypatch.setenv("UDS_BF16_PRODUCTS", "native")
     c = WorldCampaign(ZOO, tmp_path, log=lambda s: None)
-    with pytest.raises(UdsInputError, match=r"bfloat16 100x slower than float32 .* --allow-slow-bf16"):
-        c.run()
-    assert calls == []
-    assert c.run(max_units=1, allow_slow_bf16=True) == 1 and calls == ["build/full"]
+    assert c.run(max_units=1) == 1 and CHILD_ENVS == [{"UDS_BF16_PRODUCTS": "native"}]
+    monkeypatch.setenv("UDS_BF16_PRODUCTS", "fp8")
+    with pytest.raises(UdsInputError, match="UDS_BF16_PRODUCTS=fp8: choose auto, float32 or native"):
+        c.run(max_units=1)
 
 
-def test_the_check_measures_only_bfloat16_work():
+def test_the_choice_measures_only_bfloat16_work(monkeypatch):
+    monkeypatch.delenv("UDS_BF16_PRODUCTS", raising=False)
     measured = []
 
     def measure():
         measured.append(1)
         return 50.0
-    assert preflight.check_bf16({"float32"}, allow_slow=False, where="", measure=measure) is None and not measured
-    assert preflight.check_bf16({"float32", "bfloat16"}, allow_slow=True, where="", measure=measure) == 50.0
-    assert preflight.check_bf16({"bfloat16"}, allow_slow=False, where="", measure=lambda: 3.9) == 3.9
-    with pytest.raises(UdsInputError, match="its units so far ran on Xeon"):
-        preflight.check_bf16({"bfloat16"}, allow_slow=False, where="Xeon", measure=lambda: 4.1)
+    assert preflight.choose({"float32"}, measure=measure) == (None, None) and not measured
+    assert preflight.choose({"float32", "bfloat16"}, measure=measure) == (50.0, "float32")
+    assert preflight.choose({"bfloat16"}, measure=lambda: 3.9) == (3.9, "native")   # at most SLOWDOWN_LIMIT
+    assert preflight.choose({"bfloat16"}, measure=lambda: 4.1) == (4.1, "float32")

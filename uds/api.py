@@ -28,7 +28,7 @@ from uds_core.progress import progress as track
 from uds_core.report import example_records, summary_fields, write_report
 from metrics.session import EvalSession, Placement
 from metrics.spec import FULL, MODEL, RETAIN
-from uds.cpu_bf16 import warn_if_slow
+from uds.cpu_bf16 import bf16_products, products_in_use
 from uds.split_args import report_annotation
 from uds.version import __version__
 
@@ -91,6 +91,7 @@ def measure(unlearned: str, *, full: str | None, retain: str | None, data: str |
             "split": session.split.name if session.split else None, "annotation": session.annotation,
             "data_hash": key["data"], "fingerprints": {**fps, "tokenizer": tokenizer_hash(full_tok)},
             "component": settings.component, "dtype": s1_cache.dtype_name(placement.dtype),
+            "bf16_products": products_in_use(placement.device, placement.dtype),
             "logprob_dtype": settings.logprob_dtype, "device": placement.device, "batch_size": settings.batch_size,
             "parity": parity, "reference_last_layer": settings.reference_last_layer,
             "attn_implementation": key["attn_implementation"], "algorithm": key["algorithm"], "s1_cache": run.state,
@@ -118,10 +119,10 @@ def score(unlearned: str, *, full: str | None = None, retain: str | None = None,
     settings.validate()
     resolved = resolve_device(device)
     placement = Placement(resolved, resolve_dtype(dtype, resolved))
-    warn_if_slow(placement.device, placement.dtype)
-    result, meta, order = measure(unlearned, full=full, retain=retain, data=data, split=split, base=None,
-                                  settings=settings, tau=tau, placement=placement, parity=parity,
-                                  use_s1_cache=use_s1_cache, started=started)
+    with bf16_products(placement.device, placement.dtype):
+        result, meta, order = measure(unlearned, full=full, retain=retain, data=data, split=split, base=None,
+                                      settings=settings, tau=tau, placement=placement, parity=parity,
+                                      use_s1_cache=use_s1_cache, started=started)
     if out is not None:
         summary = write_report(out, result, meta, order=order, title=unlearned)
     else:

@@ -1,18 +1,25 @@
-"""How much slower this CPU computes bfloat16 than float32, and a warning where it is many times.
+"""How much slower this CPU computes bfloat16 than float32, and what `uds` does about it.
 
-Without bfloat16 kernels (AVX-512 BF16 or AMX) torch emulates bfloat16 arithmetic on the CPU, and
-a bfloat16 matrix product costs tens to hundreds of float32 ones: `--dtype bfloat16` saves memory
-there at that price. With the kernels it is about as fast or faster.
+Without bfloat16 kernels (AVX-512 BF16 or AMX) torch takes a slow path for bfloat16 matrix
+products on the CPU, tens of times slower than float32. There, unless `UDS_BF16_PRODUCTS=native`,
+a command asked for bfloat16 on the CPU runs its products through float32 kernels on the same
+bfloat16 values (`uds_core.float32_products`): bfloat16's numbers at about float32's speed, in
+bfloat16's memory. With the kernels torch's own path is as fast or faster and is kept.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import statistics
 import sys
 import time
+from typing import Literal
 
 SLOWDOWN_LIMIT = 4.0   # bfloat16 / float32 seconds above which bfloat16 on this CPU is called slow
+ENV = "UDS_BF16_PRODUCTS"   # auto (the default), float32 or native
+Products = Literal["float32", "native"]
 
 
 def bf16_slowdown(*, rows: int = 64, width: int = 512, repeats: int = 5) -> float:
@@ -51,15 +58,61 @@ def _measured() -> float:
     return bf16_slowdown()
 
 
-def warn_if_slow(device: str, dtype) -> float | None:
-    """On the CPU in bfloat16, measure once per process and print a one-line warning on stderr when
-    bfloat16 is more than `SLOWDOWN_LIMIT` times slower; the measured ratio (None when not measured)."""
+def choose_products(device: str, dtype) -> Products | None:
+    """How bfloat16 matrix products on the CPU are computed in this process: "float32" (through
+    float32 kernels) where `UDS_BF16_PRODUCTS` says so or, by default, where this CPU computes
+    bfloat16 more than `SLOWDOWN_LIMIT` times slower (measured once per process, said in one
+    stderr line); "native" otherwise; None unless `device` is the CPU and `dtype` bfloat16."""
     import torch
 
     if device != "cpu" or dtype != torch.bfloat16:
         return None
+    wanted = os.environ.get(ENV, "auto").strip().lower() or "auto"
+    if wanted not in ("auto", "float32", "native"):
+        from uds_core.errors import UdsInputError
+
+        raise UdsInputError(f"{ENV}={wanted}: choose auto, float32 or native")
+    if wanted != "auto":
+        return wanted   # type: ignore[return-value]
     ratio = _measured()
-    if ratio > SLOWDOWN_LIMIT:
-        print(f"uds: warning: {slowdown_phrase(ratio)}; --dtype float32 runs faster here, in twice the memory",
-              file=sys.stderr)
-    return ratio
+    if ratio <= SLOWDOWN_LIMIT:
+        return "native"
+    print(f"uds: {slowdown_phrase(ratio)}; its bfloat16 matrix products run here through float32 kernels on "
+          f"the same bfloat16 values ({ENV}=native keeps torch's own)", file=sys.stderr)
+    return "float32"
+
+
+def bf16_products(device: str, dtype) -> contextlib.AbstractContextManager:
+    """A context in which bfloat16 CPU products are computed as `choose_products` decides."""
+    if choose_products(device, dtype) != "float32":
+        return contextlib.nullcontext()
+    from uds_core.float32_products import float32_products
+
+    return float32_products()
+
+
+_PROCESS: list = []   # the context entered for the rest of the process, once
+
+
+def use_for_process(device: str, dtype) -> Products | None:
+    """`bf16_products` for the rest of this process (a command line's): entered once, never left."""
+    choice = choose_products(device, dtype)
+    if choice == "float32" and not _PROCESS:
+        from uds_core.float32_products import float32_products
+
+        ctx = float32_products()
+        ctx.__enter__()
+        _PROCESS.append(ctx)
+    return choice
+
+
+def products_in_use(device: str, dtype) -> Products | None:
+    """How this process computes bfloat16 CPU products now (None unless CPU and bfloat16): for the
+    record a result keeps."""
+    import torch
+
+    from uds_core.float32_products import active
+
+    if device != "cpu" or dtype != torch.bfloat16:
+        return None
+    return "float32" if active() else "native"

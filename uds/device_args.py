@@ -17,12 +17,13 @@ def add_device_args(p: argparse.ArgumentParser, dtype: bool = True) -> None:
 
 def device_and_dtype(args: argparse.Namespace):
     """(device name, torch dtype) of a parsed command line; unknown names are bad input. bfloat16
-    on a CPU without bfloat16 kernels is warned about on stderr (`uds.cpu_bf16`)."""
+    on a CPU without bfloat16 kernels computes its products through float32 kernels for the rest
+    of the process (`uds.cpu_bf16`)."""
     from uds_core.loading import resolve_device, resolve_dtype
 
-    from uds.cpu_bf16 import warn_if_slow
+    from uds.cpu_bf16 import use_for_process
 
     device = resolve_device(args.device)
     dtype = resolve_dtype(args.dtype, device)
-    warn_if_slow(device, dtype)
+    use_for_process(device, dtype)
     return device, dtype

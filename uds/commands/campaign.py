@@ -58,9 +58,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--bigmem-lock", metavar="FILE", default=None,
                      help="world plan: hold an exclusive flock on FILE while a unit that needs more memory than "
                           "the rest runs (the float32 comparisons, the metric runs)")
-    run.add_argument("--allow-slow-bf16", action="store_true",
-                     help="world plan: go on on a CPU that computes bfloat16 many times slower than float32 (no "
-                          "AVX-512 BF16 or AMX kernels); refused otherwise")
     run.add_argument("--commit", action="store_true", help="git-commit each unit's file as soon as it is written")
     fix.add_argument("--commit", action="store_true", help="git-commit protocol.json")
     run.add_argument("--keep", default="", metavar="KINDS",
@@ -133,18 +130,19 @@ def world_main(args: argparse.Namespace) -> int:
 
         campaign.check_protocol(write=False)
         st = campaign.status()
-        st["bf16_slowdown"] = (preflight.bf16_slowdown() if st["next"] and "bfloat16" in campaign.dtypes()
-                               else None)
+        st["bf16_slowdown"], st["bf16_products"] = (preflight.choose(campaign.dtypes()) if st["next"]
+                                                    else (None, None))
         if args.json:
             print(json.dumps(st, indent=1))
             return 0
         print(f"campaign {st['zoo']}: {st['units']}/{st['units_total']} units done; "
               f"ETA {st['eta_seconds'] / 3600:.1f} h" + (f"; next {st['next']}" if st["next"] else ""))
-        if (st["bf16_slowdown"] or 0) > preflight.SLOWDOWN_LIMIT:
-            print(f"  this CPU computes bfloat16 {st['bf16_slowdown']:.0f}x slower than float32: `uds campaign run` "
-                  "refuses it (the ETA is for a CPU with bfloat16 kernels; --allow-slow-bf16 goes on anyway)")
+        if st["bf16_products"] == "float32":
+            slower = "" if st["bf16_slowdown"] is None else f" ({st['bf16_slowdown']:.0f}x slower than float32 here)"
+            print(f"  bfloat16 products would run through float32 kernels{slower}; the ETA is from the units' "
+                  "files, whatever CPU they ran on")
         return 0
-    campaign.run(args.max_units, allow_slow_bf16=args.allow_slow_bf16)
+    campaign.run(args.max_units)
     return 0
 
 

@@ -27,8 +27,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable
 
+from uds.cpu_bf16 import ENV
 from uds.world_campaign.plan import SCORE_DTYPE, Unit, plan_units, protocol
-from uds.world_campaign.preflight import check_bf16
+from uds.world_campaign import preflight
 from uds_core import atomic
 from uds_core.errors import UdsInputError
 from uds_core.sealed import read_sealed, seal
@@ -49,6 +50,7 @@ class WorldCampaign:
         if world is None:
             raise UdsInputError(f"--zoo {zoo}: a world campaign takes a tiny-world zoo (tiny:<preset>[-<seed>])")
         self.zoo, self.root, self.publish, self.bigmem_lock, self.log = zoo, Path(root), publish, bigmem_lock, log
+        self.products: str | None = None   # how the units compute bfloat16 products, decided by `run`
         self.preset, self.seed = get_preset(world[0]), world[1]
         zoo_recipes = [r for r in recipes(self.preset) if r.kind in ("full", "retain", "unlearned")]
         self.digests = {r.name: recipe_digest(self.preset, r, seed=self.seed) for r in zoo_recipes}
@@ -124,16 +126,16 @@ class WorldCampaign:
                 "todo": [u.id for u in todo]}
 
     # --- running ---------------------------------------------------------------------------
-    def run(self, max_units: int | None = None, *, allow_slow_bf16: bool = False) -> int:
-        """Run the missing units in order (at most `max_units`); refuses a CPU that computes the
-        world's bfloat16 many times slower than float32 unless `allow_slow_bf16` (preflight.py)."""
+    def run(self, max_units: int | None = None) -> int:
+        """Run the missing units in order (at most `max_units`); how their bfloat16 products are
+        computed is decided once, before the first (preflight.py), and holds for every unit."""
         self.check_protocol(write=True)
-        results = [self.result(u) for u in self.units]
-        if None in results:
-            cpus = sorted({r["machine"]["cpu"] for r in results if r is not None})
-            ratio = check_bf16(self.dtypes(), allow_slow=allow_slow_bf16, where=", ".join(cpus))
-            if ratio is not None:
-                self.log(f"campaign {self.zoo}: bfloat16 / float32 matrix product time on this CPU {ratio:.2f}")
+        if not all(self.done(u) for u in self.units):
+            ratio, self.products = preflight.choose(self.dtypes())
+            if self.products is not None:
+                measured = "" if ratio is None else f"bfloat16 / float32 matrix product time on this CPU {ratio:.2f}; "
+                self.log(f"campaign {self.zoo}: {measured}bfloat16 products computed "
+                         + ("through float32 kernels" if self.products == "float32" else "by torch's own kernels"))
         ran = 0
         previous = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
@@ -165,7 +167,7 @@ class WorldCampaign:
         t0 = time.time()
         try:
             with self.lock_if(big):
-                rc, peak = run_child(cmd)
+                rc, peak = run_child(cmd, {ENV: self.products} if self.products else {})
             if rc != 0:
                 raise UdsInputError(f"campaign {self.zoo}: {label} failed (exit {rc}); its output is above. "
                                     "Fix the cause and run the same command to continue")
@@ -185,7 +187,7 @@ class WorldCampaign:
         result, seconds, peak = self.child(unit.kind, unit.model, f"unit {unit.id}", unit.big)
         doc = {"unit": unit.id, "kind": unit.kind, "model": unit.model, "zoo": self.zoo,
                "recipes": self.used_digests(unit), "code": code, "seconds": seconds, "prepared": prepared,
-               "peak_rss_bytes": peak, "machine": machine(),
+               "peak_rss_bytes": peak, "machine": machine() | {"bf16_products": self.products},
                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                "result": result}
         path = atomic.write_json(self.path(unit), seal(doc), indent=1, sort_keys=True, allow_nan=True)
@@ -222,10 +224,11 @@ def _stop(signum, frame) -> None:
     raise Stopped(signal.Signals(signum).name)
 
 
-def run_child(cmd: list[str]) -> tuple[int, int]:
-    """(exit status, peak resident bytes) of `cmd` run with one torch thread, its output on ours."""
+def run_child(cmd: list[str], env: dict[str, str] | None = None) -> tuple[int, int]:
+    """(exit status, peak resident bytes) of `cmd` run with one torch thread and `env` added to
+    ours, its output on ours."""
     global _CHILD
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", **(env or {})}
     _CHILD = subprocess.Popen(cmd, env=env)
     try:
         _, status, usage = os.wait4(_CHILD.pid, 0)

@@ -1,32 +1,32 @@
-"""Whether this CPU can run a bfloat16 world campaign at all, measured before its first unit.
+"""How this CPU computes a world campaign's bfloat16 work, decided once before its first unit.
 
-Without bfloat16 kernels (`uds.cpu_bf16`) a campaign whose recipes train and score in bfloat16
-would run tens to hundreds of times slower than its recorded units, for results no different from
-the same units on a CPU that has the kernels. The campaign refuses such a CPU in one line unless
-told to go on.
+Without bfloat16 kernels (`uds.cpu_bf16`) torch's bfloat16 matrix products are tens of times
+slower than float32 ones; there the campaign's units compute them through float32 kernels on the
+same bfloat16 values (`uds_core.float32_products`), and every unit file records which way it
+computed them. `UDS_BF16_PRODUCTS` (float32 or native) overrides the measured choice.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Callable
 
-from uds.cpu_bf16 import SLOWDOWN_LIMIT, bf16_slowdown, slowdown_phrase
+from uds.cpu_bf16 import ENV, SLOWDOWN_LIMIT, Products, bf16_slowdown
 from uds_core.errors import UdsInputError
 
-__all__ = ["SLOWDOWN_LIMIT", "bf16_slowdown", "check_bf16"]
+__all__ = ["SLOWDOWN_LIMIT", "bf16_slowdown", "choose"]
 
 
-def check_bf16(dtypes: set[str], *, allow_slow: bool, where: str,
-               measure: Callable[[], float] | None = None) -> float | None:
-    """The measured slowdown when any of `dtypes` is bfloat16 (None otherwise, nothing measured);
-    raises `UdsInputError` when it exceeds `SLOWDOWN_LIMIT` and `allow_slow` is false. `where`
-    says where the campaign's units ran so far (CPU names); `measure` defaults to `bf16_slowdown`."""
+def choose(dtypes: set[str], *, measure: Callable[[], float] | None = None) -> tuple[float | None, Products | None]:
+    """(measured slowdown, how bfloat16 products are computed) when any of `dtypes` is bfloat16,
+    else (None, None) with nothing measured. `UDS_BF16_PRODUCTS` float32 or native is taken as
+    it is (nothing measured); auto, or unset, measures (`measure` defaults to `bf16_slowdown`)."""
     if "bfloat16" not in dtypes:
-        return None
+        return None, None
+    wanted = os.environ.get(ENV, "auto").strip().lower() or "auto"
+    if wanted in ("float32", "native"):
+        return None, wanted   # type: ignore[return-value]
+    if wanted != "auto":
+        raise UdsInputError(f"{ENV}={wanted}: choose auto, float32 or native")
     ratio = (measure or bf16_slowdown)()   # this module's name, looked up now: a test may replace it
-    if ratio > SLOWDOWN_LIMIT and not allow_slow:
-        ran = f" (its units so far ran on {where})" if where else ""
-        raise UdsInputError(f"{slowdown_phrase(ratio)}, and this campaign trains and scores in bfloat16, so its units "
-                            f"would take about {ratio:.0f} times as long as on a CPU with those kernels{ran}; run it "
-                            "there or on a GPU, or pass --allow-slow-bf16 to go on here")
-    return ratio
+    return ratio, "float32" if ratio > SLOWDOWN_LIMIT else "native"

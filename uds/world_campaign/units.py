@@ -17,6 +17,7 @@ from pathlib import Path
 
 import torch
 
+from uds.cpu_bf16 import use_for_process
 from uds.world_campaign.plan import EXACTNESS_EXAMPLES, SCORE_DTYPE
 
 CHECK_TOKENS = 64   # new tokens per knowledge-check answer (meta_eval.knowledge's)
@@ -212,6 +213,8 @@ def main(argv=None) -> int:
     p.add_argument("--scratch", required=True)
     args = p.parse_args(argv)
     torch.set_num_threads(1)
+    if args.kind in ("build", "prepare", "knowledge"):   # in-process bfloat16 work (the others run `uds` commands)
+        use_for_process("cpu", torch.bfloat16)
     scratch = Path(args.scratch)
     scratch.mkdir(parents=True, exist_ok=True)
     if args.kind == "prepare":

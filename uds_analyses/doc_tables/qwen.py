@@ -83,10 +83,13 @@ def snapshot(campaign: Path, smol_scores: Path, build_notes: Path | None = None)
                                                            ("preset", "seed", "lora", "train_dtype", "settings")},
                   "units_total": len(wanted), "done": sorted(u for u in wanted if u in units),
                   "pending": [u for u in wanted if u not in units],
-                  "builds": {}, "knowledge": {}, "scores": {}, "metrics": {}, "machines": {}, "read": {}}
+                  "builds": {}, "knowledge": {}, "scores": {}, "metrics": {}, "machines": {}, "read": {},
+                  "float32_products": []}
     for uid, doc in units.items():
         kind, model, res = doc["kind"], doc["model"], doc["result"]
         snap["machines"][doc["machine"]["cpu"]] = doc["machine"]
+        if doc["machine"].get("bf16_products") == "float32":
+            snap["float32_products"].append(uid)
         if doc.get("prepared"):
             snap["read"][uid] = doc["prepared"]["models"]
         if kind == "build":
@@ -146,8 +149,12 @@ def _models(snap: dict) -> list[str]:
 def status_block(path: Path) -> str:
     s = _load(path)
     pending = ", ".join(f"`{u}`" for u in s["pending"]) or "none"
+    fp32 = s.get("float32_products") or []
+    via = "" if not fp32 else (
+        f" Units whose bfloat16 products ran through float32 kernels (a CPU without bfloat16 kernels, "
+        f"[usage](usage.md#devices-and-dtypes)): {', '.join(f'`{u}`' for u in fp32)}; the others on torch's own.")
     return (f"Snapshot of `{s['zoo']}`: **{len(s['done'])} of {s['units_total']} units done**. "
-            f"Pending: {pending}.\n")
+            f"Pending: {pending}.{via}\n")
 
 
 def _train_time(b: dict) -> str:
