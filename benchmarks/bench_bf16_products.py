@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import copy
-import json
 import statistics
 import sys
 import time
@@ -27,6 +26,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from uds_core import atomic  # noqa: E402
 from uds_core.float32_products import float32_products  # noqa: E402
 
 ARMS = ("float32", "bfloat16", "bfloat16-float32-products")
@@ -102,7 +102,7 @@ def main(argv=None) -> dict:
     print(f"largest |loss - float32 loss|: {', '.join(f'{a} {v:.2e}' for a, v in loss_diff.items())}")
     if args.out:
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+        atomic.write_json(args.out, result, indent=1)
     return result
 
 
