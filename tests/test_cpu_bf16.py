@@ -19,6 +19,7 @@ def slowdown(monkeypatch):
     """Set the measured ratio; the list counts the measurements."""
     calls: list[float] = []
     monkeypatch.delenv(cpu_bf16.ENV, raising=False)
+    monkeypatch.setattr(cpu_bf16, "_SAID", [])
 
     def set_to(ratio: float) -> list[float]:
         def measured() -> float:
@@ -69,24 +70,23 @@ def test_a_bad_environment_value_is_bad_input(slowdown, monkeypatch):
         cpu_bf16.choose_products("cpu", torch.bfloat16)
 
 
-def test_commands_that_resolve_a_dtype_use_it_for_the_process(slowdown, capsys, uds, tmp_path, monkeypatch):
+def test_commands_that_resolve_a_dtype_use_it_until_the_command_returns(slowdown, capsys, uds, tmp_path):
     from uds.device_args import device_and_dtype
 
-    monkeypatch.setattr(cpu_bf16, "_PROCESS", [])
     slowdown(40.0)
     try:
         assert device_and_dtype(argparse.Namespace(device="cpu", dtype="bfloat16")) == ("cpu", torch.bfloat16)
         assert "40x slower" in capsys.readouterr().err and float32_products.active()
+        device_and_dtype(argparse.Namespace(device="cpu", dtype="bfloat16"))   # entered and said once
+        assert capsys.readouterr().err == ""
     finally:
-        for ctx in cpu_bf16._PROCESS:
-            ctx.__exit__(None, None, None)
+        cpu_bf16.release()
     assert not float32_products.active()
-    monkeypatch.setattr(cpu_bf16, "_PROCESS", [])
+    cpu_bf16._SAID.clear()
     proc = uds("score", "--unlearned", str(tmp_path / "absent"), "--device", "cpu", "--dtype", "bfloat16")
     note, error = proc.stderr.splitlines()[:2]
     assert proc.returncode == 2 and "40x slower" in note and "absent" in error
-    for ctx in cpu_bf16._PROCESS:
-        ctx.__exit__(None, None, None)
+    assert not float32_products.active()   # released when the command returned, error or not
 
 
 def test_the_slowdown_is_a_ratio_of_two_timed_products():

@@ -95,3 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 else "nothing was written; a rerun starts over")
         print(f"uds {args.command}: interrupted; {kept}", file=sys.stderr)
         return 130
+    finally:
+        from uds import cpu_bf16
+
+        cpu_bf16.release()   # bfloat16 products through float32 kernels end with the command

@@ -53,6 +53,9 @@ def slowdown_phrase(ratio: float) -> str:
             f"{torch.backends.cpu.get_cpu_capability()}: no AVX-512 BF16 or AMX kernels)")
 
 
+_SAID: list[float] = []   # the note is said once a process
+
+
 @functools.lru_cache(maxsize=1)
 def _measured() -> float:
     return bf16_slowdown()
@@ -61,8 +64,8 @@ def _measured() -> float:
 def choose_products(device: str, dtype) -> Products | None:
     """How bfloat16 matrix products on the CPU are computed in this process: "float32" (through
     float32 kernels) where `UDS_BF16_PRODUCTS` says so or, by default, where this CPU computes
-    bfloat16 more than `SLOWDOWN_LIMIT` times slower (measured once per process, said in one
-    stderr line); "native" otherwise; None unless `device` is the CPU and `dtype` bfloat16."""
+    bfloat16 more than `SLOWDOWN_LIMIT` times slower (measured and said in one stderr line once
+    a process); "native" otherwise; None unless `device` is the CPU and `dtype` bfloat16."""
     import torch
 
     if device != "cpu" or dtype != torch.bfloat16:
@@ -77,8 +80,10 @@ def choose_products(device: str, dtype) -> Products | None:
     ratio = _measured()
     if ratio <= SLOWDOWN_LIMIT:
         return "native"
-    print(f"uds: {slowdown_phrase(ratio)}; its bfloat16 matrix products run here through float32 kernels on "
-          f"the same bfloat16 values ({ENV}=native keeps torch's own)", file=sys.stderr)
+    if not _SAID:
+        _SAID.append(ratio)
+        print(f"uds: {slowdown_phrase(ratio)}; its bfloat16 matrix products run here through float32 kernels on "
+              f"the same bfloat16 values ({ENV}=native keeps torch's own)", file=sys.stderr)
     return "float32"
 
 
@@ -91,11 +96,12 @@ def bf16_products(device: str, dtype) -> contextlib.AbstractContextManager:
     return float32_products()
 
 
-_PROCESS: list = []   # the context entered for the rest of the process, once
+_PROCESS: list = []   # the context `use_for_process` entered, until `release`
 
 
 def use_for_process(device: str, dtype) -> Products | None:
-    """`bf16_products` for the rest of this process (a command line's): entered once, never left."""
+    """`bf16_products` from now until `release()` (a command line's whole run: `uds.cli.main`
+    releases it when the command returns); entered once however often it is called."""
     choice = choose_products(device, dtype)
     if choice == "float32" and not _PROCESS:
         from uds_core.float32_products import float32_products
@@ -104,6 +110,12 @@ def use_for_process(device: str, dtype) -> Products | None:
         ctx.__enter__()
         _PROCESS.append(ctx)
     return choice
+
+
+def release() -> None:
+    """Leave what `use_for_process` entered (nothing when it entered nothing)."""
+    while _PROCESS:
+        _PROCESS.pop().__exit__(None, None, None)
 
 
 def products_in_use(device: str, dtype) -> Products | None:
