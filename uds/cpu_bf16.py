@@ -56,6 +56,21 @@ def slowdown_phrase(ratio: float) -> str:
 _SAID: list[float] = []   # the note is said once a process
 
 
+def requested() -> Literal["auto", "float32", "native"]:
+    """`UDS_BF16_PRODUCTS` (auto when unset); another value is bad input."""
+    wanted = os.environ.get(ENV, "auto").strip().lower() or "auto"
+    if wanted not in ("auto", "float32", "native"):
+        from uds_core.errors import UdsInputError
+
+        raise UdsInputError(f"{ENV}={wanted}: choose auto, float32 or native")
+    return wanted   # type: ignore[return-value]
+
+
+def decide(ratio: float) -> Products:
+    """Through float32 kernels where bfloat16 is more than `SLOWDOWN_LIMIT` times slower."""
+    return "float32" if ratio > SLOWDOWN_LIMIT else "native"
+
+
 @functools.lru_cache(maxsize=1)
 def _measured() -> float:
     return bf16_slowdown()
@@ -70,15 +85,10 @@ def choose_products(device: str, dtype) -> Products | None:
 
     if device != "cpu" or dtype != torch.bfloat16:
         return None
-    wanted = os.environ.get(ENV, "auto").strip().lower() or "auto"
-    if wanted not in ("auto", "float32", "native"):
-        from uds_core.errors import UdsInputError
-
-        raise UdsInputError(f"{ENV}={wanted}: choose auto, float32 or native")
-    if wanted != "auto":
-        return wanted   # type: ignore[return-value]
+    if (wanted := requested()) != "auto":
+        return wanted
     ratio = _measured()
-    if ratio <= SLOWDOWN_LIMIT:
+    if decide(ratio) == "native":
         return "native"
     if not _SAID:
         _SAID.append(ratio)

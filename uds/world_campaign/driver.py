@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Callable
 
 from uds.cpu_bf16 import ENV
-from uds.world_campaign.plan import SCORE_DTYPE, Unit, plan_units, protocol
 from uds.world_campaign import preflight
+from uds.world_campaign.plan import SCORE_DTYPE, Unit, plan_units, protocol
 from uds_core import atomic
 from uds_core.errors import UdsInputError
 from uds_core.sealed import read_sealed, seal

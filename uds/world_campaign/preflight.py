@@ -8,11 +8,9 @@ computed them. `UDS_BF16_PRODUCTS` (float32 or native) overrides the measured ch
 
 from __future__ import annotations
 
-import os
 from typing import Callable
 
-from uds.cpu_bf16 import ENV, SLOWDOWN_LIMIT, Products, bf16_slowdown
-from uds_core.errors import UdsInputError
+from uds.cpu_bf16 import SLOWDOWN_LIMIT, Products, bf16_slowdown, decide, requested
 
 __all__ = ["SLOWDOWN_LIMIT", "bf16_slowdown", "choose"]
 
@@ -23,10 +21,7 @@ def choose(dtypes: set[str], *, measure: Callable[[], float] | None = None) -> t
     it is (nothing measured); auto, or unset, measures (`measure` defaults to `bf16_slowdown`)."""
     if "bfloat16" not in dtypes:
         return None, None
-    wanted = os.environ.get(ENV, "auto").strip().lower() or "auto"
-    if wanted in ("float32", "native"):
-        return None, wanted   # type: ignore[return-value]
-    if wanted != "auto":
-        raise UdsInputError(f"{ENV}={wanted}: choose auto, float32 or native")
+    if (wanted := requested()) != "auto":
+        return None, wanted
     ratio = (measure or bf16_slowdown)()   # this module's name, looked up now: a test may replace it
-    return ratio, "float32" if ratio > SLOWDOWN_LIMIT else "native"
+    return ratio, decide(ratio)
