@@ -26,6 +26,7 @@ from metrics.registry import (BASELINE_KEYS, BASELINE_METRICS, computation_order
 from metrics.result import MetricResult
 from metrics.session import EvalSession, Placement
 from uds import metrics_resume as resume
+from uds.cpu_bf16 import products_in_use
 from uds.device_args import add_device_args, device_and_dtype
 from uds.split_args import add_split_arg, report_annotation
 
@@ -163,6 +164,7 @@ def _settings_record(ctx: EvalContext, session: EvalSession, args: argparse.Name
             "parity": s.parity, "attention_mask": "ou-pad-masked" if s.open_unlearning else "length",
             "min_k": MIN_K,
             "device": s.device, "dtype": str(dtype).replace("torch.", ""),
+            "bf16_products": products_in_use(s.device, dtype),
             "fluency_classifier": args.fluency_classifier, "seconds": None if seconds is None else round(seconds, 1)}
 
 
