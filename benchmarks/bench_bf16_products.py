@@ -1,6 +1,6 @@
 """bfloat16 through float32 kernels against torch's own bfloat16 and against float32, side by side.
 
-    OMP_NUM_THREADS=1 python benchmarks/bench_bf16_products.py --out results/bench_bf16_products.json
+    OMP_NUM_THREADS=1 python benchmarks/bench_bf16_products.py --out results/qwen/bench_bf16_products.json
 
 Two decoder blocks of Qwen2.5-1.5B's shape (random weights, SDPA attention, seeded), in three
 arms: float32; bfloat16 on torch's own kernels; bfloat16 inside `uds_core.float32_products`

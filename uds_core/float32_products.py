@@ -85,14 +85,19 @@ def _addmm(bias, a, b, *, beta=1, alpha=1):
     return mm(a, b, bias)
 
 
+def _on_widened(func, args, kwargs):
+    """`func` with its bfloat16 CPU tensor inputs widened to float32."""
+    return func(*(_widen(a) for a in args), **{k: _widen(v) for k, v in kwargs.items()})
+
+
 def _widened_call(func, args, kwargs):
     """`func` on widened inputs, its float32 tensor results rounded to bfloat16."""
-    out = func(*(_widen(a) for a in args), **{k: _widen(v) for k, v in kwargs.items()})
+    out = _on_widened(func, args, kwargs)
     return tuple(_narrow(o) for o in out) if isinstance(out, tuple) else _narrow(out)
 
 
 def _attention(func, args, kwargs):
-    out, logsumexp = func(*(_widen(a) for a in args), **{k: _widen(v) for k, v in kwargs.items()})
+    out, logsumexp = _on_widened(func, args, kwargs)
     return out.to(BF16), logsumexp   # the kernel's log-sum-exp is float32 in bfloat16 too
 
 
@@ -100,6 +105,7 @@ _BLOCKED = {aten.mm.default: lambda a, b: mm(a, b), aten.addmm.default: _addmm}
 _WIDENED = {aten.bmm.default: _widened_call,
             aten._scaled_dot_product_flash_attention_for_cpu.default: _attention,
             aten._scaled_dot_product_flash_attention_for_cpu_backward.default: _widened_call}
+_HANDLED = frozenset(_BLOCKED) | frozenset(_WIDENED)
 
 
 class Float32Products(TorchDispatchMode):
@@ -107,6 +113,8 @@ class Float32Products(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if func not in _HANDLED:   # every other op of the process passes here: decide on the op first
+            return func(*args, **kwargs)
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         if tensors and all(_is_cpu_bf16(t) for t in tensors[:3]):
             if func in _BLOCKED and (out := _BLOCKED[func](*args, **kwargs)) is not None:
