@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 import transformers as T
 
 from tests.engine_fixtures import RECORDS, make_tokenizer, perturbed, tiny_model
@@ -57,6 +58,26 @@ def test_key_changes_miss(setup, tmp_path):
                                  EngineSettings(batch_size=2)).s1, tmp_path)
     assert s1_cache.load_s1(_key(full, retain, items, component="mlp"), items, tmp_path) is None
     assert s1_cache.load_s1(_key(full, perturbed(retain, 0.1), items), items, tmp_path) is None
+
+
+def test_key_notes_bfloat16_products_through_float32_kernels(setup):
+    """bfloat16 CPU products of the float32-kernel path round differently from torch's own, so the
+    S1 of one path is not the other's; every other dtype, device or path keeps the key it had."""
+    from uds_core.float32_products import float32_products
+    tok, full, retain, items = setup
+    fps = {"full": "f", "retain": "r"}
+    settings = EngineSettings(batch_size=2)
+
+    def key(dtype, device):
+        return s1_cache.s1_key(fps, RECORDS, items, settings, dtype, device, {"layers": [0, 1, 2]})
+
+    plain = {(d, dev): key(d, dev) for d in (torch.bfloat16, torch.float32) for dev in ("cpu", "cuda")}
+    with float32_products():
+        inside = {(d, dev): key(d, dev) for d in (torch.bfloat16, torch.float32) for dev in ("cpu", "cuda")}
+    changed = {k for k in plain if plain[k] != inside[k]}
+    assert changed == {(torch.bfloat16, "cpu")}
+    assert inside[(torch.bfloat16, "cpu")] == {**plain[(torch.bfloat16, "cpu")], "bf16_products": "float32"}
+    assert s1_cache.cache_path(inside[(torch.bfloat16, "cpu")]) != s1_cache.cache_path(plain[(torch.bfloat16, "cpu")])
 
 
 def test_corrupt_entry_warns_and_recomputes(setup, tmp_path, capsys):

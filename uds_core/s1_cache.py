@@ -2,8 +2,9 @@
 the numeric settings, so it is computed once and reused for every unlearned model.
 
 Key = model fingerprints (not names), data hash, hash of the prepared token ids and spans,
-prompt format, component, dtype, device, batch size, attention kernel, logprob dtype, layers and
-the last-layer flag. Batch size and kernel are in the key because they perturb low-precision
+prompt format, component, dtype, device, batch size, attention kernel, logprob dtype, layers,
+the last-layer flag and, for bfloat16 on the CPU, whether its products ran through float32 kernels.
+Batch size and kernel are in the key because they perturb low-precision
 scores; keeping S1 and S2 under identical settings keeps UDS(retain) = 1 exact. Deltas are
 stored, not KE statuses, so tau is not in the key. One JSON file per key, written atomically
 and sealed with the digest of its content (`uds_core.sealed`): an entry changed on disk, even by one
@@ -24,7 +25,7 @@ from typing import Any, Protocol, Sequence
 import numpy as np
 import torch
 
-from uds_core import atomic, engine, sealed
+from uds_core import atomic, engine, float32_products, sealed
 from uds_core.arch import attention_implementation
 from uds_core.data import data_hash
 from uds_core.engine import EngineSettings, PairScores
@@ -65,7 +66,15 @@ def s1_key(fingerprints: dict, records: list[dict], items: Sequence[PreparedItem
         full=fingerprints["full"], retain=fingerprints["retain"], data=data_hash(records), inputs=items_hash(items),
         prompt_format=PROMPT_FORMAT, component=settings.component, dtype=dtype_name(dtype),
         device=device, batch_size=settings.batch_size, logprob_dtype=settings.logprob_dtype,
-        reference_last_layer=settings.reference_last_layer, **facts)
+        reference_last_layer=settings.reference_last_layer, **facts, **_products(dtype, device))
+
+
+def _products(dtype: torch.dtype, device: str) -> dict:
+    """The key's note of bfloat16 CPU products run through float32 kernels (`uds_core.float32_products`):
+    they round differently from torch's own bfloat16 kernels, so an S1 of one path must not be the S1 of
+    a run on the other. Empty on every other path, so the keys written before this note still match."""
+    on = dtype == torch.bfloat16 and device == "cpu" and float32_products.active()
+    return {"bf16_products": "float32"} if on else {}
 
 
 def run_facts(settings: EngineSettings, full: torch.nn.Module) -> dict:
