@@ -4,13 +4,16 @@ once per test session into its own cache home, so every session exercises the co
 from __future__ import annotations
 
 import importlib.util
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-GGUF_HOME = REPO / ".uds_home" / "gguf-tests"
+# One home per pytest-xdist worker: each worker empties its home when its session starts, and a
+# shared one would be emptied under another worker still converting or building in it.
+GGUF_HOME = REPO / ".uds_home" / "gguf-tests" / os.environ.get("PYTEST_XDIST_WORKER", "main")
 ALIAS = "smollm2-135m-instruct"
 
 

@@ -204,6 +204,9 @@ def test_same_size_damage_to_a_stored_measurement_is_said_and_measured_again(hom
     from meta_eval.store import MeasurementStore
     from metrics.context import EvalSettings
 
+    from checkpoints.world.build import ensure_model
+
+    ensure_model("test", 0, NPO, progress=False)   # in this test's home: the shared test world holds the anchors only
     zoo = tiny_zoo("tiny:test")
     (member,) = [m for m in zoo.members if m.name == NPO]
     measurer = Measurer(zoo, MeasurementStore(tmp_path / "store"), tmp_path / "relearned",
