@@ -198,13 +198,12 @@ def test_an_s1_entry_written_before_digests_is_sealed_once(folders, tmp_path, mo
 # -- meta-eval measurements ------------------------------------------------------------------------
 
 def test_same_size_damage_to_a_stored_measurement_is_said_and_measured_again(home, tmp_path, capsys):
+    from checkpoints.world.build import ensure_model
     from meta_eval.measure import Job, Measurer
     from meta_eval.perturb import ORIG, relearn_config
     from meta_eval.population import tiny_zoo
     from meta_eval.store import MeasurementStore
     from metrics.context import EvalSettings
-
-    from checkpoints.world.build import ensure_model
 
     ensure_model("test", 0, NPO, progress=False)   # in this test's home: the shared test world holds the anchors only
     zoo = tiny_zoo("tiny:test")

@@ -130,11 +130,8 @@ def release() -> None:
 
 def products_in_use(device: str, dtype) -> Products | None:
     """How this process computes bfloat16 CPU products now (None unless CPU and bfloat16): for the
-    record a result keeps."""
-    import torch
+    record a result keeps (`uds_core.float32_products.route`, imported here only when asked: torch
+    loads lazily)."""
+    from uds_core.float32_products import route
 
-    from uds_core.float32_products import active
-
-    if device != "cpu" or dtype != torch.bfloat16:
-        return None
-    return "float32" if active() else "native"
+    return route(device, dtype)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator
+from typing import Literal
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -141,3 +142,12 @@ def float32_products() -> Iterator[None]:
 def active() -> bool:
     """Whether a `float32_products` context is open."""
     return _ACTIVE[0] > 0
+
+
+def route(device: str, dtype: torch.dtype) -> Literal["float32", "native"] | None:
+    """How bfloat16 products on `device` are computed now: "float32" inside a `float32_products`
+    context, "native" (torch's own kernels) outside it; None unless `device` is "cpu" and `dtype`
+    bfloat16, the only pair the context changes."""
+    if device != "cpu" or dtype != BF16:
+        return None
+    return "float32" if active() else "native"

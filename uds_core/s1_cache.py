@@ -73,8 +73,7 @@ def _products(dtype: torch.dtype, device: str) -> dict:
     """The key's note of bfloat16 CPU products run through float32 kernels (`uds_core.float32_products`):
     they round differently from torch's own bfloat16 kernels, so an S1 of one path must not be the S1 of
     a run on the other. Empty on every other path, so the keys written before this note still match."""
-    on = dtype == torch.bfloat16 and device == "cpu" and float32_products.active()
-    return {"bf16_products": "float32"} if on else {}
+    return {"bf16_products": "float32"} if float32_products.route(device, dtype) == "float32" else {}
 
 
 def run_facts(settings: EngineSettings, full: torch.nn.Module) -> dict:
