@@ -4,7 +4,8 @@ real SmolLM2-135M-Instruct (from its GGUF), built once per session in the GGUF t
 What is checked against things computed here, not by the builder: the splits are the first authors
 of the real TOFU files; the base is the pretrained model bit for bit; fine-tuning, unlearning and
 the pools move the forget answers' likelihood the way their data says; UDS keeps its invariants on
-the 30-layer model; a second build trains nothing.
+the 30-layer model; a second build trains nothing. Only the data and base checks run by default: the
+rest trains six models (slow-marked).
 """
 
 from __future__ import annotations
@@ -26,14 +27,26 @@ def _in_gguf_home(gguf_home):
     """Every test here works in the session's GGUF home (where the conversion and this world are)."""
 
 
-@pytest.fixture(scope="module")
-def world(smol_converted, fresh_gguf_home, tofu_dir) -> Path:
-    """The smol-ci world, built from the TOFU files (`tofu_dir` skips where they are absent)."""
+def _build(home: Path, names: list[str] | None) -> Path:
     from checkpoints.world.build import build_world
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("UDS_HOME", str(fresh_gguf_home))
-        return build_world(PRESET, 0, progress=False)
+        mp.setenv("UDS_HOME", str(home))
+        return build_world(PRESET, 0, progress=False, names=names)
+
+
+@pytest.fixture(scope="module")
+def base_world(smol_converted, fresh_gguf_home, tofu_dir) -> Path:
+    """The smol-ci world's data and base only (no training: the default suite's share of this file;
+    `tofu_dir` skips where the TOFU files are absent)."""
+    return _build(fresh_gguf_home, ["base"])
+
+
+@pytest.fixture(scope="module")
+def world(base_world, fresh_gguf_home) -> Path:
+    """The whole smol-ci world: six models trained on the 30-layer model, minutes on two cores, so
+    the tests that need it are slow-marked (`pytest -m slow tests/test_smol_world.py`)."""
+    return _build(fresh_gguf_home, None)
 
 
 def _records(tofu_dir: Path, stem: str) -> list[dict]:
@@ -49,22 +62,22 @@ def _split(world: Path, name: str) -> list[dict]:
     return json.loads((world / "data" / f"{name}.json").read_text())
 
 
-def test_splits_are_the_first_authors_of_the_real_files(world, tofu_dir):
+def test_splits_are_the_first_authors_of_the_real_files(base_world, tofu_dir):
     for split, stem in (("forget", "forget10_perturbed"), ("retain", "retain90"), ("holdout", "holdout10")):
-        got = [(it["question"], it["answer"]) for it in _split(world, split)]
+        got = [(it["question"], it["answer"]) for it in _split(base_world, split)]
         assert got == [(r["question"], r["answer"]) for r in _records(tofu_dir, stem)[:PER_AUTHOR]], split
     annotated = {r["idx"] for r in _records(tofu_dir, "forget10_annotated")}
-    uds_items = json.loads((world / "data" / "uds_data.json").read_text())
+    uds_items = json.loads((base_world / "data" / "uds_data.json").read_text())
     assert [it["idx"] for it in uds_items] == [i for i in range(PER_AUTHOR) if i in annotated]
-    assert len(_split(world, "real_authors")) == len(_split(world, "world_facts")) == 4
+    assert len(_split(base_world, "real_authors")) == len(_split(base_world, "world_facts")) == 4
 
 
-def test_base_is_the_pretrained_model_bit_for_bit(world, smol_converted):
-    base = load_file(world / "models" / "base" / "model.safetensors")
+def test_base_is_the_pretrained_model_bit_for_bit(base_world, smol_converted):
+    base = load_file(base_world / "models" / "base" / "model.safetensors")
     pretrained = load_file(smol_converted["folder"] / "model.safetensors")
     assert base.keys() == pretrained.keys()
     assert all(torch.equal(base[k], pretrained[k]) for k in base)
-    tok_base = json.loads((world / "models" / "base" / "tokenizer.json").read_text())
+    tok_base = json.loads((base_world / "models" / "base" / "tokenizer.json").read_text())
     assert tok_base["model"]["vocab"] == json.loads((smol_converted["folder"] /
                                                      "tokenizer.json").read_text())["model"]["vocab"]
 
@@ -91,6 +104,7 @@ def _answer_nll(folder: Path, items: list[dict]) -> float:
     return total / count
 
 
+@pytest.mark.slow
 def test_training_moves_the_forget_answers_as_the_data_says(world):
     forget, retain = _split(world, "forget"), _split(world, "retain")
     nll = {name: _answer_nll(world / "models" / name, forget)
@@ -103,6 +117,7 @@ def test_training_moves_the_forget_answers_as_the_data_says(world):
     assert _answer_nll(world / "models" / "retain", retain) < _answer_nll(world / "models" / "base", retain)
 
 
+@pytest.mark.slow
 def test_zoo_manifest_names_every_model_and_its_parent(world):
     zoo = json.loads((world / "zoo.json").read_text())
     parents = {m["name"]: m["parent"] for m in zoo["models"]}
@@ -113,6 +128,7 @@ def test_zoo_manifest_names_every_model_and_its_parent(world):
     assert full["data"] == "forget + retain QA (chat)"
 
 
+@pytest.mark.slow
 def test_uds_invariants_on_the_30_layer_world(world, uds, tmp_path):
     results = {}
     for name in ("full", "retain", "npo_lr3e-5_b01_a1_ep2"):
@@ -131,6 +147,7 @@ def test_uds_invariants_on_the_30_layer_world(world, uds, tmp_path):
     assert 0.0 <= npo <= 1.0 and not math.isnan(npo)
 
 
+@pytest.mark.slow
 def test_a_second_build_trains_nothing(world, monkeypatch):
     from checkpoints import catalogue
     from checkpoints.world.build import build_world
@@ -144,6 +161,7 @@ def test_a_second_build_trains_nothing(world, monkeypatch):
     assert build_world(PRESET, 0, progress=False) == world
 
 
+@pytest.mark.slow
 def test_results_script_writes_build_json_from_the_recipes(world, tmp_path):
     """experiments/smol_results.py's build stage, without training: one row per built model,
     with the seconds and settings its recipe.json recorded."""

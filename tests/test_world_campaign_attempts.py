@@ -108,31 +108,34 @@ def test_the_build_unit_times_every_attempt_of_a_stopped_build(test_world, tmp_p
 
 
 def test_prepare_rebuilds_a_missing_model_to_the_same_weights_and_names_them(test_world, tmp_path, monkeypatch):
-    """On a machine with the world but without `retain`, preparing (full, retain) rebuilds retain
-    alone: its rebuilt folder holds the same weights as the one built before (every tensor equal),
-    and full, already built, is reported as such."""
+    """On a machine with the world but without an unlearned model, preparing (full, that model)
+    rebuilds it alone: its rebuilt folder holds the same weights as the one built before (every
+    tensor equal), and full, already built, is reported as such. The quickest model of the zoo to
+    train (an RMU of full) keeps it short; retraining retain is tests/test_world_build.py's."""
     import shutil
 
     import torch
     from safetensors.torch import load_file
 
+    from checkpoints.world.build import ensure_model
     from uds.world_campaign.units import prepare, weights_of
     from uds_core.fingerprint import state_digest
 
+    name = "rmu_lr2e-4_l2_s10_ep5"
+    before = ensure_model("test", 0, name, progress=False)     # in the session's world (other tests use it)
     home = tmp_path / "home"
     for part in ("data", "tokenizer", "zoo.json", "models/base", "models/full"):
         src, dst = test_world / part, home / "world" / "test-0" / part
         dst.parent.mkdir(parents=True, exist_ok=True)
         (shutil.copytree if src.is_dir() else shutil.copy)(src, dst)
     monkeypatch.setenv("UDS_HOME", str(home))
-    out = prepare("tiny:test", ["full", "retain"])["models"]
-    assert list(out) == ["full", "retain"]
-    assert out["full"]["rebuilt_seconds"] is None and out["retain"]["rebuilt_seconds"] > 0
-    rebuilt = home / "world" / "test-0" / "models" / "retain"
-    a, b = load_file(str(rebuilt / "model.safetensors")), load_file(str(test_world / "models" / "retain" /
-                                                                      "model.safetensors"))
+    out = prepare("tiny:test", ["full", name])["models"]
+    assert list(out) == ["full", name]
+    assert out["full"]["rebuilt_seconds"] is None and out[name]["rebuilt_seconds"] > 0
+    rebuilt = home / "world" / "test-0" / "models" / name
+    a, b = load_file(str(rebuilt / "model.safetensors")), load_file(str(before / "model.safetensors"))
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
-    assert out["retain"]["weights"] == state_digest(b) == weights_of(rebuilt)
+    assert out[name]["weights"] == state_digest(b) == weights_of(rebuilt)
     assert out["full"]["weights"] == state_digest(load_file(str(test_world / "models" / "full" / "model.safetensors")))
     b[next(iter(b))].view(-1)[0] += 1.0   # one value changed (the first is always sampled): another digest
-    assert state_digest(b) != out["retain"]["weights"]
+    assert state_digest(b) != out[name]["weights"]
