@@ -67,6 +67,7 @@ HEAVY_FIXTURES = frozenset({"test_world", "smol_converted", "fresh_gguf_home", "
 # needing none of those, these still train a model or start fresh interpreters (seconds each)
 NOT_QUICK = frozenset({
     "tests/test_progress.py::test_training_loop_logs_steps_when_stderr_is_a_file",
+    "tests/test_progress.py::test_training_loop_is_silent_when_quiet",
     "tests/test_faults.py::test_a_second_world_builder_waits_for_the_first_and_reuses_its_data",
     "tests/test_cli_errors.py::test_score_command_does_not_import_the_metrics_stack",
     "tests/test_cli_errors.py::test_real_process_exits_2_without_traceback",
@@ -87,3 +88,37 @@ def pytest_collection_modifyitems(config, items):
         if heavy or item.nodeid in NOT_QUICK or any(item.get_closest_marker(m) for m in ("slow", "browser")):
             continue
         item.add_marker(pytest.mark.quick)
+    items[:] = in_file_order(items)
+
+
+# --- the order files are handed to the two workers -----------------------------------------------
+# xdist (`--dist loadfile --no-loadscope-reorder`) deals whole files in this order to whichever
+# worker is free. A long file that builds the `test` world goes first; the GGUF files (their own
+# conversion, no world) and then the quick files keep the other worker busy meanwhile, so no worker
+# waits on the world's lock; the other world files follow, the long ones and then most tests first,
+# so the last files dealt are short. Order only: every file's tests and fixtures are the same in any order.
+FIRST = "tests/test_campaign_run.py"   # the world's build, then the longest file of the suite
+# world files of few tests but long (end-to-end runs in fresh interpreters): dealt before the many-test
+# files, not last, where one would keep a worker busy alone at the end
+LONG = ("tests/test_faults.py", "tests/test_world_build.py", "tests/test_split_scores.py",
+        "tests/test_curve_callback.py", "tests/test_faults_content.py", "tests/test_llama1b_gpu.py")
+GGUF_FIXTURES = frozenset({"smol_converted", "fresh_gguf_home", "gguf_home"})
+
+
+def in_file_order(items: list) -> list:
+    files: dict[str, list] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def rank(path: str) -> tuple[int, int]:
+        tests = [t for t in files[path] if not t.get_closest_marker("slow")] or files[path]
+        if path == FIRST:
+            group = 0
+        elif any(GGUF_FIXTURES.intersection(getattr(t, "fixturenames", ())) for t in tests):
+            group = 1
+        elif all(t.get_closest_marker("quick") for t in tests):
+            group = 2
+        else:
+            group = 3 if path in LONG else 4
+        return group, -len(tests)
+    return [item for path in sorted(files, key=rank) for item in files[path]]

@@ -111,7 +111,7 @@ def test_prepare_rebuilds_a_missing_model_to_the_same_weights_and_names_them(tes
     """On a machine with the world but without an unlearned model, preparing (full, that model)
     rebuilds it alone: its rebuilt folder holds the same weights as the one built before (every
     tensor equal), and full, already built, is reported as such. The quickest model of the zoo to
-    train (an RMU of full) keeps it short; retraining retain is tests/test_world_build.py's."""
+    train (an RMU of full) keeps it short; tests/test_world_build.py retrains retain to its weights."""
     import shutil
 
     import torch
