@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 from transformers import AutoTokenizer, LlamaForCausalLM
 
@@ -47,9 +48,22 @@ def test_base_pretraining_states_no_private_fact(test_world):
     assert all(it["question"] in text for it in world.real_authors)
 
 
-def test_interrupted_build_resumes_and_retraining_is_deterministic(test_world, monkeypatch):
-    folder = test_world / "models" / "retain"
-    before = model_fingerprint(LlamaForCausalLM.from_pretrained(folder))
+def private_world(test_world: Path, tmp_path: Path, monkeypatch) -> Path:
+    """A copy of the session's world (data, tokenizer, base, full, retain) as `$UDS_HOME`'s: tests that
+    damage or retrain a model do it there, while tests on the other worker read the session's."""
+    home = tmp_path / "home"
+    shutil.copytree(test_world, home / "world" / test_world.name,
+                    ignore=lambda d, names: [n for n in names if n not in ("base", "full", "retain")]
+                    if Path(d).name == "models" else [])
+    monkeypatch.setenv("UDS_HOME", str(home))
+    return home / "world" / test_world.name
+
+
+def test_interrupted_build_resumes_and_retraining_is_deterministic(test_world, tmp_path, monkeypatch):
+    """A save of retain killed midway leaves a torn temporary folder; the next build removes it and
+    trains retain again to the same weights."""
+    folder = private_world(test_world, tmp_path, monkeypatch) / "models" / "retain"
+    before = model_fingerprint(LlamaForCausalLM.from_pretrained(test_world / "models" / "retain"))
     stale = folder.with_name(".retain.tmp")
     shutil.copytree(folder, stale)          # what a kill during save leaves behind
     (stale / "model.safetensors").write_bytes(b"torn")
@@ -66,7 +80,7 @@ def test_interrupted_build_resumes_and_retraining_is_deterministic(test_world, m
     assert not stale.exists()
 
 
-def test_a_model_built_by_another_recipe_is_rebuilt_not_reused(test_world, monkeypatch):
+def test_a_model_built_by_another_recipe_is_rebuilt_not_reused(test_world, tmp_path, monkeypatch):
     """A changed recipe (here: full's learning rate) makes full and every model made from it
     stale, while base and retain stay current; a stale folder is retrained on next use."""
     from dataclasses import replace
@@ -83,7 +97,7 @@ def test_a_model_built_by_another_recipe_is_rebuilt_not_reused(test_world, monke
     unlearned = next(r for r in catalogue.recipes(preset) if r.parent == "full")
     assert digest(changed, unlearned.name) != digest(preset, unlearned.name)   # reaches the child
 
-    meta_path = test_world / "models" / "retain" / "recipe.json"
+    meta_path = private_world(test_world, tmp_path, monkeypatch) / "models" / "retain" / "recipe.json"
     original = meta_path.read_bytes()   # restored byte for byte: the folder's digests cover it
     meta = json.loads(original)
     assert meta["digest"] == digest(preset, "retain")
