@@ -13,6 +13,7 @@ from checkpoints.world import build, store
 from checkpoints.world.encode import base_corpus
 from checkpoints.world.recipe_digest import recipe_digest
 from checkpoints.world.store import load_world
+from tests.campaign_fixtures import fresh_home
 from uds_core.fingerprint import model_fingerprint
 
 
@@ -51,10 +52,7 @@ def test_base_pretraining_states_no_private_fact(test_world):
 def private_world(test_world: Path, tmp_path: Path, monkeypatch) -> Path:
     """A copy of the session's world (data, tokenizer, base, full, retain) as `$UDS_HOME`'s: tests that
     damage or retrain a model do it there, while tests on the other worker read the session's."""
-    home = tmp_path / "home"
-    shutil.copytree(test_world, home / "world" / test_world.name,
-                    ignore=lambda d, names: [n for n in names if n not in ("base", "full", "retain")]
-                    if Path(d).name == "models" else [])
+    home = fresh_home(test_world, tmp_path)
     monkeypatch.setenv("UDS_HOME", str(home))
     return home / "world" / test_world.name
 
