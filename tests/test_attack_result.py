@@ -206,6 +206,33 @@ def test_the_command_writes_the_result_and_the_page_renders_it(camp, uds, tmp_pa
     assert "No result yet" in page.rho_block(tmp_path / "absent" / "result.json")
 
 
+def test_the_findings_in_sentences(camp, result, tmp_path):
+    """The page's answer block against the synthetic campaign: the planted perfect predictors first,
+    the strongest attack counted per unlearned model by hand, the label means and the perfect AUCs."""
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(result))
+    text = page.findings_block(path)
+    assert "(over 8 unlearned models): `es` +1.00 [+1.00, +1.00], `uds` +1.00 [+1.00, +1.00]" in text
+    assert "`uds` ranks 2 of 4." in text
+    base = camp.values[("attack", "retain")]
+    counts: dict[str, int] = {}
+    for n in UNLEARNED:
+        above = {a: v - base[a] for a, v in camp.values[("attack", n)].items() if v is not None}
+        best = max(above, key=above.get)
+        counts[best] = counts.get(best, 0) + 1
+    for a, k in counts.items():
+        assert f"`{a}` for {k}" in text
+    s_plain = np.mean([camp.values[("attack", n)]["plain"] for n in SUP])
+    n_relearn = np.mean([camp.values[("attack", n)]["relearn"] for n in CONTROLS])
+    assert f"entity for {s_plain:.3f} of the questions, above the N controls' 0.050" in text
+    assert f"against the controls' {n_relearn:.3f}" in text
+    pos = {k: [camp.values[("orig", n)][k] for n in SUP] for k in KEYS}
+    neg = {k: [camp.values[("orig", n)][k] for n in CONTROLS] for k in KEYS}
+    perfect = sum(min(pos[k]) > max(neg[k]) if k not in ("uds", "s_mia_loss") else max(pos[k]) < min(neg[k])
+                  for k in KEYS)
+    assert f"{perfect} of 4 metrics separate them perfectly" in text
+
+
 def test_a_meta_evaluation_campaign_is_not_an_attack_campaign(uds, tmp_path):
     c = SyntheticCampaign(tmp_path / "c")
     c.measure("orig", "full")

@@ -113,12 +113,62 @@ def _spread(doc: dict) -> str:
                                                   rows))
 
 
+def _unlearned(doc: dict) -> list[str]:
+    """The unlearned models: every attacked model that is neither an anchor nor in the label check."""
+    pools = {m for group in doc["label_check"]["members"].values() for m in group}
+    return sorted(m for m in doc["recovered"]["strongest"] if m not in pools | {"full", "retain"})
+
+
+def _findings(doc: dict) -> str:
+    """The page's answer in sentences: which metrics predict the strongest attack, where UDS stands,
+    which attack is strongest, whether the suppressed pool's label holds, and which metrics it fools."""
+    rs = doc["rho_strongest"]
+    ranked = sorted((k for k in doc["keys"] if rs[k].get("rho") is not None), key=lambda k: -rs[k]["rho"])
+    if not ranked:
+        return "No metric has a rank correlation yet (too few unlearned models measured).\n"
+    top = ranked[0]
+    lines = [f"- **Predicting the strongest attack** (over {rs[top]['n']} unlearned models): "
+             + ", ".join(f"`{k}` {_ci(rs[k])}" for k in ranked[:3])
+             + (f"; `uds` ranks {ranked.index('uds') + 1} of {len(ranked)}"
+                + (f" with {_ci(rs['uds'])}" if ranked.index("uds") >= 3 else "") if "uds" in ranked else "") + "."]
+    reach = [k for k in ranked[1:] if rs[k].get("ci95") and rs[k]["ci95"][1] >= rs[top]["rho"]]
+    above0 = [k for k in ranked if rs[k].get("ci95") and rs[k]["ci95"][0] > 0]
+    lines.append(f"- {len(above0)} of {len(ranked)} metrics have an interval above 0; {len(reach)} other metrics' "
+                 f"intervals reach `{top}`'s rho, so these models do not settle the order among those.")
+    counts: dict[str, int] = {}
+    for m in _unlearned(doc):
+        best = doc["recovered"]["strongest"].get(m)
+        if best:
+            counts[best["attack"]] = counts.get(best["attack"], 0) + 1
+    lines.append("- **The strongest attack** per unlearned model: " + ", ".join(
+        f"`{a}` for {n}" for a, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))) + ".")
+    means = doc["label_check"]["means"]
+    s, n = means["suppressed"], means["controls"]
+    if None not in (s["plain"], n["plain"], s["relearn"], n["relearn"]):
+        side = "at or below" if s["plain"] <= n["plain"] else "above"
+        lines.append(f"- **The suppressed pool's label**: its plain answers name the entity for {s['plain']:.3f} of "
+                     f"the questions, {side} the N controls' {n['plain']:.3f}; relearning on one half brings the "
+                     f"other back to {s['relearn']:.3f} against the controls' {n['relearn']:.3f}.")
+    auc = {k: v["auc_roc"] for k, v in doc["auc_suppressed_vs_controls"].items() if v and v["auc_roc"] is not None}
+    if auc:
+        perfect = [k for k in doc["keys"] if auc.get(k) == 1.0]
+        fooled = [k for k in doc["keys"] if k in auc and auc[k] <= 0.5]
+        lines.append(f"- **Suppressed against N controls**: {len(perfect)} of {len(auc)} metrics separate them "
+                     "perfectly (AUC 1)" + (f"; `uds` {auc['uds']:.3f}" if "uds" in auc and "uds" not in perfect
+                                           else "") + ("; at or below chance, i.e. they read the refusing models "
+                                                       "as knowing no more than the controls: " + ", ".join(
+                                                           f"`{k}` {auc[k]:.3f}" for k in fooled) if fooled else "")
+                     + ".")
+    return "\n".join(lines) + "\n"
+
+
 status_block = _snapshot(_status)
 rho_block = _snapshot(_rho)
 auc_block = _snapshot(_auc)
 labels_block = _snapshot(_labels)
 recovered_block = _snapshot(_recovered)
 spread_block = _snapshot(_spread)
+findings_block = _snapshot(_findings)
 
 
 def protocol_block(path: Path) -> str:

@@ -48,7 +48,8 @@ ATTACK_BLOCKS: list[Block] = [
     Block("docs/smol_attacks.md", f"attack-{name}", ATTACK_SNAPSHOT, render, ATTACK_COMMAND)
     for name, render in (("status", attacks.status_block), ("labels", attacks.labels_block),
                          ("rho", attacks.rho_block), ("auc", attacks.auc_block),
-                         ("recovered", attacks.recovered_block), ("spread", attacks.spread_block))] + [
+                         ("recovered", attacks.recovered_block), ("spread", attacks.spread_block),
+                         ("findings", attacks.findings_block))] + [
     Block("docs/smol_attacks.md", "attack-protocol", "results/smol/attack_campaign/protocol.json",
           attacks.protocol_block)]
 
