@@ -222,6 +222,8 @@ def test_the_findings_in_sentences(camp, result, tmp_path):
         counts[best] = counts.get(best, 0) + 1
     for a, k in counts.items():
         assert f"`{a}` for {k}" in text
+    gains = sorted(_best(camp, n) for n in UNLEARNED)
+    assert f"median {(gains[3] + gains[4]) / 2:+.2f}, largest {gains[-1]:+.2f}" in text
     s_plain = np.mean([camp.values[("attack", n)]["plain"] for n in SUP])
     n_relearn = np.mean([camp.values[("attack", n)]["relearn"] for n in CONTROLS])
     assert f"entity for {s_plain:.3f} of the questions, above the N controls' 0.050" in text

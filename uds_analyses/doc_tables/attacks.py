@@ -5,6 +5,7 @@ whose file does not exist yet says so and how it comes."""
 from __future__ import annotations
 
 import json
+import statistics
 from pathlib import Path
 from typing import Callable
 
@@ -136,12 +137,17 @@ def _findings(doc: dict) -> str:
     lines.append(f"- {len(above0)} of {len(ranked)} metrics have an interval above 0; {len(reach)} other metrics' "
                  f"intervals reach `{top}`'s rho, so these models do not settle the order among those.")
     counts: dict[str, int] = {}
+    gains = []
     for m in _unlearned(doc):
         best = doc["recovered"]["strongest"].get(m)
         if best:
             counts[best["attack"]] = counts.get(best["attack"], 0) + 1
-    lines.append("- **The strongest attack** per unlearned model: " + ", ".join(
-        f"`{a}` for {n}" for a, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))) + ".")
+            gains.append(best["above_retain"])
+    if gains:
+        lines.append("- **The strongest attack** per unlearned model: " + ", ".join(
+            f"`{a}` for {n}" for a, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+            + f"; what it recovers above the retain model: median {statistics.median(gains):+.2f}, largest "
+            f"{max(gains):+.2f} (the share of forget questions answered with the entity).")
     means = doc["label_check"]["means"]
     s, n = means["suppressed"], means["controls"]
     if None not in (s["plain"], n["plain"], s["relearn"], n["relearn"]):
