@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections import Counter
 from pathlib import Path
 from typing import Callable
 
@@ -120,53 +121,71 @@ def _unlearned(doc: dict) -> list[str]:
     return sorted(m for m in doc["recovered"]["strongest"] if m not in pools | {"full", "retain"})
 
 
-def _findings(doc: dict) -> str:
-    """The page's answer in sentences: which metrics predict the strongest attack, where UDS stands,
-    which attack is strongest, whether the suppressed pool's label holds, and which metrics it fools."""
+def _predictors(doc: dict) -> list[str]:
+    """Which metrics predict the strongest attack, where UDS ranks, and whether the intervals settle it."""
     rs = doc["rho_strongest"]
     ranked = sorted((k for k in doc["keys"] if rs[k].get("rho") is not None), key=lambda k: -rs[k]["rho"])
     if not ranked:
-        return "No metric has a rank correlation yet (too few unlearned models measured).\n"
+        return ["No metric has a rank correlation yet (too few unlearned models measured)."]
     top = ranked[0]
-    lines = [f"- **Predicting the strongest attack** (over {rs[top]['n']} unlearned models): "
-             + ", ".join(f"`{k}` {_ci(rs[k])}" for k in ranked[:3])
-             + (f"; `uds` ranks {ranked.index('uds') + 1} of {len(ranked)}"
-                + (f" with {_ci(rs['uds'])}" if ranked.index("uds") >= 3 else "") if "uds" in ranked else "") + "."]
+    uds = ""
+    if "uds" in ranked:
+        rank = ranked.index("uds") + 1
+        uds = f"; `uds` ranks {rank} of {len(ranked)}" + (f" with {_ci(rs['uds'])}" if rank > 3 else "")
     reach = [k for k in ranked[1:] if rs[k].get("ci95") and rs[k]["ci95"][1] >= rs[top]["rho"]]
     above0 = [k for k in ranked if rs[k].get("ci95") and rs[k]["ci95"][0] > 0]
-    lines.append(f"- {len(above0)} of {len(ranked)} metrics have an interval above 0; {len(reach)} other metrics' "
-                 f"intervals reach `{top}`'s rho, so these models do not settle the order among those.")
-    counts: dict[str, int] = {}
-    gains = []
-    for m in _unlearned(doc):
-        best = doc["recovered"]["strongest"].get(m)
-        if best:
-            counts[best["attack"]] = counts.get(best["attack"], 0) + 1
-            gains.append(best["above_retain"])
-    if gains:
-        lines.append("- **The strongest attack** per unlearned model: " + ", ".join(
-            f"`{a}` for {n}" for a, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+    return [f"- **Predicting the strongest attack** (over {rs[top]['n']} unlearned models): "
+            + ", ".join(f"`{k}` {_ci(rs[k])}" for k in ranked[:3]) + uds + ".",
+            f"- {len(above0)} of {len(ranked)} metrics have an interval above 0; {len(reach)} other metrics' "
+            f"intervals reach `{top}`'s rho, so these models do not settle the order among those."]
+
+
+def _strongest_attacks(doc: dict) -> list[str]:
+    """How often each attack is the strongest on an unlearned model, and what it recovers there."""
+    best = [b for m in _unlearned(doc) if (b := doc["recovered"]["strongest"].get(m))]
+    if not best:
+        return []
+    counts = Counter(b["attack"] for b in best)
+    gains = [b["above_retain"] for b in best]
+    return ["- **The strongest attack** per unlearned model: "
+            + ", ".join(f"`{a}` for {n}" for a, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
             + f"; what it recovers above the retain model: median {statistics.median(gains):+.2f}, largest "
-            f"{max(gains):+.2f} (the share of forget questions answered with the entity).")
+            f"{max(gains):+.2f} (the share of forget questions answered with the entity)."]
+
+
+def _label(doc: dict) -> list[str]:
+    """The suppressed pool's label against the N controls: plain answers, then relearning."""
     means = doc["label_check"]["means"]
     s, n = means["suppressed"], means["controls"]
-    if None not in (s["plain"], n["plain"], s["relearn"], n["relearn"]):
-        side = "at or below" if s["plain"] <= n["plain"] else "above"
-        lines.append(f"- **The suppressed pool's label**: its plain answers name the entity for {s['plain']:.3f} of "
-                     f"the questions, {side} the N controls' {n['plain']:.3f}; relearning on one half brings the "
-                     f"other back to {s['relearn']:.3f} against the controls' {n['relearn']:.3f}.")
-    auc = {k: v["auc_roc"] for k, v in doc["auc_suppressed_vs_controls"].items() if v and v["auc_roc"] is not None}
-    if auc:
-        perfect = [k for k in doc["keys"] if auc.get(k) == 1.0]
-        fooled = [k for k in doc["keys"] if k in auc and auc[k] <= 0.5]
-        lines.append(f"- **Suppressed against N controls**: {len(perfect)} of {len(auc)} metrics separate them "
-                     "perfectly (AUC 1)" + (f"; `uds` {auc['uds']:.3f}" if "uds" in auc and "uds" not in perfect
-                                           else "") + ("; at or below chance, i.e. they read the refusing models "
-                                                       "as knowing no more than the controls: " + ", ".join(
-                                                           f"`{k}` {auc[k]:.3f}" for k in fooled) if fooled else "")
-                     + ".")
-    return "\n".join(lines) + "\n"
+    if None in (s["plain"], n["plain"], s["relearn"], n["relearn"]):
+        return []
+    side = "at or below" if s["plain"] <= n["plain"] else "above"
+    return [f"- **The suppressed pool's label**: its plain answers name the entity for {s['plain']:.3f} of the "
+            f"questions, {side} the N controls' {n['plain']:.3f}; relearning on one half brings the other back to "
+            f"{s['relearn']:.3f} against the controls' {n['relearn']:.3f}."]
 
+
+def _fooled(doc: dict) -> list[str]:
+    """How many metrics separate the suppressed pool from the N controls, and which read it as empty."""
+    auc = {k: v["auc_roc"] for k, v in doc["auc_suppressed_vs_controls"].items() if v and v["auc_roc"] is not None}
+    if not auc:
+        return []
+    perfect = [k for k in doc["keys"] if auc.get(k) == 1.0]
+    fooled = [k for k in doc["keys"] if k in auc and auc[k] <= 0.5]
+    uds = f"; `uds` {auc['uds']:.3f}" if "uds" in auc and "uds" not in perfect else ""
+    below = ("; at or below chance, i.e. they read the refusing models as knowing no more than the controls: "
+             + ", ".join(f"`{k}` {auc[k]:.3f}" for k in fooled)) if fooled else ""
+    return [f"- **Suppressed against N controls**: {len(perfect)} of {len(auc)} metrics separate them perfectly "
+            f"(AUC 1){uds}{below}."]
+
+
+def _findings(doc: dict) -> str:
+    """The page's answer in sentences: which metrics predict the strongest attack, where UDS stands,
+    which attack is strongest, whether the suppressed pool's label holds, and which metrics it fools."""
+    lines = _predictors(doc)
+    if len(lines) == 1:   # no rank correlation yet: nothing else is worth a sentence either
+        return lines[0] + "\n"
+    return "\n".join(lines + _strongest_attacks(doc) + _label(doc) + _fooled(doc)) + "\n"
 
 status_block = _snapshot(_status)
 rho_block = _snapshot(_rho)
